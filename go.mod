@@ -1,0 +1,13 @@
+module github.com/mcpkit/mcpkit
+
+go 1.26.0
+
+require (
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/google/jsonschema-go v0.4.3 // indirect
+	github.com/modelcontextprotocol/go-sdk v1.8.0 // indirect
+	github.com/redis/go-redis/v9 v9.23.0
+	go.uber.org/atomic v1.12.0 // indirect
+	go.uber.org/goleak v1.3.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
+)

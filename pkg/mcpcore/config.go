@@ -1,0 +1,153 @@
+package mcpcore
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// Config is mcpkit's configuration file. Unknown fields anywhere are errors.
+//
+//	{
+//	  "enable": ["resp"],
+//	  "plugins": {"resp": {"prefix": "ffkv", "config": {...}}},
+//	  "limits": {"tool_timeout": "30s", "inline_result_bytes": 131072},
+//	  "http": {"addr": "127.0.0.1:8080", "bearer_tokens_file": "/etc/mcpkit/tokens"}
+//	}
+type Config struct {
+	// Enable selects the plugins to serve; empty means the default plugins.
+	// The --plugins flag overrides it.
+	Enable []string `json:"enable,omitempty"`
+	// Plugins holds per-plugin settings, keyed by plugin name.
+	Plugins map[string]PluginConfig `json:"plugins,omitempty"`
+	// Limits overrides seed 000's defaults, field by field.
+	Limits Limits `json:"limits"`
+	// HTTP configures `mcpkit serve --http`.
+	HTTP HTTPConfig `json:"http"`
+}
+
+// PluginConfig is one plugin's entry under "plugins".
+type PluginConfig struct {
+	// Prefix replaces the plugin name as its tool prefix. A pointer, so that
+	// an explicit "" (no prefix) differs from an absent field.
+	Prefix *string `json:"prefix,omitempty"`
+	// Config is passed to the plugin's [Configurer].
+	Config json.RawMessage `json:"config,omitempty"`
+}
+
+// HTTPConfig configures the streamable HTTP transport.
+type HTTPConfig struct {
+	Addr string `json:"addr,omitempty"`
+	// BearerTokensFile or BearerTokensEnv (never both) name the static bearer
+	// tokens that authenticate /mcp, one per line.
+	BearerTokensFile string `json:"bearer_tokens_file,omitempty"`
+	BearerTokensEnv  string `json:"bearer_tokens_env,omitempty"`
+	// AllowedOrigins are browser origins admitted besides same-origin ones.
+	AllowedOrigins []string `json:"allowed_origins,omitempty"`
+}
+
+// DefaultConfig returns the configuration used without --config.
+func DefaultConfig() Config { return Config{Limits: DefaultLimits()} }
+
+// LoadConfig reads and validates a configuration file. Limits not named in
+// the file keep their defaults.
+func LoadConfig(path string) (Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("read config: %w", err)
+	}
+	cfg := DefaultConfig()
+	if err := DecodeStrict(data, &cfg); err != nil {
+		return Config{}, fmt.Errorf("config %s: %w", path, err)
+	}
+	if err := cfg.Validate(); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// Validate checks limits, plugin names and credential sources.
+func (c Config) Validate() error {
+	if err := c.Limits.Validate(); err != nil {
+		return err
+	}
+	for name, pc := range c.Plugins {
+		if _, ok := LookupPlugin(name); !ok {
+			return &ConfigError{Field: "plugins." + name, Reason: "no such plugin is registered"}
+		}
+		if pc.Prefix != nil && *pc.Prefix != "" && !validSegment(*pc.Prefix) {
+			return &ConfigError{Field: "plugins." + name + ".prefix", Reason: fmt.Sprintf("%q is not a valid tool prefix ([a-z0-9_-]+)", *pc.Prefix)}
+		}
+	}
+	if _, err := resolvePlugins(c.Enable); err != nil {
+		return err
+	}
+	if c.HTTP.BearerTokensFile != "" && c.HTTP.BearerTokensEnv != "" {
+		return &ConfigError{Field: "http.bearer_tokens", Reason: "set bearer_tokens_file or bearer_tokens_env, not both"}
+	}
+	return nil
+}
+
+// BearerTokens reads the configured static bearer tokens, one per line.
+// It returns nil when none are configured.
+func (c HTTPConfig) BearerTokens() ([]string, error) {
+	raw, ok, err := ReadSecret("http.bearer_tokens", c.BearerTokensFile, c.BearerTokensEnv)
+	if err != nil || !ok {
+		return nil, err
+	}
+	var tokens []string
+	for line := range strings.Lines(raw) {
+		if t := strings.TrimSpace(line); t != "" && !strings.HasPrefix(t, "#") {
+			tokens = append(tokens, t)
+		}
+	}
+	if len(tokens) == 0 {
+		return nil, &ConfigError{Field: "http.bearer_tokens", Reason: "the token source holds no token"}
+	}
+	return tokens, nil
+}
+
+// ReadSecret resolves a credential given as a file or an environment
+// variable, never both. ok is false when neither is set. The value never
+// appears in an error. A file's trailing newline is removed.
+func ReadSecret(field, file, env string) (value string, ok bool, err error) {
+	switch {
+	case file != "" && env != "":
+		return "", false, &ConfigError{Field: field, Reason: "set the _file or the _env source, not both"}
+	case file != "":
+		b, err := os.ReadFile(file)
+		if err != nil {
+			var pe *os.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return "", false, &ConfigError{Field: field + "_file", Reason: fmt.Sprintf("cannot read %s: %v", file, err)}
+		}
+		return strings.TrimRight(string(b), "\r\n"), true, nil
+	case env != "":
+		v, set := os.LookupEnv(env)
+		if !set || v == "" {
+			return "", false, &ConfigError{Field: field + "_env", Reason: fmt.Sprintf("environment variable %s is not set", env)}
+		}
+		return v, true, nil
+	}
+	return "", false, nil
+}
+
+// DecodeStrict decodes one JSON value into v, rejecting unknown fields and
+// trailing data. Plugins use it for their own configuration.
+func DecodeStrict(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return &ConfigError{Field: "json", Reason: err.Error()}
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return &ConfigError{Field: "json", Reason: "trailing data after the configuration object"}
+	}
+	return nil
+}

@@ -1,0 +1,92 @@
+package mcpcore
+
+import (
+	"context"
+	"encoding/json"
+	"runtime"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Info is the content of the mcpkit://info resource.
+type Info struct {
+	Name      string        `json:"name"`
+	Version   string        `json:"version"`
+	Transport string        `json:"transport"`
+	Plugins   []PluginState `json:"plugins"`
+	Limits    []LimitInfo   `json:"limits"`
+	Results   ResultStats   `json:"results"`
+	Calls     CallStats     `json:"calls"`
+	// Goroutines is the process's goroutine count, for leak checks.
+	Goroutines int `json:"goroutines"`
+}
+
+// PluginState describes one served plugin.
+type PluginState struct {
+	Name      string   `json:"name"`
+	Prefix    string   `json:"prefix"`
+	Tools     []string `json:"tools"`
+	Resources []string `json:"resources"`
+	ReadTool  string   `json:"read_tool,omitempty"`
+}
+
+// CallStats counts tool calls since the server started.
+type CallStats struct {
+	Started   int64 `json:"started"`
+	InFlight  int64 `json:"in_flight"`
+	Failed    int64 `json:"failed"`
+	Rejected  int64 `json:"rejected_concurrency_limit"`
+	TimedOut  int64 `json:"timed_out"`
+	Cancelled int64 `json:"cancelled"`
+	Paged     int64 `json:"paged"`
+}
+
+type callStats struct {
+	started, inFlight, failed, rejected, timedOut, cancelled, paged atomic.Int64
+}
+
+func (c *callStats) snapshot() CallStats {
+	return CallStats{
+		Started: c.started.Load(), InFlight: c.inFlight.Load(), Failed: c.failed.Load(),
+		Rejected: c.rejected.Load(), TimedOut: c.timedOut.Load(), Cancelled: c.cancelled.Load(), Paged: c.paged.Load(),
+	}
+}
+
+// Info reports the server's plugins, limits and counters.
+func (s *Server) Info() Info {
+	info := Info{
+		Name: "mcpkit", Version: s.version, Transport: s.transport,
+		Plugins: []PluginState{},
+		Limits:  s.limits.Report(),
+		Results: s.results.Stats(),
+		Calls:   s.calls.snapshot(),
+
+		Goroutines: runtime.NumGoroutine(),
+	}
+	for _, h := range s.hosts {
+		ps := PluginState{Name: h.name, Prefix: h.prefix, Tools: append([]string{}, h.tools...), Resources: append([]string{}, h.uris...)}
+		if len(h.tools) > 0 {
+			ps.ReadTool = h.ReadToolName()
+		}
+		info.Plugins = append(info.Plugins, ps)
+	}
+	return info
+}
+
+func (s *Server) addInfoResource() {
+	s.uris[InfoURI] = "mcpkit"
+	s.mcp.AddResource(&mcp.Resource{
+		URI:         InfoURI,
+		Name:        "mcpkit-info",
+		Title:       "mcpkit server information",
+		Description: "Version, transport, enabled plugins and their tools, effective limits, retained results and call counters.",
+		MIMEType:    "application/json",
+	}, func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		data, err := json.MarshalIndent(s.Info(), "", "  ")
+		if err != nil {
+			return nil, err
+		}
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: InfoURI, MIMEType: "application/json", Text: string(data)}}}, nil
+	})
+}

@@ -1,0 +1,7 @@
+// Package standard links mcpkit's first-party plugins into a binary. A
+// custom binary blank-imports it, adds its own plugins, and calls cli.Main.
+package standard
+
+import (
+	_ "github.com/mcpkit/mcpkit/plugins/diag" // diagnostics plugin
+)

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# install-deps.sh — idempotently install what the test suite needs that a
+# fresh (Debian/Ubuntu) machine lacks. Safe to run repeatedly: every
+# dependency is checked first and only installed when missing.
+#
+# Usage: scripts/install-deps.sh            (as root, or with sudo available)
+#
+# To add a dependency, write a need_<name> function below and call it from
+# main(). Progress is reported on stderr.
+#
+# TLS certificates for tests are generated in Go (internal/redistest), so
+# openssl is intentionally not required.
+set -euo pipefail
+
+log() { printf 'install-deps: %s\n' "$*" >&2; }
+
+# Run a command as root (directly if we are root, else via sudo).
+as_root() {
+	if [ "$(id -u)" -eq 0 ]; then
+		"$@"
+	elif command -v sudo >/dev/null 2>&1; then
+		sudo "$@"
+	else
+		log "need root to run: $* (and sudo is not available)"
+		return 1
+	fi
+}
+
+APT_UPDATED=0
+apt_install() {
+	if ! command -v apt-get >/dev/null 2>&1; then
+		log "apt-get not found; please install manually: $*"
+		return 1
+	fi
+	if [ "$APT_UPDATED" -eq 0 ]; then
+		log "running apt-get update"
+		as_root apt-get update >&2
+		APT_UPDATED=1
+	fi
+	log "apt-get install $*"
+	as_root env DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y --no-install-recommends "$@" >&2
+}
+
+# need_redis: redis-server (and redis-cli) for internal/redistest. Tests start
+# their own disposable servers on free ports; the distribution's service on the
+# shared port 6379 is stopped and disabled if the package auto-started it.
+need_redis() {
+	if command -v redis-server >/dev/null 2>&1; then
+		log "redis-server already installed: $(redis-server --version 2>/dev/null || echo '?')"
+		return 0
+	fi
+	apt_install redis-server redis-tools
+	log "installed: $(redis-server --version 2>/dev/null || echo '?')"
+
+	# Stop/disable the auto-started system service; tests never use it.
+	if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+		as_root systemctl disable --now redis-server >/dev/null 2>&1 || true
+		log "stopped and disabled redis-server systemd service (if it was running)"
+	fi
+	if command -v service >/dev/null 2>&1; then
+		as_root service redis-server stop >/dev/null 2>&1 || true
+		log "stopped redis-server system service via 'service' (if it was running)"
+	fi
+	if command -v update-rc.d >/dev/null 2>&1; then
+		as_root update-rc.d redis-server disable >/dev/null 2>&1 || true
+	fi
+}
+
+main() {
+	need_redis
+	log "done"
+}
+
+main "$@"
