@@ -1,0 +1,39 @@
+package test
+
+import (
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestHelloPluginBinary builds examples/hello-plugin the way a plugin author
+// does (their own main importing mcpkit's command line and their plugin) and
+// calls its tool over stdio in both eras.
+func TestHelloPluginBinary(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "hello-mcpkit")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Dir = filepath.Join("..", "examples", "hello-plugin")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the example: %v\n%s", err, out)
+	}
+	for _, era := range eras {
+		t.Run(era, func(t *testing.T) {
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e"}, nil).Connect(t.Context(),
+				&mcp.CommandTransport{Command: exec.Command(bin, "serve", "--stdio")}, &mcp.ClientSessionOptions{ProtocolVersion: era})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			checkEra(t, cs, era)
+			got := decode[map[string]string](t, callTool(t, cs, "hello_greet", map[string]any{"name": "Ada"}))
+			if got["greeting"] != "Hello, Ada!" {
+				t.Fatalf("greeting = %q", got["greeting"])
+			}
+			if in := info(t, cs); len(in.Plugins) != 1 || in.Plugins[0].Name != "hello" {
+				t.Fatalf("the example serves %+v, want only its default plugin hello", in.Plugins)
+			}
+		})
+	}
+}
