@@ -86,6 +86,12 @@ func NewServer(ctx context.Context, opts Options) (_ *Server, err error) {
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "mcpkit", Version: opts.Version}, &mcp.ServerOptions{
 		Instructions: "mcpkit serves MCP tools for data systems. Read " + InfoURI + " for the enabled plugins, their tools and the effective limits. A result larger than the inline limit comes back as result_id/total_bytes/read_tool: call read_tool with offset and length until next_offset is null, concatenate the decoded data_base64 chunks, parse the JSON, then release the handle.",
 		Logger:       slog.New(sdkLogHandler{logger.Handler()}).With("component", "sdk"),
+		// Declare every list capability: the SDK answers tools/, resources/
+		// and prompts/list (empty where no plugin adds any), and 2026-07-28
+		// clients must find the handlers they can call declared in discover.
+		HasTools:     true,
+		HasResources: true,
+		HasPrompts:   true,
 	})
 	defer func() {
 		if err != nil {
