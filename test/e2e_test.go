@@ -333,8 +333,8 @@ func TestCommandLine(t *testing.T) {
 // TestHTTPBearerTokens: with static tokens configured, /mcp needs one and
 // /healthz does not; the token never reaches the logs.
 func TestHTTPBearerTokens(t *testing.T) {
-	const token = "e2e-token-7f3a9c"
-	tokens := writeConfig(t, token+"\n")
+	const token, token2 = "e2e-token-7f3a9c", "e2e-token-second"
+	tokens := writeConfig(t, token+"\n"+token2+"\n")
 	hp := startHTTP(t, "--plugins", "diag", "--log-level", "debug", "--config",
 		writeConfig(t, fmt.Sprintf(`{"http": {"bearer_tokens_file": %q}}`, tokens)))
 	resp, err := http.Post(hp.base+"/mcp", "application/json", strings.NewReader(`{}`))
@@ -351,6 +351,13 @@ func TestHTTPBearerTokens(t *testing.T) {
 	for _, era := range eras {
 		cs := hp.connect(t, era, &http.Client{Transport: bearer{token}})
 		decode[diag.EchoReply](t, callTool(t, cs, "diag_echo", map[string]any{"message": "authorized"}))
+		// A large result belongs to the token that made it.
+		ref := decode[map[string]any](t, callTool(t, cs, "diag_blob", map[string]any{"bytes": 100_000}))
+		other := hp.connect(t, era, &http.Client{Transport: bearer{token2}})
+		if res := callTool(t, other, "diag_result", map[string]any{"result_id": ref["result_id"]}); !res.IsError {
+			t.Fatalf("%s: another token read the result", era)
+		}
+		decode[map[string]any](t, callTool(t, cs, "diag_result", map[string]any{"result_id": ref["result_id"], "release": true}))
 	}
 	if strings.Contains(hp.stderr.String(), token) {
 		t.Fatal("the bearer token appears in the logs")

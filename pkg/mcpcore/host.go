@@ -220,7 +220,7 @@ func AddTool[In any](h *Host, t *mcp.Tool, fn ToolFunc[In]) {
 	}
 	srv, name := h.srv, tool.Name
 	mcp.AddTool(srv.mcp, &tool, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, any, error) {
-		return srv.call(ctx, h, name, func(ctx context.Context) (any, error) { return fn(ctx, req, in) }), nil, nil
+		return srv.call(ctx, h, name, resultOwner(h, req), func(ctx context.Context) (any, error) { return fn(ctx, req, in) }), nil, nil
 	})
 }
 
@@ -275,7 +275,7 @@ func ErrorResult(v any) error { return &errorResult{value: v} }
 
 // call runs one tool call under the concurrency limit and the timeout and
 // turns its outcome into a CallToolResult.
-func (s *Server) call(ctx context.Context, h *Host, tool string, fn func(context.Context) (any, error)) *mcp.CallToolResult {
+func (s *Server) call(ctx context.Context, h *Host, tool, owner string, fn func(context.Context) (any, error)) *mcp.CallToolResult {
 	select {
 	case s.slots <- struct{}{}:
 	default:
@@ -288,6 +288,7 @@ func (s *Server) call(ctx context.Context, h *Host, tool string, fn func(context
 	s.inflight.Add(1)
 	timeout := s.limits.ToolTimeout.D()
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, ErrTimeout)
+	defer cancel() // only after the outcome is classified: ctx.Err must mean timeout or cancellation
 
 	type outcome struct {
 		v   any
@@ -299,7 +300,6 @@ func (s *Server) call(ctx context.Context, h *Host, tool string, fn func(context
 	// freed when it really returns, so the concurrency limit stays truthful.
 	go func() {
 		defer func() {
-			cancel()
 			s.calls.inFlight.Add(-1)
 			<-s.slots
 			s.inflight.Done()
@@ -343,7 +343,7 @@ func (s *Server) call(ctx context.Context, h *Host, tool string, fn func(context
 	if int64(len(data)) <= s.limits.InlineResultBytes {
 		return inlineResult(data, isError)
 	}
-	handle, err := s.results.Put(h.ReadToolName(), data)
+	handle, err := s.results.Put(owner, data)
 	if err != nil {
 		s.calls.failed.Add(1)
 		return toolError(err)
@@ -357,6 +357,17 @@ func (s *Server) call(ctx context.Context, h *Host, tool string, fn func(context
 		ExpiresAt:  handle.ExpiresAt.UTC().Format(time.RFC3339),
 	})
 	return inlineResult(ref, isError)
+}
+
+// resultOwner scopes retained results to the plugin's read tool and, when
+// the request was authenticated, to the caller's identity: a result_id is
+// unguessable, and with authentication it is also useless to anyone else.
+func resultOwner(h *Host, req *mcp.CallToolRequest) string {
+	owner := h.ReadToolName()
+	if req != nil && req.Extra != nil && req.Extra.TokenInfo != nil && req.Extra.TokenInfo.UserID != "" {
+		owner += "\x00" + req.Extra.TokenInfo.UserID
+	}
+	return owner
 }
 
 // pagedResult is what a tool returns in place of a result that is too large

@@ -2,6 +2,7 @@ package mcpcore
 
 import (
 	"context"
+	"sync"
 	"testing"
 )
 
@@ -10,9 +11,11 @@ type nopPlugin struct{}
 func (nopPlugin) Attach(context.Context, *Host) error { return nil }
 func (nopPlugin) Close(context.Context) error         { return nil }
 
+var registerOK sync.Once
+
 func TestRegisterRejectsBadRegistrations(t *testing.T) {
 	newNop := func() Plugin { return nopPlugin{} }
-	Register(PluginInfo{Name: "reg-ok", New: newNop, Default: true})
+	registerOK.Do(func() { Register(PluginInfo{Name: "reg-ok", New: newNop, Default: true}) })
 	for _, tc := range []struct {
 		name string
 		info PluginInfo

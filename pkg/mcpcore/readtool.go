@@ -51,7 +51,7 @@ func (h *Host) addResultTool() {
 	}
 	s := h.srv
 	mcp.AddTool(s.mcp, tool, func(ctx context.Context, req *mcp.CallToolRequest, in ResultReadArgs) (*mcp.CallToolResult, any, error) {
-		reply, err := s.readResult(name, in)
+		reply, err := s.readResult(resultOwner(h, req), in)
 		if err != nil {
 			return toolError(err), nil, nil
 		}
