@@ -83,7 +83,7 @@ func TestStdioEOF(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("mcpkit still running 10s after EOF on stdin")
 	}
-	if !strings.Contains(sp.stderr.String(), "stdio session ended") {
+	if !strings.Contains(sp.stderr.String(), "stdio session ended") || !strings.Contains(sp.stderr.String(), "msg=\"plugin closed\" plugin=diag") {
 		t.Fatalf("stderr lacks the shutdown log:\n%s", sp.stderr.String())
 	}
 }
@@ -382,4 +382,19 @@ func errMessage(m map[string]any) string {
 	e, _ := m["error"].(map[string]any)
 	s, _ := e["message"].(string)
 	return s
+}
+
+// TestHTTPShutdown: SIGINT ends the HTTP server cleanly, with exit status 0,
+// after closing every plugin.
+func TestHTTPShutdown(t *testing.T) {
+	hp := startHTTP(t, "--plugins", "diag")
+	cs := hp.connect(t, legacyEra, nil)
+	decode[diag.EchoReply](t, callTool(t, cs, "diag_echo", map[string]any{"message": "x"}))
+	hp.stop(t)
+	if hp.err != nil {
+		t.Fatalf("exit after SIGINT: %v", hp.err)
+	}
+	if logs := hp.stderr.String(); !strings.Contains(logs, `"msg":"plugin closed","plugin":"diag"`) || !strings.Contains(logs, `"msg":"shut down"`) {
+		t.Fatalf("stderr lacks the shutdown logs:\n%s", logs)
+	}
 }

@@ -19,7 +19,7 @@ const InfoURI = "mcpkit://info"
 
 // Options assembles a [Server].
 type Options struct {
-	// Config is the loaded configuration (DefaultConfig when there is none).
+	// Config is the loaded configuration. Zero limits mean DefaultLimits.
 	Config Config
 	// Plugins selects the plugins to serve, overriding Config.Enable. When
 	// both are empty the default plugins are served.
@@ -54,6 +54,9 @@ type Server struct {
 // returns the assembled server. On error, every plugin already created is
 // closed.
 func NewServer(ctx context.Context, opts Options) (_ *Server, err error) {
+	if opts.Config.Limits == (Limits{}) {
+		opts.Config.Limits = DefaultLimits()
+	}
 	if err := opts.Config.Validate(); err != nil {
 		return nil, err
 	}
@@ -151,7 +154,9 @@ func (s *Server) Close(ctx context.Context) error {
 	for _, h := range slices.Backward(s.hosts) {
 		if err := h.plugin.Close(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("plugin %s: close: %w", h.name, err))
+			continue
 		}
+		s.logger.Info("plugin closed", "plugin", h.name)
 	}
 	s.hosts = nil
 	s.results.Close()
