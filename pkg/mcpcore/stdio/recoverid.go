@@ -35,7 +35,7 @@ func recoverID(b []byte) []byte {
 			return nil
 		}
 		valEnd := skipValue(b, i)
-		if valEnd < 0 {
+		if valEnd <= i { // truncated, or no value at all (`"id":,`)
 			return nil
 		}
 		if isIDKey(key) {
@@ -64,6 +64,9 @@ func isIDKey(key []byte) bool {
 // normalizeID returns v, a complete JSON value, as an id: a string or a
 // number, re-encoded; nil for anything else.
 func normalizeID(v []byte) []byte {
+	if len(v) == 0 {
+		return nil
+	}
 	switch c := v[0]; {
 	case c == '"':
 		var s string

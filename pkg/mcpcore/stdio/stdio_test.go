@@ -334,6 +334,9 @@ func TestRecoverID(t *testing.T) {
 		{``, ""},
 		{`{`, ""},
 		{`{"id":01}`, ""},
+		{`{"id":,"method":"x"}`, ""}, // no value: found by FuzzFrames, once a panic
+		{`{"id":}`, ""},
+		{`{"id": ,`, ""},
 	}
 	for _, tt := range tests {
 		if got := string(recoverID([]byte(tt.in))); got != tt.want {
