@@ -136,10 +136,11 @@ func (p *proc) stop(t testing.TB) {
 // everything else goes to the SDK client.
 type stdioProc struct {
 	*proc
-	mu    sync.Mutex // serializes writes to stdin
-	stdin io.WriteCloser
-	toSDK *io.PipeReader
-	raw   chan map[string]any
+	mu     sync.Mutex // serializes writes to stdin; guards nonRPC
+	stdin  io.WriteCloser
+	nonRPC []string // stdout lines that are not JSON-RPC messages
+	toSDK  *io.PipeReader
+	raw    chan map[string]any
 }
 
 func startStdio(t testing.TB, args ...string) *stdioProc {
@@ -157,8 +158,10 @@ func startStdio(t testing.TB, args ...string) *stdioProc {
 			line, err := r.ReadBytes('\n')
 			if len(line) > 0 {
 				var m map[string]any
-				if json.Unmarshal(line, &m) != nil {
-					sp.raw <- map[string]any{"invalid_output": string(line)}
+				if json.Unmarshal(line, &m) != nil || m["jsonrpc"] != "2.0" {
+					sp.mu.Lock()
+					sp.nonRPC = append(sp.nonRPC, string(line))
+					sp.mu.Unlock()
 					continue
 				}
 				id, hasID := m["id"]
@@ -177,7 +180,19 @@ func startStdio(t testing.TB, args ...string) *stdioProc {
 			}
 		}
 	}()
-	t.Cleanup(func() { sp.closeStdin(); sdkR.Close() })
+	t.Cleanup(func() {
+		sp.closeStdin()
+		sdkR.Close()
+		select { // EOF on stdin ends the server; proc's own cleanup handles a hang
+		case <-sp.done:
+		case <-time.After(10 * time.Second):
+		}
+		sp.mu.Lock()
+		defer sp.mu.Unlock()
+		if len(sp.nonRPC) > 0 {
+			t.Errorf("stdout carried %d lines that are not JSON-RPC, first: %.200q", len(sp.nonRPC), sp.nonRPC[0])
+		}
+	})
 	return sp
 }
 
