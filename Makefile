@@ -7,6 +7,7 @@ LDFLAGS := -X github.com/mcpkit/mcpkit/pkg/cli.Version=$(VERSION)
 PKGS := github.com/mcpkit/mcpkit/... github.com/mcpkit/mcpkit/test/... github.com/mcpkit/mcpkit/examples/hello-plugin/...
 RUN_ARGS ?= serve --http 127.0.0.1:8080 --plugins diag
 FUZZTIME ?= 20s
+BENCHTIME ?= 3000x
 TEST_FLAGS ?= -race -timeout 15m
 
 .PHONY: help build run test deps bench fuzz lint clean
@@ -28,7 +29,7 @@ test: deps build ## lint, then every test of every module with the race detector
 	$(GO) test $(TEST_FLAGS) $(PKGS)
 
 bench: build ## benchmarks against their peers, with ratios
-	$(GO) test -run '^$$' -bench . -benchtime 3000x $(PKGS)
+	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) $(PKGS)
 
 fuzz: ## run every fuzz target for FUZZTIME each
 	@set -e; for pkg in $$($(GO) list $(PKGS)); do \

@@ -64,9 +64,12 @@ func BenchmarkStdioRoundTrip(b *testing.B) {
 	b.ReportMetric(float64(mcpkit.Nanoseconds())/float64(b.N), "mcpkit-ns/call")
 	b.ReportMetric(float64(sdk.Nanoseconds())/float64(b.N), "sdk-ns/call")
 	b.ReportMetric(ratio, "ratio")
+	if b.N < 100 {
+		return // a calibration run: too short to compare
+	}
 	b.Logf("stdio round trip over %d calls: mcpkit %v/call, SDK %v/call, ratio %.3f (target <= 1.10)",
 		b.N, mcpkit/time.Duration(b.N), sdk/time.Duration(b.N), ratio)
-	if b.N >= 1000 && ratio > 1.10 {
+	if b.N >= 1000 && ratio > 1.10 { // enough calls for the ratio to be more than noise
 		b.Errorf("mcpkit's stdio round trip costs %.1f%% more than the SDK's (target <= 10%%)", (ratio-1)*100)
 	}
 }
