@@ -178,7 +178,7 @@ func TestLargeResultPaging(t *testing.T) {
 // TestResultExpiry: a retained result expires a fixed time after it was
 // created, whatever reads happen in between.
 func TestResultExpiry(t *testing.T) {
-	cfg := writeConfig(t, `{"limits": {"result_expiry": "1s"}}`)
+	cfg := writeConfig(t, `{"limits": {"result_expiry": "2s"}}`)
 	for _, c := range clients() {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -186,11 +186,11 @@ func TestResultExpiry(t *testing.T) {
 			created := time.Now()
 			ref := decode[map[string]any](t, callTool(t, cs, "diag_blob", map[string]any{"bytes": 100_000}))
 			id := ref["result_id"].(string)
-			for time.Since(created) < 700*time.Millisecond {
+			for time.Since(created) < time.Second {
 				decode[map[string]any](t, callTool(t, cs, "diag_result", map[string]any{"result_id": id, "length": 10}))
 				time.Sleep(100 * time.Millisecond)
 			}
-			time.Sleep(time.Until(created.Add(1100 * time.Millisecond)))
+			time.Sleep(time.Until(created.Add(2100 * time.Millisecond)))
 			if res := callTool(t, cs, "diag_result", map[string]any{"result_id": id}); !res.IsError || !strings.Contains(resultText(res), "unknown, expired or released") {
 				t.Fatalf("read after expiry = %q", resultText(res))
 			}
@@ -211,7 +211,7 @@ func TestConcurrencyLimit(t *testing.T) {
 			cs, _ := c.connect(t, "--plugins", "diag", "--config", cfg)
 			var wg sync.WaitGroup
 			for range 2 {
-				wg.Go(func() { decode[diag.SleepReply](t, callTool(t, cs, "diag_sleep", map[string]any{"ms": 1500})) })
+				wg.Go(func() { decode[diag.SleepReply](t, callTool(t, cs, "diag_sleep", map[string]any{"ms": 3000})) })
 			}
 			eventually(t, 5*time.Second, "two calls in flight", func() bool { return info(t, cs).Calls.InFlight == 2 })
 			res := callTool(t, cs, "diag_echo", map[string]any{"message": "third"})

@@ -275,8 +275,14 @@ func (e *errorResult) Error() string { return "tool reported an error result" }
 
 // ErrorResult returns an error that makes the host serve v as the tool's
 // structured result with isError set: for replies that are errors but still
-// carry data (a server error reply inside an otherwise successful pipeline).
+// carry data (a server error reply inside an otherwise successful pipeline,
+// or what was received before a timeout or cancellation: a handler whose ctx
+// ends has a short grace period to return it).
 func ErrorResult(v any) error { return &errorResult{value: v} }
+
+// cancelGrace is how long a timed-out or cancelled handler may take to
+// return its partial result before the host answers without it.
+const cancelGrace = 250 * time.Millisecond
 
 // call runs one tool call under the concurrency limit and the timeout and
 // turns its outcome into a CallToolResult.
@@ -316,13 +322,19 @@ func (s *Server) call(ctx context.Context, h *Host, tool, owner string, fn func(
 	select {
 	case out = <-done:
 	case <-ctx.Done():
+		// A handler that honours ctx gets a moment to return what it has
+		// (a partial result through ErrorResult); one that ignores ctx is
+		// abandoned, and keeps its slot until it really returns.
+		grace := time.NewTimer(cancelGrace)
 		select {
-		case out = <-done: // it finished at the same moment
-		default:
+		case out = <-done:
+		case <-grace.C:
 			out.err = ctx.Err()
 		}
+		grace.Stop()
 	}
-	if out.err != nil && ctx.Err() != nil {
+	var partial *errorResult
+	if out.err != nil && ctx.Err() != nil && !errors.As(out.err, &partial) {
 		if context.Cause(ctx) == ErrTimeout {
 			s.calls.timedOut.Add(1)
 			return toolError(fmt.Errorf("%w after %s (limit tool_timeout): the call may have had effects; inspect state before retrying", ErrTimeout, timeout))
