@@ -2,12 +2,12 @@ package diag
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
+	"github.com/mcpkit/mcpkit/pkg/mcpcore/mcptest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -22,20 +22,10 @@ func TestBlobIsDeterministic(t *testing.T) {
 }
 
 func TestTools(t *testing.T) {
-	srv, err := mcpcore.NewServer(t.Context(), mcpcore.Options{Plugins: []string{"diag"}})
+	cs, _, err := mcptest.Connect(t, mcpcore.Options{Plugins: []string{"diag"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := srv.MCP().Connect(t.Context(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(t.Context(), ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cs.Close(); ss.Wait(); srv.Close(context.Background()) }()
 	call := func(name string, args any) (string, bool) {
 		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: name, Arguments: args})
 		if err != nil {

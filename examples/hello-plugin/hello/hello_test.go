@@ -1,12 +1,12 @@
 package hello_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 
 	"github.com/mcpkit/mcpkit/examples/hello-plugin/hello"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
+	"github.com/mcpkit/mcpkit/pkg/mcpcore/mcptest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -18,25 +18,8 @@ func serve(t *testing.T, config string) (*mcp.ClientSession, error) {
 	if config != "" {
 		cfg.Plugins = map[string]mcpcore.PluginConfig{"hello": {Config: []byte(config)}}
 	}
-	srv, err := mcpcore.NewServer(t.Context(), mcpcore.Options{Config: cfg, Plugins: []string{"hello"}})
-	if err != nil {
-		return nil, err
-	}
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := srv.MCP().Connect(t.Context(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(t.Context(), ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cs.Close()
-		ss.Wait()
-		srv.Close(context.Background())
-	})
-	return cs, nil
+	cs, _, err := mcptest.Connect(t, mcpcore.Options{Config: cfg, Plugins: []string{"hello"}})
+	return cs, err
 }
 
 func TestGreet(t *testing.T) {

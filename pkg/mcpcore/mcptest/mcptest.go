@@ -1,0 +1,44 @@
+// Package mcptest connects an MCP Go SDK client to an assembled mcpkit
+// server in memory, for plugin tests, the way net/http/httptest serves a
+// handler. It starts no process and opens no port.
+package mcptest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/mcpkit/mcpkit/pkg/mcpcore"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Connect assembles a server from opts, connects a client session to it and
+// closes the session, the server session and the server (its plugins) when
+// the test ends. It returns the assembly error, so that tests of startup
+// failures can use it too.
+func Connect(t testing.TB, opts mcpcore.Options) (*mcp.ClientSession, *mcpcore.Server, error) {
+	t.Helper()
+	srv, err := mcpcore.NewServer(t.Context(), opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := srv.MCP().Connect(t.Context(), st, nil)
+	if err != nil {
+		srv.Close(context.Background())
+		t.Fatalf("mcptest: server connect: %v", err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "mcptest"}, nil).Connect(t.Context(), ct, nil)
+	if err != nil {
+		ss.Close()
+		srv.Close(context.Background())
+		t.Fatalf("mcptest: client connect: %v", err)
+	}
+	t.Cleanup(func() {
+		cs.Close()
+		ss.Wait()
+		if err := srv.Close(context.Background()); err != nil {
+			t.Errorf("mcptest: close server: %v", err)
+		}
+	})
+	return cs, srv, nil
+}
