@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -396,5 +397,36 @@ func TestHTTPShutdown(t *testing.T) {
 	}
 	if logs := hp.stderr.String(); !strings.Contains(logs, `"msg":"plugin closed","plugin":"diag"`) || !strings.Contains(logs, `"msg":"shut down"`) {
 		t.Fatalf("stderr lacks the shutdown logs:\n%s", logs)
+	}
+}
+
+// TestStdioClientGone: when the client closes the server's stdout and then
+// writes, the server does not die of SIGPIPE: it ends the session and closes
+// its plugins.
+func TestStdioClientGone(t *testing.T) {
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdoutR, stdoutW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := startProc(t, stdinR, stdoutW, "serve", "--stdio", "--plugins", "diag")
+	stdinR.Close() // the child holds its own copies
+	stdoutW.Close()
+	defer stdinW.Close()
+	stdoutR.Close() // the client goes away
+	fmt.Fprintln(stdinW, `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("server still running 10s after its stdout was closed")
+	}
+	if ee, ok := p.err.(*exec.ExitError); ok && ee.ExitCode() < 0 {
+		t.Fatalf("server killed by a signal: %v", p.err)
+	}
+	if !strings.Contains(p.stderr.String(), `msg="plugin closed" plugin=diag`) {
+		t.Fatalf("plugins not closed:\n%s", p.stderr.String())
 	}
 }

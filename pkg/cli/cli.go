@@ -214,6 +214,9 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}()
 
 	if transport == "stdio" {
+		// A client that goes away closes our stdout: get EPIPE from the write
+		// rather than dying of SIGPIPE, so that plugins are still closed.
+		signal.Ignore(syscall.SIGPIPE)
 		logger.Info("serving", "transport", "stdio", "plugins", pluginNames(srv))
 		t := stdio.NewTransport(stdin, stdout, stdio.Options{MaxFrameBytes: cfg.Limits.FrameBytes, Logger: logger})
 		if err := srv.MCP().Run(ctx, t); err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
