@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -428,5 +429,56 @@ func TestStdioClientGone(t *testing.T) {
 	}
 	if !strings.Contains(p.stderr.String(), `msg="plugin closed" plugin=diag`) {
 		t.Fatalf("plugins not closed:\n%s", p.stderr.String())
+	}
+}
+
+// TestNotifications: progress notifications reach the client in every
+// transport and era; log messages reach legacy clients that set a level
+// (2026-07-28 carries the level per request instead).
+func TestNotifications(t *testing.T) {
+	for _, c := range clients() {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			var mu sync.Mutex
+			var progress []float64
+			logs := make(chan string, 8)
+			cs := c.connectWith(t, &mcp.ClientOptions{
+				ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+					mu.Lock()
+					defer mu.Unlock()
+					progress = append(progress, r.Params.Progress)
+				},
+				LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
+					logs <- fmt.Sprint(r.Params.Data)
+				},
+			}, "--plugins", "diag")
+			if c.era == legacyEra {
+				if err := cs.SetLoggingLevel(t.Context(), &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			params := &mcp.CallToolParams{Name: "diag_sleep", Arguments: map[string]any{"ms": 500, "progress_every_ms": 100}}
+			params.SetProgressToken("sleep-1")
+			res, err := cs.CallTool(t.Context(), params)
+			if err != nil || res.IsError {
+				t.Fatalf("call: %v %v", err, res)
+			}
+			mu.Lock()
+			got := slices.Clone(progress)
+			mu.Unlock()
+			if len(got) < 2 || !slices.IsSorted(got) {
+				t.Fatalf("progress notifications = %v, want at least 2, increasing", got)
+			}
+			if c.era == legacyEra {
+				select {
+				case msg := <-logs:
+					if !strings.Contains(msg, "sleeping") {
+						t.Fatalf("log message = %q", msg)
+					}
+				case <-time.After(5 * time.Second):
+					t.Fatal("no log message reached the client")
+				}
+			}
+		})
 	}
 }

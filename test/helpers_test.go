@@ -211,7 +211,13 @@ func (sp *stdioProc) closeStdin() {
 // connect starts an SDK client session over the process's stdio.
 func (sp *stdioProc) connect(t testing.TB, era string) *mcp.ClientSession {
 	t.Helper()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e"}, nil).Connect(t.Context(),
+	return sp.connectWith(t, era, nil)
+}
+
+// connectWith is connect with client options (notification handlers).
+func (sp *stdioProc) connectWith(t testing.TB, era string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e"}, opts).Connect(t.Context(),
 		&mcp.IOTransport{Reader: sp.toSDK, Writer: nopCloser{sp}}, &mcp.ClientSessionOptions{ProtocolVersion: era})
 	if err != nil {
 		t.Fatalf("connect over stdio (%s): %v\nstderr:\n%s", era, err, sp.stderr.String())
@@ -267,7 +273,13 @@ func startHTTP(t testing.TB, args ...string) *httpProc {
 // connect starts an SDK client session over streamable HTTP.
 func (hp *httpProc) connect(t testing.TB, era string, client *http.Client) *mcp.ClientSession {
 	t.Helper()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e"}, nil).Connect(t.Context(),
+	return hp.connectWith(t, era, client, nil)
+}
+
+// connectWith is connect with client options (notification handlers).
+func (hp *httpProc) connectWith(t testing.TB, era string, client *http.Client, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e"}, opts).Connect(t.Context(),
 		&mcp.StreamableClientTransport{Endpoint: hp.base + "/mcp", HTTPClient: client, DisableStandaloneSSE: true}, &mcp.ClientSessionOptions{ProtocolVersion: era})
 	if err != nil {
 		t.Fatalf("connect over HTTP (%s): %v\nstderr:\n%s", era, err, hp.stderr.String())
@@ -286,24 +298,38 @@ func checkEra(t testing.TB, cs *mcp.ClientSession, era string) {
 
 // client is one way of reaching the binary: a transport in one era.
 type client struct {
-	name    string
-	era     string
-	connect func(t *testing.T, args ...string) (*mcp.ClientSession, *proc)
+	name        string
+	era         string
+	connect     func(t *testing.T, args ...string) (*mcp.ClientSession, *proc)
+	connectWith func(t *testing.T, opts *mcp.ClientOptions, args ...string) *mcp.ClientSession
 }
 
 // clients lists stdio and HTTP in both eras.
 func clients() []client {
 	var out []client
 	for _, era := range eras {
-		out = append(out,
-			client{"stdio/" + era, era, func(t *testing.T, args ...string) (*mcp.ClientSession, *proc) {
-				sp := startStdio(t, args...)
-				return sp.connect(t, era), sp.proc
-			}},
-			client{"http/" + era, era, func(t *testing.T, args ...string) (*mcp.ClientSession, *proc) {
-				hp := startHTTP(t, args...)
-				return hp.connect(t, era, nil), hp.proc
-			}})
+		stdio := func(t *testing.T, opts *mcp.ClientOptions, args ...string) (*mcp.ClientSession, *proc) {
+			sp := startStdio(t, args...)
+			return sp.connectWith(t, era, opts), sp.proc
+		}
+		web := func(t *testing.T, opts *mcp.ClientOptions, args ...string) (*mcp.ClientSession, *proc) {
+			hp := startHTTP(t, args...)
+			return hp.connectWith(t, era, nil, opts), hp.proc
+		}
+		for _, tr := range []struct {
+			name string
+			c    func(*testing.T, *mcp.ClientOptions, ...string) (*mcp.ClientSession, *proc)
+		}{{"stdio", stdio}, {"http", web}} {
+			name, c := tr.name, tr.c
+			out = append(out, client{
+				name: name + "/" + era, era: era,
+				connect: func(t *testing.T, args ...string) (*mcp.ClientSession, *proc) { return c(t, nil, args...) },
+				connectWith: func(t *testing.T, opts *mcp.ClientOptions, args ...string) *mcp.ClientSession {
+					cs, _ := c(t, opts, args...)
+					return cs
+				},
+			})
+		}
 	}
 	return out
 }

@@ -1,7 +1,8 @@
 // Package diag is mcpkit's diagnostics plugin: an echo, deterministic blobs
-// of any size and a cancellable sleep. It lets an operator or a client author
-// check, against a running binary, how a client handles inline and paged
-// results, the concurrency limit, timeouts and cancellation. It touches no
+// of any size and a cancellable sleep that reports progress. It lets an
+// operator or a client author check, against a running binary, how a client
+// handles inline and paged results, the concurrency limit, timeouts,
+// cancellation and server notifications. It touches no
 // data system and is not served unless selected (--plugins diag).
 package diag
 
@@ -61,7 +62,8 @@ type BlobReply struct {
 
 // SleepArgs are sleep's arguments.
 type SleepArgs struct {
-	Milliseconds int64 `json:"ms" jsonschema:"how long to sleep, in milliseconds; cancellation and the tool timeout end it early"`
+	Milliseconds    int64 `json:"ms" jsonschema:"how long to sleep, in milliseconds; cancellation and the tool timeout end it early"`
+	ProgressEveryMS int64 `json:"progress_every_ms,omitempty" jsonschema:"interval of progress notifications when the request has a progress token (default 100)"`
 }
 
 // SleepReply is sleep's result.
@@ -86,18 +88,41 @@ func (p *Plugin) Attach(ctx context.Context, h *mcpcore.Host) error {
 			return BlobReply{Bytes: in.Bytes, Seed: in.Seed, SHA256: hex.EncodeToString(sum[:]), DataBase64: base64.StdEncoding.EncodeToString(data)}, nil
 		})
 	mcpcore.AddTool(h, &mcp.Tool{Name: "sleep", Description: "Sleep for the given time, returning early with an error when cancelled or timed out.", Annotations: readOnly},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in SleepArgs) (any, error) {
-			start := time.Now()
-			t := time.NewTimer(time.Duration(in.Milliseconds) * time.Millisecond)
-			defer t.Stop()
-			select {
-			case <-t.C:
-				return SleepReply{SleptMS: time.Since(start).Milliseconds()}, nil
-			case <-ctx.Done():
-				return nil, context.Cause(ctx)
-			}
+		func(ctx context.Context, req *mcp.CallToolRequest, in SleepArgs) (any, error) {
+			return sleep(ctx, req, in)
 		})
 	return nil
+}
+
+// sleep waits, sending a log message (when the client set a level) and
+// progress notifications (when the request carries a progress token), so
+// that a client can check that server notifications reach it.
+func sleep(ctx context.Context, req *mcp.CallToolRequest, in SleepArgs) (any, error) {
+	start := time.Now()
+	total := time.Duration(in.Milliseconds) * time.Millisecond
+	every := time.Duration(in.ProgressEveryMS) * time.Millisecond
+	if every <= 0 {
+		every = 100 * time.Millisecond
+	}
+	token := req.Params.GetProgressToken()
+	req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Logger: "diag", Data: fmt.Sprintf("sleeping %v", total)})
+	done := time.NewTimer(total)
+	defer done.Stop()
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done.C:
+			return SleepReply{SleptMS: time.Since(start).Milliseconds()}, nil
+		case <-tick.C:
+			if token != nil {
+				req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token,
+					Progress: float64(time.Since(start).Milliseconds()), Total: float64(in.Milliseconds), Message: "sleeping"})
+			}
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+	}
 }
 
 // Close implements mcpcore.Plugin.
