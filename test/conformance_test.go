@@ -2,7 +2,6 @@ package test
 
 import (
 	"context"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -22,12 +21,7 @@ func TestConformance(t *testing.T) {
 		t.Fatal(err)
 	}
 	script := filepath.Join(root, "scripts", "conformance.sh")
-	for _, tool := range []string{"node", "npm", "bash"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("%s not found: the conformance suite needs Node 20+ and npm", tool)
-		}
-	}
-	installConformanceSuite(t, filepath.Join(root, "test", "conformance"))
+	npmCI(t, filepath.Join(root, "test", "conformance"), "@modelcontextprotocol/conformance")
 
 	out, err := exec.Command(script, "--list").Output()
 	if err != nil {
@@ -53,18 +47,5 @@ func TestConformance(t *testing.T) {
 			summary, _, _ := strings.Cut(string(out), "\n")
 			t.Log(summary)
 		})
-	}
-}
-
-// installConformanceSuite installs the pinned suite once, so its time is not
-// charged to the first scenario.
-func installConformanceSuite(t *testing.T, dir string) {
-	t.Helper()
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js")); err == nil {
-		return
-	}
-	cmd := exec.Command("npm", "ci", "--prefix", dir, "--ignore-scripts", "--no-audit", "--no-fund")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("npm ci --prefix %s: %v\n%s", dir, err, out)
 	}
 }

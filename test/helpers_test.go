@@ -418,3 +418,28 @@ func pingHTTP(t testing.TB, cs *mcp.ClientSession) {
 		t.Fatalf("tools/list (the 2026-07-28 liveness check): %v", err)
 	}
 }
+
+// npmCI installs the npm project in dir from its package-lock.json, unless
+// every one of pkgs is already in its node_modules. It fails the test when
+// Node or npm is missing: the suites that need them are part of `make test`.
+func npmCI(t *testing.T, dir string, pkgs ...string) {
+	t.Helper()
+	for _, tool := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s not found: this test needs Node 20+ and npm", tool)
+		}
+	}
+	installed := true
+	for _, pkg := range pkgs {
+		if _, err := os.Stat(filepath.Join(dir, "node_modules", pkg, "package.json")); err != nil {
+			installed = false
+		}
+	}
+	if installed {
+		return
+	}
+	cmd := exec.Command("npm", "ci", "--prefix", dir, "--ignore-scripts", "--no-audit", "--no-fund")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("npm ci --prefix %s: %v\n%s", dir, err, out)
+	}
+}

@@ -2,7 +2,6 @@ package test
 
 import (
 	"context"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -24,13 +23,8 @@ func TestTypeScriptClients(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tool := range []string{"node", "npm"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("%s not found: the TypeScript interop test needs Node 20+ and npm", tool)
-		}
-	}
 	bin := binary(t)
-	interopInstall(t, dir)
+	npmCI(t, dir, "@modelcontextprotocol/sdk", "@modelcontextprotocol/client")
 
 	for _, transport := range []string{"stdio", "http"} {
 		for _, era := range eras {
@@ -57,25 +51,6 @@ func TestTypeScriptClients(t *testing.T) {
 				}
 			})
 		}
-	}
-}
-
-// interopInstall installs the pinned client packages once, so the install
-// time is not charged to the first subtest.
-func interopInstall(t *testing.T, dir string) {
-	t.Helper()
-	complete := true
-	for _, pkg := range []string{"sdk", "client"} {
-		if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", pkg, "package.json")); err != nil {
-			complete = false
-		}
-	}
-	if complete {
-		return
-	}
-	cmd := exec.Command("npm", "ci", "--prefix", dir, "--ignore-scripts", "--no-audit", "--no-fund")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("npm ci --prefix %s: %v\n%s", dir, err, out)
 	}
 }
 
