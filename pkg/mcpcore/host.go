@@ -407,9 +407,41 @@ func inlineResult(data []byte, isError bool) *mcp.CallToolResult {
 	return res
 }
 
+// ToolErrorReply is the structuredContent of a tool error the host itself
+// reports, so that an agent can act on the kind without parsing the text:
+// "limit" (with Limit and Max), "timeout", "cancelled", "result_not_found"
+// or "error".
+type ToolErrorReply struct {
+	Error ToolErrorDetail `json:"error"`
+}
+
+// ToolErrorDetail describes one error; see [ToolErrorReply].
+type ToolErrorDetail struct {
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
+	Limit   string `json:"limit,omitempty"`
+	Max     int64  `json:"max,omitempty"`
+}
+
+// toolError turns err into an isError result: its message as text and, as
+// structuredContent, a [ToolErrorReply] that says what kind of error it is.
 func toolError(err error) *mcp.CallToolResult {
-	res := &mcp.CallToolResult{}
-	res.SetError(err)
+	d := ToolErrorDetail{Kind: "error", Message: err.Error()}
+	var le *LimitError
+	switch {
+	case errors.As(err, &le):
+		d.Kind, d.Limit, d.Max = "limit", le.Limit, le.Max
+	case errors.Is(err, ErrTimeout):
+		d.Kind = "timeout"
+	case errors.Is(err, context.Canceled):
+		d.Kind = "cancelled"
+	case errors.Is(err, ErrResultNotFound):
+		d.Kind = "result_not_found"
+	}
+	res := &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: d.Message}}}
+	if data, merr := json.Marshal(ToolErrorReply{Error: d}); merr == nil {
+		res.StructuredContent = json.RawMessage(data)
+	}
 	return res
 }
 

@@ -125,6 +125,17 @@ func text(res *mcp.CallToolResult) string {
 	return b.String()
 }
 
+// errorKind returns the kind of a host-reported tool error.
+func errorKind(t *testing.T, res *mcp.CallToolResult) ToolErrorDetail {
+	t.Helper()
+	var r ToolErrorReply
+	b, _ := json.Marshal(res.StructuredContent)
+	if !res.IsError || json.Unmarshal(b, &r) != nil || r.Error.Message != text(res) {
+		t.Fatalf("not a host error result: %s (text %q)", b, text(res))
+	}
+	return r.Error
+}
+
 func payload(size int) map[string]any {
 	return map[string]any{"data": strings.Repeat("é", size/2), "size": size}
 }
@@ -187,12 +198,18 @@ func TestInlineAndPagedResults(t *testing.T) {
 	if !res.IsError || !strings.Contains(text(res), "result_chunk_bytes") {
 		t.Fatalf("oversized read = %q, want a result_chunk_bytes limit error", text(res))
 	}
+	if d := errorKind(t, res); d.Kind != "limit" || d.Limit != "result_chunk_bytes" || d.Max != MaxResultChunkBytes {
+		t.Fatalf("oversized read error = %+v", d)
+	}
 	if res := r.call(t, "ta_result", ResultReadArgs{ResultID: ref.ResultID, Release: true}); res.IsError {
 		t.Fatalf("release: %s", text(res))
 	}
 	res = r.call(t, "ta_result", ResultReadArgs{ResultID: ref.ResultID})
 	if !res.IsError || !strings.Contains(text(res), "unknown, expired or released") {
 		t.Fatalf("read after release = %q, want not found", text(res))
+	}
+	if d := errorKind(t, res); d.Kind != "result_not_found" {
+		t.Fatalf("read after release error = %+v", d)
 	}
 	if st := r.srv.Info().Results; st.Retained != 0 || st.Bytes != 0 {
 		t.Fatalf("after release the store holds %+v", st)
@@ -216,6 +233,9 @@ func TestRetentionFullFailsExplicitly(t *testing.T) {
 	res := r.call(t, "ta_make", sizeArgs{Size: 600 * KiB})
 	if !res.IsError || !strings.Contains(text(res), "retained_result_bytes") {
 		t.Fatalf("second = %q, want a retained_result_bytes limit error", text(res))
+	}
+	if d := errorKind(t, res); d.Kind != "limit" || d.Limit != "retained_result_bytes" || d.Max != MiB {
+		t.Fatalf("retention error = %+v", d)
 	}
 }
 
@@ -246,6 +266,9 @@ func TestConcurrencyLimit(t *testing.T) {
 	res := r.call(t, "ta_block", blockArgs{ID: "c"})
 	if !res.IsError || !strings.Contains(text(res), "concurrent_tool_calls (2)") {
 		t.Fatalf("third call = %q, want a concurrent_tool_calls limit error", text(res))
+	}
+	if d := errorKind(t, res); d.Kind != "limit" || d.Limit != "concurrent_tool_calls" || d.Max != 2 {
+		t.Fatalf("third call error = %+v", d)
 	}
 	close(release)
 	wg.Wait()
@@ -284,6 +307,9 @@ func TestTimeoutAndCancellation(t *testing.T) {
 	res := r.call(t, "ta_wait", struct{}{})
 	if !res.IsError || !strings.Contains(text(res), "timed out after 100ms") {
 		t.Fatalf("timeout result = %q", text(res))
+	}
+	if d := errorKind(t, res); d.Kind != "timeout" {
+		t.Fatalf("timeout error = %+v", d)
 	}
 	if cause := <-cancelled; !errors.Is(cause, ErrTimeout) {
 		t.Fatalf("handler saw cause %v, want ErrTimeout", cause)
@@ -344,6 +370,9 @@ func TestErrorResults(t *testing.T) {
 	res = r.call(t, "ta_fail", struct{}{})
 	if !res.IsError || text(res) != "boom" {
 		t.Fatalf("failure = %q (isError %v)", text(res), res.IsError)
+	}
+	if d := errorKind(t, res); d.Kind != "error" {
+		t.Fatalf("failure kind = %+v", d)
 	}
 	// Bad arguments are refused by schema validation before the handler runs.
 	res = r.call(t, "ta_fail", map[string]any{"unexpected": 1})
