@@ -116,6 +116,9 @@ func NewServer(ctx context.Context, opts Options) (_ *Server, err error) {
 				raw = []byte("{}")
 			}
 			if err := c.Configure(raw); err != nil {
+				if !errors.Is(err, ErrConfig) {
+					err = &ConfigError{Field: "plugins." + info.Name + ".config", Reason: err.Error()}
+				}
 				return nil, fmt.Errorf("plugin %s: configure: %w", info.Name, err)
 			}
 		} else if len(pc.Config) > 0 {
@@ -164,7 +167,9 @@ func (s *Server) Close(ctx context.Context) error {
 }
 
 // Host is what a plugin sees of the server while it attaches: its prefix,
-// the limits, a logger, and the methods that add tools and resources.
+// the limits, a logger, and the methods that add tools and resources. Its
+// Add methods are for Attach only: they are not safe to call once the
+// server is serving.
 type Host struct {
 	srv    *Server
 	plugin Plugin

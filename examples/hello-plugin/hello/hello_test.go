@@ -1,6 +1,7 @@
 package hello_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -40,7 +41,7 @@ func TestStrictConfiguration(t *testing.T) {
 	if _, err := serve(t, `{"greting": "typo"}`); err == nil || !strings.Contains(err.Error(), `unknown field "greting"`) {
 		t.Fatalf("a misspelt field was accepted: %v", err)
 	}
-	if _, err := serve(t, `{"greeting": ""}`); err == nil {
-		t.Fatal("an empty greeting was accepted")
+	if _, err := serve(t, `{"greeting": ""}`); !errors.Is(err, mcpcore.ErrConfig) {
+		t.Fatalf("an empty greeting: %v, want a configuration error", err)
 	}
 }
