@@ -3,6 +3,7 @@ package test
 import (
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -12,12 +13,7 @@ import (
 // does (their own main importing mcpkit's command line and their plugin) and
 // calls its tool over stdio in both eras.
 func TestHelloPluginBinary(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "hello-mcpkit")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Dir = filepath.Join("..", "examples", "hello-plugin")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the example: %v\n%s", err, out)
-	}
+	bin := buildHello(t)
 	for _, era := range eras {
 		t.Run(era, func(t *testing.T) {
 			cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e"}, nil).Connect(t.Context(),
@@ -36,4 +32,33 @@ func TestHelloPluginBinary(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestToolNameCollision: two plugins that would serve the same tool name stop
+// the start, with an error naming both and exit code 3.
+func TestToolNameCollision(t *testing.T) {
+	bin := buildHello(t)
+	cfg := writeConfig(t, `{"plugins": {"hello": {"prefix": "diag"}}}`)
+	out, err := exec.Command(bin, "serve", "--stdio", "--plugins", "diag,hello", "--config", cfg).CombinedOutput()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != 3 {
+		t.Fatalf("exit = %v, want exit code 3\n%s", err, out)
+	}
+	for _, want := range []string{`\"diag_result\"`, `plugin \"hello\"`, `plugin \"diag\"`} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %s:\n%s", want, out)
+		}
+	}
+}
+
+// buildHello builds examples/hello-plugin the way its author would.
+func buildHello(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "hello-mcpkit")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Dir = filepath.Join("..", "examples", "hello-plugin")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the example: %v\n%s", err, out)
+	}
+	return bin
 }
