@@ -482,3 +482,44 @@ func TestNotifications(t *testing.T) {
 		})
 	}
 }
+
+// TestHTTPSessionLimits: legacy sessions expire after http_session_idle, and
+// no more than http_sessions are open at once; 2026-07-28 clients, which
+// hold no session, are not counted.
+func TestHTTPSessionLimits(t *testing.T) {
+	hp := startHTTP(t, "--plugins", "diag", "--config", writeConfig(t, `{"limits": {"http_sessions": 1, "http_session_idle": "1s"}}`))
+	first := hp.connect(t, legacyEra, nil)
+	// A second initialize is refused with 503, Retry-After and a JSON-RPC
+	// error naming the limit. (The Go SDK client treats 503 as transient and
+	// shows only the status; the body is for clients that read it.)
+	req, _ := http.NewRequestWithContext(t.Context(), "POST", hp.base+"/mcp", strings.NewReader(
+		`{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body struct {
+		ID    int `json:"id"`
+		Error struct {
+			Message string         `json:"message"`
+			Data    map[string]any `json:"data"`
+		} `json:"error"`
+	}
+	json.NewDecoder(resp.Body).Decode(&body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || body.ID != 7 ||
+		body.Error.Data["limit"] != "http_sessions" || body.Error.Data["max"] != float64(1) {
+		t.Fatalf("second legacy session: HTTP %d, Retry-After %q, body %+v; want 503 naming http_sessions",
+			resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+	modern := hp.connect(t, modernEra, nil)
+	decode[diag.EchoReply](t, callTool(t, modern, "diag_echo", map[string]any{"message": "stateless"}))
+
+	time.Sleep(1500 * time.Millisecond)
+	if _, err := first.CallTool(t.Context(), &mcp.CallToolParams{Name: "diag_echo", Arguments: map[string]any{"message": "late"}}); err == nil {
+		t.Fatal("a session idle past http_session_idle still answered")
+	}
+	hp.connect(t, legacyEra, nil) // its slot is free again
+}
