@@ -5,6 +5,9 @@
 #
 # Usage: scripts/install-deps.sh            (as root, or with sudo available)
 #
+# Node.js and npm themselves come with the machine (Node 20); the npm suites
+# are installed from their lockfiles.
+#
 # To add a dependency, write a need_<name> function below and call it from
 # main(). Progress is reported on stderr.
 #
@@ -67,8 +70,29 @@ need_redis() {
 	fi
 }
 
+# need_npm_suites: the pinned npm test suites (test/conformance: the official
+# MCP conformance suite; test/interop: the official TypeScript clients),
+# installed from their lockfiles with install scripts disabled.
+need_npm_suites() {
+	local root dir
+	root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+	if ! command -v npm >/dev/null 2>&1; then
+		log "npm not found: install Node.js 20+ with npm (the conformance and interop tests need it)"
+		return 1
+	fi
+	for dir in "$root/test/conformance" "$root/test/interop"; do
+		if [ -d "$dir/node_modules" ]; then
+			log "npm packages already installed in ${dir#"$root"/}"
+			continue
+		fi
+		log "npm ci in ${dir#"$root"/}"
+		npm ci --prefix "$dir" --ignore-scripts --no-audit --no-fund >&2
+	done
+}
+
 main() {
 	need_redis
+	need_npm_suites
 	log "done"
 }
 
