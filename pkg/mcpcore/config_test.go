@@ -108,3 +108,4 @@ func TestDurationJSON(t *testing.T) {
 		t.Fatalf("marshal = %s", b)
 	}
 }
+
