@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpkit/mcpkit/internal/testcerts"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
 	"github.com/mcpkit/mcpkit/plugins/diag"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -351,11 +352,11 @@ func TestHTTPBearerTokens(t *testing.T) {
 		t.Fatalf("/healthz: %v %v", resp, err)
 	}
 	for _, era := range eras {
-		cs := hp.connect(t, era, &http.Client{Transport: bearer{token}})
+		cs := hp.connect(t, era, &http.Client{Transport: bearer{token: token}})
 		decode[diag.EchoReply](t, callTool(t, cs, "diag_echo", map[string]any{"message": "authorized"}))
 		// A large result belongs to the token that made it.
 		ref := decode[map[string]any](t, callTool(t, cs, "diag_blob", map[string]any{"bytes": 100_000}))
-		other := hp.connect(t, era, &http.Client{Transport: bearer{token2}})
+		other := hp.connect(t, era, &http.Client{Transport: bearer{token: token2}})
 		if res := callTool(t, other, "diag_result", map[string]any{"result_id": ref["result_id"]}); !res.IsError {
 			t.Fatalf("%s: another token read the result", era)
 		}
@@ -366,12 +367,50 @@ func TestHTTPBearerTokens(t *testing.T) {
 	}
 }
 
-type bearer struct{ token string }
+// bearer adds a bearer token to every request, over base (nil: the default
+// transport).
+type bearer struct {
+	token string
+	base  http.RoundTripper
+}
 
 func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.token)
-	return http.DefaultTransport.RoundTrip(r)
+	if b.base == nil {
+		return http.DefaultTransport.RoundTrip(r)
+	}
+	return b.base.RoundTrip(r)
+}
+
+// TestHTTPS: with a certificate configured, /mcp is served over TLS (both
+// eras), and plain HTTP to the same port gets no MCP answer.
+func TestHTTPS(t *testing.T) {
+	certs, err := testcerts.Write(t.TempDir(), "mcpkit e2e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const token = "e2e-tls-token"
+	tokens := writeConfig(t, token+"\n")
+	cfg := writeConfig(t, fmt.Sprintf(`{"http": {"tls_cert_file": %q, "tls_key_file": %q, "bearer_tokens_file": %q}}`,
+		certs.CertFile, certs.KeyFile, tokens))
+	hp := startHTTP(t, "--plugins", "diag", "--config", cfg)
+	if !strings.HasPrefix(hp.base, "https://") {
+		t.Fatalf("listening at %s, want https", hp.base)
+	}
+	tlsTransport := &http.Transport{TLSClientConfig: certs.ClientConfig()}
+	defer tlsTransport.CloseIdleConnections()
+	for _, era := range eras {
+		cs := hp.connect(t, era, &http.Client{Transport: bearer{token, tlsTransport}})
+		decode[diag.EchoReply](t, callTool(t, cs, "diag_echo", map[string]any{"message": "over tls"}))
+	}
+	resp, err := http.Get("http://" + strings.TrimPrefix(hp.base, "https://") + "/healthz")
+	if err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Fatal("plain HTTP was served on the TLS port")
+		}
+	}
 }
 
 func errCode(m map[string]any) float64 {

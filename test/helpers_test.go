@@ -246,7 +246,7 @@ func (nopCloser) Close() error { return nil }
 // httpProc is bin/mcpkit serving streamable HTTP on a free loopback port.
 type httpProc struct {
 	*proc
-	base string // http://127.0.0.1:PORT
+	base string // http://127.0.0.1:PORT, or https://
 }
 
 func startHTTP(t testing.TB, args ...string) *httpProc {
@@ -257,7 +257,7 @@ func startHTTP(t testing.TB, args ...string) *httpProc {
 		for line := range strings.Lines(p.stderr.String()) {
 			var m map[string]any
 			if json.Unmarshal([]byte(line), &m) == nil && m["msg"] == "listening" {
-				return &httpProc{proc: p, base: "http://" + m["addr"].(string)}
+				return &httpProc{proc: p, base: strings.TrimSuffix(m["url"].(string), "/mcp")}
 			}
 		}
 		select {

@@ -21,7 +21,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -519,11 +518,3 @@ func (s *Server) Exited() bool {
 	}
 }
 
-// certPool builds a pool holding the PEM certificate in caPEM.
-func certPool(caPEM []byte) (*x509.CertPool, error) {
-	p := x509.NewCertPool()
-	if !p.AppendCertsFromPEM(caPEM) {
-		return nil, errors.New("bad CA PEM")
-	}
-	return p, nil
-}

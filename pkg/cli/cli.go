@@ -10,6 +10,7 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -184,15 +185,23 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 	transport := "stdio"
 	var tokens []string
+	var tlsConfig *tls.Config
 	if f.httpAddr != "" {
 		transport = "http"
 		if tokens, err = cfg.HTTP.BearerTokens(); err != nil {
 			logger.Error("invalid configuration", "err", err)
 			return ExitConfig
 		}
+		if tlsConfig, err = cfg.HTTP.TLSConfig(); err != nil {
+			logger.Error("invalid configuration", "err", err)
+			return ExitConfig
+		}
 		if err := httpserve.CheckListenAddr(f.httpAddr, len(tokens) > 0); err != nil {
 			logger.Error("refusing to listen", "err", err)
 			return ExitConfig
+		}
+		if tlsConfig == nil && httpserve.CheckListenAddr(f.httpAddr, false) != nil {
+			logger.Warn("serving plain HTTP beyond loopback: bearer tokens cross the network in clear text; set http.tls_cert_file and http.tls_key_file, or terminate TLS in front of mcpkit")
 		}
 	}
 	srv, err := mcpcore.NewServer(ctx, mcpcore.Options{
@@ -237,11 +246,15 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		Logger:         logger,
 	})
 	defer h.Close()
-	ready := func(addr net.Addr) {
-		logger.Info("listening", "addr", addr.String(), "transport", "http", "url", "http://"+addr.String()+"/mcp",
-			"auth", len(tokens) > 0, "plugins", pluginNames(srv))
+	scheme := "http"
+	if tlsConfig != nil {
+		scheme = "https"
 	}
-	if err := httpserve.ListenAndServe(ctx, f.httpAddr, h, logger, ready); err != nil {
+	ready := func(addr net.Addr) {
+		logger.Info("listening", "addr", addr.String(), "transport", "http", "url", scheme+"://"+addr.String()+"/mcp",
+			"tls", tlsConfig != nil, "auth", len(tokens) > 0, "plugins", pluginNames(srv))
+	}
+	if err := httpserve.ListenAndServe(ctx, f.httpAddr, h, httpserve.ServeOptions{Logger: logger, Ready: ready, TLS: tlsConfig}); err != nil {
 		logger.Error("http server failed", "err", err)
 		return ExitFailure
 	}

@@ -2,6 +2,7 @@ package mcpcore
 
 import (
 	"bytes"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -48,6 +49,27 @@ type HTTPConfig struct {
 	BearerTokensEnv  string `json:"bearer_tokens_env,omitempty"`
 	// AllowedOrigins are browser origins admitted besides same-origin ones.
 	AllowedOrigins []string `json:"allowed_origins,omitempty"`
+	// TLSCertFile and TLSKeyFile (both or neither) serve HTTPS: PEM files of
+	// the certificate chain and its private key.
+	TLSCertFile string `json:"tls_cert_file,omitempty"`
+	TLSKeyFile  string `json:"tls_key_file,omitempty"`
+}
+
+// TLSConfig loads the configured certificate; it returns nil when TLS is
+// not configured.
+func (c HTTPConfig) TLSConfig() (*tls.Config, error) {
+	if c.TLSCertFile == "" && c.TLSKeyFile == "" {
+		return nil, nil
+	}
+	pair, err := tls.LoadX509KeyPair(c.TLSCertFile, c.TLSKeyFile)
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe // the path and the reason, never file contents
+		}
+		return nil, &ConfigError{Field: "http.tls_cert_file", Reason: fmt.Sprintf("cannot load the certificate and key: %v", err)}
+	}
+	return &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}, nil
 }
 
 // DefaultConfig returns the configuration used without --config.
@@ -85,6 +107,9 @@ func (c Config) Validate() error {
 	}
 	if _, err := resolvePlugins(c.Enable); err != nil {
 		return err
+	}
+	if (c.HTTP.TLSCertFile == "") != (c.HTTP.TLSKeyFile == "") {
+		return &ConfigError{Field: "http.tls_cert_file", Reason: "set tls_cert_file and tls_key_file together"}
 	}
 	if c.HTTP.BearerTokensFile != "" && c.HTTP.BearerTokensEnv != "" {
 		return &ConfigError{Field: "http.bearer_tokens", Reason: "set bearer_tokens_file or bearer_tokens_env, not both"}

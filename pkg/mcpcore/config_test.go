@@ -67,6 +67,7 @@ func TestLoadConfig(t *testing.T) {
 		{`{} {}`, `trailing data`},
 		{`{"plugins": {"nope": {}}}`, `plugins.nope`},
 		{`{"http": {"bearer_tokens_file": "/a", "bearer_tokens_env": "B"}}`, `not both`},
+		{`{"http": {"tls_cert_file": "/a.pem"}}`, `together`},
 	} {
 		_, err := LoadConfig(writeFile(t, "c.json", tc.body))
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, ErrConfig) {
@@ -109,3 +110,16 @@ func TestDurationJSON(t *testing.T) {
 	}
 }
 
+func TestTLSConfig(t *testing.T) {
+	if cfg, err := (HTTPConfig{}).TLSConfig(); cfg != nil || err != nil {
+		t.Fatalf("no TLS configured: %v, %v", cfg, err)
+	}
+	bad := writeFile(t, "bad.pem", "not a certificate")
+	_, err := HTTPConfig{TLSCertFile: bad, TLSKeyFile: bad}.TLSConfig()
+	if !errors.Is(err, ErrConfig) || strings.Contains(err.Error(), "not a certificate") {
+		t.Fatalf("bad PEM: %v, want a config error that does not echo the file", err)
+	}
+	if _, err := (HTTPConfig{TLSCertFile: "/nonexistent/c.pem", TLSKeyFile: "/nonexistent/k.pem"}).TLSConfig(); !errors.Is(err, ErrConfig) {
+		t.Fatalf("missing files: %v", err)
+	}
+}

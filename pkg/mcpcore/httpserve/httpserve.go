@@ -21,6 +21,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -521,14 +522,24 @@ func isLoopbackHost(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// ListenAndServe listens on addr, calls ready (if non-nil) with the bound
-// address (so ":0" works), and serves h until ctx is done. It then shuts down
-// gracefully, waiting at most 5 s for requests in flight before closing the
-// remaining connections. If h has a Close method (a [*Handler] does), it is
-// called at shutdown so hanging session streams end; a caller that wraps the
-// Handler in its own mux must call [Handler.Close] itself. It returns nil after a shutdown
-// caused by ctx, or the listen or serve error.
-func ListenAndServe(ctx context.Context, addr string, h http.Handler, logger *slog.Logger, ready func(net.Addr)) error {
+// ServeOptions configures [ListenAndServe].
+type ServeOptions struct {
+	// Logger receives server errors; nil discards them.
+	Logger *slog.Logger
+	// Ready, if set, is called with the bound address (so ":0" works).
+	Ready func(net.Addr)
+	// TLS, if set, serves HTTPS with it (it must hold a certificate).
+	TLS *tls.Config
+}
+
+// ListenAndServe listens on addr and serves h until ctx is done. It then
+// shuts down gracefully, waiting at most 5 s for requests in flight before
+// closing the remaining connections. If h has a Close method (a [*Handler]
+// does), it is called at shutdown so hanging session streams end; a caller
+// that wraps the Handler in its own mux must call [Handler.Close] itself. It
+// returns nil after a shutdown caused by ctx, or the listen or serve error.
+func ListenAndServe(ctx context.Context, addr string, h http.Handler, opts ServeOptions) error {
+	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -546,12 +557,20 @@ func ListenAndServe(ctx context.Context, addr string, h http.Handler, logger *sl
 		// No ReadTimeout or WriteTimeout: bodies may be large and SSE
 		// responses long-lived; the session idle timeout bounds those.
 	}
-	if ready != nil {
-		ready(ln.Addr())
+	if opts.Ready != nil {
+		opts.Ready(ln.Addr())
 	}
 
+	serve := func() error { return srv.Serve(ln) }
+	if opts.TLS != nil {
+		srv.TLSConfig = opts.TLS.Clone()
+		if srv.TLSConfig.MinVersion == 0 {
+			srv.TLSConfig.MinVersion = tls.VersionTLS12
+		}
+		serve = func() error { return srv.ServeTLS(ln, "", "") } // certificates come from TLSConfig
+	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- serve() }()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve %s: %w", ln.Addr(), err)

@@ -72,7 +72,7 @@ func start(t *testing.T, opts Options) *testEnv {
 	addrc := make(chan net.Addr, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- ListenAndServe(ctx, "127.0.0.1:0", h, nil, func(a net.Addr) { addrc <- a })
+		done <- ListenAndServe(ctx, "127.0.0.1:0", h, ServeOptions{Ready: func(a net.Addr) { addrc <- a }})
 	}()
 	var addr net.Addr
 	select {
@@ -535,7 +535,9 @@ func TestListenAndServeStopsWithOpenStream(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	addrc := make(chan net.Addr, 1)
 	done := make(chan error, 1)
-	go func() { done <- ListenAndServe(ctx, "127.0.0.1:0", h, nil, func(a net.Addr) { addrc <- a }) }()
+	go func() {
+		done <- ListenAndServe(ctx, "127.0.0.1:0", h, ServeOptions{Ready: func(a net.Addr) { addrc <- a }})
+	}()
 	addr := <-addrc
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
@@ -564,7 +566,7 @@ func TestListenAndServeStopsWithOpenStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	if err := ListenAndServe(context.Background(), ln.Addr().String(), h, nil, nil); err == nil {
+	if err := ListenAndServe(context.Background(), ln.Addr().String(), h, ServeOptions{}); err == nil {
 		t.Error("ListenAndServe on a taken port succeeded")
 	}
 }
