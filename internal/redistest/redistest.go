@@ -517,4 +517,3 @@ func (s *Server) Exited() bool {
 		return false
 	}
 }
-
