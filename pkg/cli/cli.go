@@ -184,24 +184,12 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer stop()
 
 	transport := "stdio"
-	var tokens []string
-	var tlsConfig *tls.Config
+	var web *httpSettings
 	if f.httpAddr != "" {
 		transport = "http"
-		if tokens, err = cfg.HTTP.BearerTokens(); err != nil {
-			logger.Error("invalid configuration", "err", err)
+		if web, err = httpSetup(f.httpAddr, cfg.HTTP, logger); err != nil {
+			logger.Error("refusing to serve HTTP", "err", err)
 			return ExitConfig
-		}
-		if tlsConfig, err = cfg.HTTP.TLSConfig(); err != nil {
-			logger.Error("invalid configuration", "err", err)
-			return ExitConfig
-		}
-		if err := httpserve.CheckListenAddr(f.httpAddr, len(tokens) > 0); err != nil {
-			logger.Error("refusing to listen", "err", err)
-			return ExitConfig
-		}
-		if tlsConfig == nil && httpserve.CheckListenAddr(f.httpAddr, false) != nil {
-			logger.Warn("serving plain HTTP beyond loopback: bearer tokens cross the network in clear text; set http.tls_cert_file and http.tls_key_file, or terminate TLS in front of mcpkit")
 		}
 	}
 	srv, err := mcpcore.NewServer(ctx, mcpcore.Options{
@@ -221,40 +209,76 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			logger.Error("close", "err", err)
 		}
 	}()
-
-	if transport == "stdio" {
-		// A client that goes away closes our stdout: get EPIPE from the write
-		// rather than dying of SIGPIPE, so that plugins are still closed.
-		signal.Ignore(syscall.SIGPIPE)
-		logger.Info("serving", "transport", "stdio", "plugins", pluginNames(srv))
-		t := stdio.NewTransport(stdin, stdout, stdio.Options{MaxFrameBytes: cfg.Limits.FrameBytes, Logger: logger})
-		if err := srv.MCP().Run(ctx, t); err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
-			logger.Error("stdio session ended", "err", err)
-			return ExitFailure
-		}
-		logger.Info("stdio session ended")
-		return ExitOK
+	if web != nil {
+		return serveHTTP(ctx, srv, cfg.Limits, web, logger)
 	}
+	return serveStdio(ctx, srv, cfg.Limits, stdin, stdout, logger)
+}
 
+// serveStdio serves one session over stdin/stdout until EOF or a signal.
+func serveStdio(ctx context.Context, srv *mcpcore.Server, lim mcpcore.Limits, stdin io.Reader, stdout io.Writer, logger *slog.Logger) int {
+	// A client that goes away closes our stdout: get EPIPE from the write
+	// rather than dying of SIGPIPE, so that plugins are still closed.
+	signal.Ignore(syscall.SIGPIPE)
+	logger.Info("serving", "transport", "stdio", "plugins", pluginNames(srv))
+	t := stdio.NewTransport(stdin, stdout, stdio.Options{MaxFrameBytes: lim.FrameBytes, Logger: logger})
+	if err := srv.MCP().Run(ctx, t); err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
+		logger.Error("stdio session ended", "err", err)
+		return ExitFailure
+	}
+	logger.Info("stdio session ended")
+	return ExitOK
+}
+
+// httpSettings is what `serve --http` needs beyond the limits.
+type httpSettings struct {
+	addr    string
+	origins []string
+	tokens  []string
+	tls     *tls.Config
+}
+
+// httpSetup reads the HTTP credentials and refuses a listen address beyond
+// loopback without authentication.
+func httpSetup(addr string, c mcpcore.HTTPConfig, logger *slog.Logger) (*httpSettings, error) {
+	tokens, err := c.BearerTokens()
+	if err != nil {
+		return nil, err
+	}
+	tlsConfig, err := c.TLSConfig()
+	if err != nil {
+		return nil, err
+	}
+	if err := httpserve.CheckListenAddr(addr, len(tokens) > 0); err != nil {
+		return nil, err
+	}
+	if tlsConfig == nil && httpserve.CheckListenAddr(addr, false) != nil {
+		logger.Warn("serving plain HTTP beyond loopback: bearer tokens cross the network in clear text; set http.tls_cert_file and http.tls_key_file, or terminate TLS in front of mcpkit")
+	}
+	return &httpSettings{addr: addr, origins: c.AllowedOrigins, tokens: tokens, tls: tlsConfig}, nil
+}
+
+// serveHTTP serves streamable HTTP until a signal.
+func serveHTTP(ctx context.Context, srv *mcpcore.Server, lim mcpcore.Limits, web *httpSettings, logger *slog.Logger) int {
 	h := httpserve.NewHandler(httpserve.Options{
 		Server:         srv.MCP(),
-		SessionIdle:    cfg.Limits.HTTPSessionIdle.D(),
-		MaxSessions:    cfg.Limits.HTTPSessions,
-		MaxBodyBytes:   cfg.Limits.FrameBytes,
-		AllowedOrigins: cfg.HTTP.AllowedOrigins,
-		BearerTokens:   tokens,
+		SessionIdle:    lim.HTTPSessionIdle.D(),
+		MaxSessions:    lim.HTTPSessions,
+		MaxBodyBytes:   lim.FrameBytes,
+		AllowedOrigins: web.origins,
+		BearerTokens:   web.tokens,
 		Logger:         logger,
 	})
 	defer h.Close()
 	scheme := "http"
-	if tlsConfig != nil {
+	if web.tls != nil {
 		scheme = "https"
 	}
 	ready := func(addr net.Addr) {
 		logger.Info("listening", "addr", addr.String(), "transport", "http", "url", scheme+"://"+addr.String()+"/mcp",
-			"tls", tlsConfig != nil, "auth", len(tokens) > 0, "plugins", pluginNames(srv))
+			"tls", web.tls != nil, "auth", len(web.tokens) > 0, "plugins", pluginNames(srv))
 	}
-	if err := httpserve.ListenAndServe(ctx, f.httpAddr, h, httpserve.ServeOptions{Logger: logger, Ready: ready, TLS: tlsConfig}); err != nil {
+	if err := httpserve.ListenAndServe(ctx, web.addr, h, httpserve.ServeOptions{Logger: logger, Ready: ready, TLS: web.tls}); err != nil {
 		logger.Error("http server failed", "err", err)
 		return ExitFailure
 	}
