@@ -12,13 +12,25 @@
 # fixture tools) are reported and fail only with CONFORMANCE_STRICT=1.
 set -euo pipefail
 
+# The scenarios that need none of the suite's fixture tools (those of the
+# SDKs' "everything" servers): lifecycle, transport and list behaviour.
 scenarios_default=(
 	2025-11-25:server-initialize
 	2025-11-25:ping
 	2025-11-25:server-session-lifecycle
 	2025-11-25:dns-rebinding-protection
+	2025-11-25:server-sse-multiple-streams
+	2025-11-25:logging-set-level
+	2025-11-25:tools-list
+	2025-11-25:resources-list
 	2026-07-28:server-stateless
 	2026-07-28:http-header-validation
+	2026-07-28:dns-rebinding-protection
+	2026-07-28:server-sse-multiple-streams
+	2026-07-28:caching
+	2026-07-28:tools-list
+	2026-07-28:prompts-list
+	2026-07-28:sep-2164-resource-not-found
 )
 
 if [[ ${1:-} == --list ]]; then

@@ -35,6 +35,7 @@ func TestConformance(t *testing.T) {
 	hp := startHTTP(t, "--plugins", "diag")
 	for _, sc := range scenarios {
 		t.Run(sc, func(t *testing.T) {
+			t.Parallel() // scenarios are independent clients of one server
 			ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, script, hp.base+"/mcp", sc)
