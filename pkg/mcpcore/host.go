@@ -40,7 +40,7 @@ type Server struct {
 	version   string
 	transport string
 	logger    *slog.Logger
-	results   *ResultStore
+	results   *resultStore
 	slots     chan struct{}
 	calls     callStats
 	inflight  sync.WaitGroup
@@ -81,7 +81,7 @@ func NewServer(ctx context.Context, opts Options) (_ *Server, err error) {
 		version:   opts.Version,
 		transport: opts.Transport,
 		logger:    logger,
-		results:   NewResultStore(lim.RetainedResultBytes, lim.ResultExpiry.D(), nil),
+		results:   newResultStore(lim.RetainedResultBytes, lim.ResultExpiry.D(), nil),
 		slots:     make(chan struct{}, lim.ConcurrentToolCalls),
 		tools:     map[string]string{},
 		uris:      map[string]string{},

@@ -7,14 +7,14 @@ import (
 	"time"
 )
 
-// ResultStore retains serialized tool results that are too large to return
+// resultStore retains serialized tool results that are too large to return
 // inline, so that an agent can read them back in byte ranges.
 //
 // It holds at most a byte budget in total; an entry lives for a fixed expiry
 // from its creation (reads do not extend it) and is freed at expiry or on
 // release, whichever comes first. A Put that does not fit fails with a
 // [*LimitError]: nothing is evicted early and nothing is truncated.
-type ResultStore struct {
+type resultStore struct {
 	budget int64
 	expiry time.Duration
 	now    func() time.Time
@@ -31,15 +31,15 @@ type retained struct {
 	timer   *time.Timer
 }
 
-// ResultHandle identifies a retained result.
-type ResultHandle struct {
+// resultHandle identifies a retained result.
+type resultHandle struct {
 	ID         string
 	TotalBytes int64
 	ExpiresAt  time.Time
 }
 
-// ResultChunk is one byte range of a retained result.
-type ResultChunk struct {
+// resultChunk is one byte range of a retained result.
+type resultChunk struct {
 	Data       []byte
 	Offset     int64
 	TotalBytes int64
@@ -53,23 +53,23 @@ type ResultStats struct {
 	BudgetBytes int64 `json:"budget_bytes"`
 }
 
-// NewResultStore returns a store with the given budget and expiry. now may be
+// newResultStore returns a store with the given budget and expiry. now may be
 // nil (time.Now); tests pass a fake clock.
-func NewResultStore(budget int64, expiry time.Duration, now func() time.Time) *ResultStore {
+func newResultStore(budget int64, expiry time.Duration, now func() time.Time) *resultStore {
 	if now == nil {
 		now = time.Now
 	}
-	return &ResultStore{budget: budget, expiry: expiry, now: now, entries: make(map[string]*retained)}
+	return &resultStore{budget: budget, expiry: expiry, now: now, entries: make(map[string]*retained)}
 }
 
 // Put retains data for owner (the reading tool's name) and returns its handle.
-func (s *ResultStore) Put(owner string, data []byte) (ResultHandle, error) {
+func (s *resultStore) Put(owner string, data []byte) (resultHandle, error) {
 	size := int64(len(data))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sweepLocked()
 	if s.used+size > s.budget {
-		return ResultHandle{}, &LimitError{Limit: "retained_result_bytes", Max: s.budget, Actual: s.used + size,
+		return resultHandle{}, &LimitError{Limit: "retained_result_bytes", Max: s.budget, Actual: s.used + size,
 			Detail: fmt.Sprintf("result of %d bytes cannot be retained (%d bytes already retained); the operation itself completed: inspect state rather than re-running a write, or release results you have read", size, s.used)}
 	}
 	id := "r_" + rand.Text()
@@ -77,27 +77,27 @@ func (s *ResultStore) Put(owner string, data []byte) (ResultHandle, error) {
 	e.timer = time.AfterFunc(s.expiry, func() { s.drop(id, e) })
 	s.entries[id] = e
 	s.used += size
-	return ResultHandle{ID: id, TotalBytes: size, ExpiresAt: e.expires}, nil
+	return resultHandle{ID: id, TotalBytes: size, ExpiresAt: e.expires}, nil
 }
 
 // Read returns up to length bytes from offset. An offset equal to the total
 // size returns an empty final chunk.
-func (s *ResultStore) Read(owner, id string, offset, length int64) (ResultChunk, error) {
+func (s *resultStore) Read(owner, id string, offset, length int64) (resultChunk, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, err := s.lookupLocked(owner, id)
 	if err != nil {
-		return ResultChunk{}, err
+		return resultChunk{}, err
 	}
 	total := int64(len(e.data))
 	if offset < 0 || offset > total {
-		return ResultChunk{}, fmt.Errorf("offset %d is outside [0, %d]", offset, total)
+		return resultChunk{}, fmt.Errorf("offset %d is outside [0, %d]", offset, total)
 	}
 	if length <= 0 {
-		return ResultChunk{}, fmt.Errorf("length %d must be positive", length)
+		return resultChunk{}, fmt.Errorf("length %d must be positive", length)
 	}
 	end := min(offset+length, total)
-	c := ResultChunk{Data: e.data[offset:end], Offset: offset, TotalBytes: total}
+	c := resultChunk{Data: e.data[offset:end], Offset: offset, TotalBytes: total}
 	if end < total {
 		c.NextOffset = &end
 	}
@@ -105,7 +105,7 @@ func (s *ResultStore) Read(owner, id string, offset, length int64) (ResultChunk,
 }
 
 // Release frees a result before its expiry.
-func (s *ResultStore) Release(owner, id string) error {
+func (s *resultStore) Release(owner, id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, err := s.lookupLocked(owner, id)
@@ -117,7 +117,7 @@ func (s *ResultStore) Release(owner, id string) error {
 }
 
 // Stats reports what the store holds now.
-func (s *ResultStore) Stats() ResultStats {
+func (s *resultStore) Stats() ResultStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sweepLocked()
@@ -125,7 +125,7 @@ func (s *ResultStore) Stats() ResultStats {
 }
 
 // Close releases every result and stops their timers.
-func (s *ResultStore) Close() {
+func (s *resultStore) Close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for id, e := range s.entries {
@@ -133,7 +133,7 @@ func (s *ResultStore) Close() {
 	}
 }
 
-func (s *ResultStore) lookupLocked(owner, id string) (*retained, error) {
+func (s *resultStore) lookupLocked(owner, id string) (*retained, error) {
 	e, ok := s.entries[id]
 	if ok && !s.now().Before(e.expires) {
 		s.removeLocked(id, e)
@@ -147,7 +147,7 @@ func (s *ResultStore) lookupLocked(owner, id string) (*retained, error) {
 
 // sweepLocked drops entries whose expiry has passed on the store's clock; the
 // timers do the same on the wall clock.
-func (s *ResultStore) sweepLocked() {
+func (s *resultStore) sweepLocked() {
 	now := s.now()
 	for id, e := range s.entries {
 		if !now.Before(e.expires) {
@@ -156,7 +156,7 @@ func (s *ResultStore) sweepLocked() {
 	}
 }
 
-func (s *ResultStore) drop(id string, e *retained) {
+func (s *resultStore) drop(id string, e *retained) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.entries[id] == e {
@@ -164,7 +164,7 @@ func (s *ResultStore) drop(id string, e *retained) {
 	}
 }
 
-func (s *ResultStore) removeLocked(id string, e *retained) {
+func (s *resultStore) removeLocked(id string, e *retained) {
 	e.timer.Stop()
 	delete(s.entries, id)
 	s.used -= int64(len(e.data))

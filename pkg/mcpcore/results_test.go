@@ -21,7 +21,7 @@ func (c *fakeClock) add(d time.Duration) {
 
 func TestResultStoreExpiryIsNotExtendedByReads(t *testing.T) {
 	clock := &fakeClock{t: time.Unix(1000, 0)}
-	s := NewResultStore(1*MiB, 5*time.Minute, clock.now)
+	s := newResultStore(1*MiB, 5*time.Minute, clock.now)
 	defer s.Close()
 	h, err := s.Put("o", []byte("0123456789"))
 	if err != nil {
@@ -45,7 +45,7 @@ func TestResultStoreExpiryIsNotExtendedByReads(t *testing.T) {
 }
 
 func TestResultStoreBudget(t *testing.T) {
-	s := NewResultStore(100, time.Minute, nil)
+	s := newResultStore(100, time.Minute, nil)
 	defer s.Close()
 	a, err := s.Put("o", make([]byte, 60))
 	if err != nil {
@@ -69,7 +69,7 @@ func TestResultStoreBudget(t *testing.T) {
 }
 
 func TestResultStoreTimerFreesMemory(t *testing.T) {
-	s := NewResultStore(MiB, 20*time.Millisecond, nil)
+	s := newResultStore(MiB, 20*time.Millisecond, nil)
 	defer s.Close()
 	if _, err := s.Put("o", make([]byte, 1000)); err != nil {
 		t.Fatal(err)
