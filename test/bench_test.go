@@ -1,8 +1,10 @@
 package test
 
 import (
+	"bufio"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,30 +13,41 @@ import (
 
 // BenchmarkStdioRoundTrip compares a no-op tools/call round trip through
 // bin/mcpkit over stdio with the same tool served by the SDK's own
-// StdioTransport (internal/sdkpeer), in one run. The two servers are driven
-// alternately in rounds so that machine noise hits both alike; the reported
-// ratio is mcpkit's time over the SDK's. The target is ratio <= 1.10.
+// StdioTransport (internal/sdkpeer), in one run. The target is ratio <= 1.10:
+// mcpkit's framing may cost at most 10% over the SDK's.
 func BenchmarkStdioRoundTrip(b *testing.B) {
-	peer := filepath.Join(b.TempDir(), "sdkpeer")
-	if out, err := exec.Command("go", "build", "-o", peer, "./internal/sdkpeer").CombinedOutput(); err != nil {
-		b.Fatalf("build sdkpeer: %v\n%s", err, out)
+	peer := buildPeer(b)
+	mcpkit := connectCommand(b, exec.Command(binary(b), "serve", "--stdio", "--plugins", "diag", "--log-level", "warn"), "")
+	sdk := connectCommand(b, exec.Command(peer), "")
+	if ratio := compareRoundTrips(b, mcpkit, sdk); b.N >= 1000 && ratio > 1.10 {
+		b.Errorf("mcpkit's stdio round trip costs %.1f%% more than the SDK's (target <= 10%%)", (ratio-1)*100)
 	}
-	connect := func(cmd *exec.Cmd) *mcp.ClientSession {
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(b.Context(), &mcp.CommandTransport{Command: cmd}, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { cs.Close() })
-		return cs
+}
+
+// BenchmarkHTTPRoundTrip compares a no-op tools/call round trip through
+// `bin/mcpkit serve --http` (era router, origin and host checks, session
+// tracking) with the SDK's own StreamableHTTPHandler serving the same tool,
+// in each protocol era. It reports the ratio; no target is set for HTTP.
+func BenchmarkHTTPRoundTrip(b *testing.B) {
+	peer := buildPeer(b)
+	for _, era := range eras {
+		b.Run(era, func(b *testing.B) {
+			hp := startHTTP(b, "--plugins", "diag")
+			mcpkit := hp.connect(b, era, nil)
+			args := []string{"--http", "127.0.0.1:0"}
+			if era >= modernEra {
+				args = append(args, "--stateless")
+			}
+			sdk := connectHTTPPeer(b, peer, era, args...)
+			compareRoundTrips(b, mcpkit, sdk)
+		})
 	}
-	servers := []struct {
-		name string
-		cs   *mcp.ClientSession
-		took time.Duration
-	}{
-		{name: "mcpkit", cs: connect(exec.Command(binary(b), "serve", "--stdio", "--plugins", "diag", "--log-level", "warn"))},
-		{name: "sdk", cs: connect(exec.Command(peer))},
-	}
+}
+
+// compareRoundTrips calls diag_echo b.N times on each session, alternating
+// rounds of 50 so that machine noise hits both alike, and reports both
+// per-call times and their ratio (first over second).
+func compareRoundTrips(b *testing.B, mcpkit, sdk *mcp.ClientSession) float64 {
 	params := &mcp.CallToolParams{Name: "diag_echo", Arguments: map[string]any{"message": "ping"}}
 	call := func(cs *mcp.ClientSession) {
 		res, err := cs.CallTool(b.Context(), params)
@@ -42,34 +55,79 @@ func BenchmarkStdioRoundTrip(b *testing.B) {
 			b.Fatalf("call: %v %v", err, res)
 		}
 	}
-	for i := range servers { // warm up both
+	sessions := []*mcp.ClientSession{mcpkit, sdk}
+	for _, cs := range sessions { // warm up both
 		for range 200 {
-			call(servers[i].cs)
+			call(cs)
 		}
 	}
+	var took [2]time.Duration
 	const round = 50
 	b.ResetTimer()
 	for done := 0; done < b.N; done += round {
-		for i := range servers {
+		for i, cs := range sessions {
 			start := time.Now()
 			for range min(round, b.N-done) {
-				call(servers[i].cs)
+				call(cs)
 			}
-			servers[i].took += time.Since(start)
+			took[i] += time.Since(start)
 		}
 	}
 	b.StopTimer()
-	mcpkit, sdk := servers[0].took, servers[1].took
-	ratio := float64(mcpkit) / float64(sdk)
-	b.ReportMetric(float64(mcpkit.Nanoseconds())/float64(b.N), "mcpkit-ns/call")
-	b.ReportMetric(float64(sdk.Nanoseconds())/float64(b.N), "sdk-ns/call")
+	ratio := float64(took[0]) / float64(took[1])
+	b.ReportMetric(float64(took[0].Nanoseconds())/float64(b.N), "mcpkit-ns/call")
+	b.ReportMetric(float64(took[1].Nanoseconds())/float64(b.N), "sdk-ns/call")
 	b.ReportMetric(ratio, "ratio")
-	if b.N < 100 {
-		return // a calibration run: too short to compare
+	if b.N >= 100 { // shorter runs only calibrate b.N
+		b.Logf("%s over %d calls: mcpkit %v/call, SDK %v/call, ratio %.3f",
+			b.Name(), b.N, took[0]/time.Duration(b.N), took[1]/time.Duration(b.N), ratio)
 	}
-	b.Logf("stdio round trip over %d calls: mcpkit %v/call, SDK %v/call, ratio %.3f (target <= 1.10)",
-		b.N, mcpkit/time.Duration(b.N), sdk/time.Duration(b.N), ratio)
-	if b.N >= 1000 && ratio > 1.10 { // enough calls for the ratio to be more than noise
-		b.Errorf("mcpkit's stdio round trip costs %.1f%% more than the SDK's (target <= 10%%)", (ratio-1)*100)
+	return ratio
+}
+
+// buildPeer builds internal/sdkpeer, the SDK-only server measured against.
+func buildPeer(b *testing.B) string {
+	b.Helper()
+	peer := filepath.Join(b.TempDir(), "sdkpeer")
+	if out, err := exec.Command("go", "build", "-o", peer, "./internal/sdkpeer").CombinedOutput(); err != nil {
+		b.Fatalf("build sdkpeer: %v\n%s", err, out)
 	}
+	return peer
+}
+
+// connectCommand connects a client over a subprocess's stdio.
+func connectCommand(b *testing.B, cmd *exec.Cmd, era string) *mcp.ClientSession {
+	b.Helper()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(b.Context(), &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: era})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// connectHTTPPeer starts sdkpeer over HTTP and connects a client to it.
+func connectHTTPPeer(b *testing.B, peer, era string, args ...string) *mcp.ClientSession {
+	b.Helper()
+	cmd := exec.Command(peer, args...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	line, err := bufio.NewReader(stderr).ReadString('\n')
+	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "listening ")
+	if err != nil || !ok {
+		b.Fatalf("sdkpeer: %q %v", line, err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(b.Context(),
+		&mcp.StreamableClientTransport{Endpoint: "http://" + addr, DisableStandaloneSSE: true}, &mcp.ClientSessionOptions{ProtocolVersion: era})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cs.Close() })
+	return cs
 }
