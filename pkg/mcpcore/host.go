@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -208,7 +209,9 @@ func (h *Host) ReadToolName() string { return h.ToolName("result") }
 // ToolFunc handles one tool call. It returns a JSON-serializable value
 // (normally a struct) that the host serializes once, inline or paged. It
 // must honour ctx: ctx ends on timeout and on notifications/cancelled. To
-// return a structured result marked isError, return [ErrorResult].
+// return a structured result marked isError, return [ErrorResult]; any other
+// error becomes an isError result with its message, except a
+// *jsonrpc.Error, which is answered as a JSON-RPC protocol error.
 type ToolFunc[In any] func(ctx context.Context, req *mcp.CallToolRequest, in In) (any, error)
 
 // AddTool adds a tool named h.ToolName(t.Name). Its input schema is derived
@@ -230,7 +233,8 @@ func AddTool[In any](h *Host, t *mcp.Tool, fn ToolFunc[In]) {
 	}
 	srv, name := h.srv, tool.Name
 	mcp.AddTool(srv.mcp, &tool, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, any, error) {
-		return srv.call(ctx, h, name, resultOwner(h, req), func(ctx context.Context) (any, error) { return fn(ctx, req, in) }), nil, nil
+		res, err := srv.call(ctx, h, name, resultOwner(h, req), func(ctx context.Context) (any, error) { return fn(ctx, req, in) })
+		return res, nil, err
 	})
 }
 
@@ -291,13 +295,13 @@ const cancelGrace = 250 * time.Millisecond
 
 // call runs one tool call under the concurrency limit and the timeout and
 // turns its outcome into a CallToolResult.
-func (s *Server) call(ctx context.Context, h *Host, tool, owner string, fn func(context.Context) (any, error)) *mcp.CallToolResult {
+func (s *Server) call(ctx context.Context, h *Host, tool, owner string, fn func(context.Context) (any, error)) (*mcp.CallToolResult, error) {
 	select {
 	case s.slots <- struct{}{}:
 	default:
 		s.calls.rejected.Add(1)
 		return toolError(&LimitError{Limit: "concurrent_tool_calls", Max: int64(s.limits.ConcurrentToolCalls),
-			Detail: "too many tool calls are running; nothing was done, retry when one finishes"})
+			Detail: "too many tool calls are running; nothing was done, retry when one finishes"}), nil
 	}
 	s.calls.started.Add(1)
 	s.calls.inFlight.Add(1)
@@ -342,17 +346,24 @@ func (s *Server) call(ctx context.Context, h *Host, tool, owner string, fn func(
 	if out.err != nil && ctx.Err() != nil && !errors.As(out.err, &partial) {
 		if context.Cause(ctx) == ErrTimeout {
 			s.calls.timedOut.Add(1)
-			return toolError(fmt.Errorf("%w after %s (limit tool_timeout): the call may have had effects; inspect state before retrying", ErrTimeout, timeout))
+			return toolError(fmt.Errorf("%w after %s (limit tool_timeout): the call may have had effects; inspect state before retrying", ErrTimeout, timeout)), nil
 		}
 		s.calls.cancelled.Add(1)
-		return toolError(fmt.Errorf("tool call cancelled: %w", out.err))
+		return toolError(fmt.Errorf("tool call cancelled: %w", out.err)), nil
 	}
 	var isError bool
 	if out.err != nil {
 		var er *errorResult
+		var protocolErr *jsonrpc.Error
+		if errors.As(out.err, &protocolErr) {
+			// A JSON-RPC error is the plugin's deliberate protocol-level
+			// answer (e.g. a missing client capability), as in the SDK.
+			s.calls.failed.Add(1)
+			return nil, protocolErr
+		}
 		if !errors.As(out.err, &er) {
 			s.calls.failed.Add(1)
-			return toolError(out.err)
+			return toolError(out.err), nil
 		}
 		out.v, isError = er.value, true
 		s.calls.failed.Add(1)
@@ -360,15 +371,15 @@ func (s *Server) call(ctx context.Context, h *Host, tool, owner string, fn func(
 	data, err := json.Marshal(out.v)
 	if err != nil {
 		s.calls.failed.Add(1)
-		return toolError(fmt.Errorf("tool %s: serialize result: %w", tool, err))
+		return toolError(fmt.Errorf("tool %s: serialize result: %w", tool, err)), nil
 	}
 	if int64(len(data)) <= s.limits.InlineResultBytes {
-		return inlineResult(data, isError)
+		return inlineResult(data, isError), nil
 	}
 	handle, err := s.results.Put(owner, data)
 	if err != nil {
 		s.calls.failed.Add(1)
-		return toolError(err)
+		return toolError(err), nil
 	}
 	s.calls.paged.Add(1)
 	ref, _ := json.Marshal(pagedResult{
@@ -378,7 +389,7 @@ func (s *Server) call(ctx context.Context, h *Host, tool, owner string, fn func(
 		ChunkBytes: s.limits.ResultChunkBytes,
 		ExpiresAt:  handle.ExpiresAt.UTC().Format(time.RFC3339),
 	})
-	return inlineResult(ref, isError)
+	return inlineResult(ref, isError), nil
 }
 
 // resultOwner scopes retained results to the plugin's read tool and, when

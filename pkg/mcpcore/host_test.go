@@ -6,11 +6,13 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
 )
@@ -361,6 +363,9 @@ func TestErrorResults(t *testing.T) {
 		AddTool(h, &mcp.Tool{Name: "fail"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (any, error) {
 			return nil, errors.New("boom")
 		})
+		AddTool(h, &mcp.Tool{Name: "protocol"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (any, error) {
+			return nil, fmt.Errorf("wrapped: %w", &jsonrpc.Error{Code: -32021, Message: "sampling capability required"})
+		})
 	})
 	r := newRig(t, DefaultLimits(), "ta")
 	res := r.call(t, "ta_mixed", struct{}{})
@@ -373,6 +378,12 @@ func TestErrorResults(t *testing.T) {
 	}
 	if d := errorKind(t, res); d.Kind != "error" {
 		t.Fatalf("failure kind = %+v", d)
+	}
+	// A *jsonrpc.Error is answered as a protocol error, as the SDK does.
+	_, err := r.cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "ta_protocol", Arguments: struct{}{}})
+	var je *jsonrpc.Error
+	if !errors.As(err, &je) || je.Code != -32021 {
+		t.Fatalf("protocol error = %v, want JSON-RPC error -32021", err)
 	}
 	// Bad arguments are refused by schema validation before the handler runs.
 	res = r.call(t, "ta_fail", map[string]any{"unexpected": 1})
