@@ -2,6 +2,7 @@ package test
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -49,4 +50,32 @@ func TestConformance(t *testing.T) {
 			t.Log(summary)
 		})
 	}
+}
+
+// TestConformanceFixtures runs server-stateless again in strict mode (no
+// check may be untestable) against an mcpkit build that adds the suite's
+// fixture tools as a plugin (internal/fixtures, built the way a plugin author
+// builds a binary), so that the checks needing those tools run too:
+// capability errors (-32021), logging gated on the request's log level, and
+// response streams carrying no independent requests.
+func TestConformanceFixtures(t *testing.T) {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	npmCI(t, filepath.Join(root, "test", "conformance"), "@modelcontextprotocol/conformance")
+	bin := filepath.Join(t.TempDir(), "mcpkit-fixtures")
+	if out, err := exec.Command("go", "build", "-o", bin, "./internal/fixturebin").CombinedOutput(); err != nil {
+		t.Fatalf("build the fixture binary: %v\n%s", err, out)
+	}
+	hp := startHTTPBinary(t, bin, "--plugins", "diag,fixtures", "--config", writeConfig(t, `{"plugins": {"fixtures": {"prefix": ""}}}`))
+	cmd := exec.CommandContext(t.Context(), filepath.Join(root, "scripts", "conformance.sh"), hp.base+"/mcp", "2026-07-28:server-stateless")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CONFORMANCE_STRICT=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("server-stateless with fixtures failed (%v):\n%s", err, out)
+	}
+	summary, _, _ := strings.Cut(string(out), "\n")
+	t.Log(summary)
 }

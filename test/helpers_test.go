@@ -98,8 +98,14 @@ type proc struct {
 
 func startProc(t testing.TB, stdin io.Reader, stdout io.Writer, args ...string) *proc {
 	t.Helper()
+	return startBinary(t, binary(t), stdin, stdout, args...)
+}
+
+// startBinary starts bin (bin/mcpkit or another mcpkit build) with args.
+func startBinary(t testing.TB, bin string, stdin io.Reader, stdout io.Writer, args ...string) *proc {
+	t.Helper()
 	p := &proc{stderr: &syncBuffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(binary(t), args...)
+	p.cmd = exec.Command(bin, args...)
 	p.cmd.Stdin, p.cmd.Stdout, p.cmd.Stderr = stdin, stdout, p.stderr
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -251,7 +257,13 @@ type httpProc struct {
 
 func startHTTP(t testing.TB, args ...string) *httpProc {
 	t.Helper()
-	p := startProc(t, nil, nil, append([]string{"serve", "--http", "127.0.0.1:0", "--log-format", "json"}, args...)...)
+	return startHTTPBinary(t, binary(t), args...)
+}
+
+// startHTTPBinary is startHTTP for another mcpkit build.
+func startHTTPBinary(t testing.TB, bin string, args ...string) *httpProc {
+	t.Helper()
+	p := startBinary(t, bin, nil, nil, append([]string{"serve", "--http", "127.0.0.1:0", "--log-format", "json"}, args...)...)
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {
 		for line := range strings.Lines(p.stderr.String()) {
