@@ -103,15 +103,21 @@ func skipWS(b []byte, i int) int {
 // skipString returns the index after the string starting at b[i] == '"',
 // or -1 if it does not end inside b.
 func skipString(b []byte, i int) int {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
+	for i++; ; {
+		k := bytes.IndexByte(b[i:], '"') // IndexByte finds candidate quotes fast
+		if k < 0 {
+			return -1
 		}
+		j := i + k
+		n := 0 // backslashes before the quote
+		for j-n-1 >= i && b[j-n-1] == '\\' {
+			n++
+		}
+		if n%2 == 0 {
+			return j + 1
+		}
+		i = j + 1
 	}
-	return -1
 }
 
 // skipValue returns the index after the value starting at b[i], or -1 if

@@ -322,51 +322,14 @@ func (c *conn) decode(line []byte) (jsonrpc.Message, bool) {
 
 // onlySpaceAfterObject reports whether line, whose start DecodeMessage
 // accepted, is one JSON object with nothing but whitespace after it (the
-// decoder itself ignores trailing data). It matches brackets outside
-// strings, skipping string contents with IndexByte, so it is much cheaper
-// than a full validation.
+// decoder itself ignores trailing data). It matches brackets outside strings
+// (see skipValue), which is much cheaper than a full validation.
 func onlySpaceAfterObject(line []byte) bool {
 	if len(line) == 0 || line[0] != '{' {
 		return false
 	}
-	depth := 0
-	for i := 0; i < len(line); i++ {
-		switch line[i] {
-		case '"':
-			j := skipStringFast(line, i)
-			if j < 0 {
-				return false
-			}
-			i = j - 1
-		case '{', '[':
-			depth++
-		case '}', ']':
-			depth--
-			if depth == 0 {
-				return skipWS(line, i+1) == len(line)
-			}
-		}
-	}
-	return false
-}
-
-// skipStringFast is skipString using IndexByte to find candidate quotes.
-func skipStringFast(b []byte, i int) int {
-	for i++; ; {
-		k := bytes.IndexByte(b[i:], '"')
-		if k < 0 {
-			return -1
-		}
-		j := i + k
-		n := 0 // backslashes before the quote
-		for j-n-1 >= i && b[j-n-1] == '\\' {
-			n++
-		}
-		if n%2 == 0 {
-			return j + 1
-		}
-		i = j + 1
-	}
+	end := skipValue(line, 0)
+	return end > 0 && skipWS(line, end) == len(line)
 }
 
 // rejectOversized answers a line longer than the cap.
