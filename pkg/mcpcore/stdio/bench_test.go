@@ -11,19 +11,19 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// benchTransports are the two server-side transports every benchmark compares.
+var benchTransports = []struct {
+	name string
+	mk   func(r io.ReadCloser, w io.WriteCloser) mcp.Transport
+}{
+	{"mcpkit", func(r io.ReadCloser, w io.WriteCloser) mcp.Transport { return NewTransport(r, w, Options{}) }},
+	{"sdk", func(r io.ReadCloser, w io.WriteCloser) mcp.Transport { return &mcp.IOTransport{Reader: r, Writer: w} }},
+}
+
 // BenchmarkRoundTrip compares a round trip through this transport on the
 // server side with the SDK's own IOTransport (the transport behind
 // mcp.StdioTransport), the client using IOTransport in both cases.
 func BenchmarkRoundTrip(b *testing.B) {
-	transports := []struct {
-		name string
-		mk   func(r io.ReadCloser, w io.WriteCloser) mcp.Transport
-	}{
-		{"mcpkit", func(r io.ReadCloser, w io.WriteCloser) mcp.Transport { return NewTransport(r, w, Options{}) }},
-		{"sdk", func(r io.ReadCloser, w io.WriteCloser) mcp.Transport {
-			return &mcp.IOTransport{Reader: r, Writer: w}
-		}},
-	}
 	calls := []struct {
 		name string
 		do   func(ctx context.Context, cs *mcp.ClientSession) error
@@ -38,7 +38,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 		}()},
 	}
 	for _, call := range calls {
-		for _, tr := range transports {
+		for _, tr := range benchTransports {
 			b.Run(call.name+"/"+tr.name, func(b *testing.B) {
 				ctx := context.Background()
 				c2sR, c2sW := io.Pipe()
@@ -94,21 +94,12 @@ func (discardCloser) Close() error                { return nil }
 // BenchmarkTransport isolates the transport: each iteration reads one
 // request off the connection and writes one response, with no MCP server.
 func BenchmarkTransport(b *testing.B) {
-	transports := []struct {
-		name string
-		mk   func(r io.ReadCloser, w io.WriteCloser) mcp.Transport
-	}{
-		{"mcpkit", func(r io.ReadCloser, w io.WriteCloser) mcp.Transport { return NewTransport(r, w, Options{}) }},
-		{"sdk", func(r io.ReadCloser, w io.WriteCloser) mcp.Transport {
-			return &mcp.IOTransport{Reader: r, Writer: w}
-		}},
-	}
 	lines := []struct{ name, line string }{
 		{"ping", ping(12345) + "\n"},
 		{"call-64KiB", bigRequest("12345", 64<<10, true) + "\n"},
 	}
 	for _, l := range lines {
-		for _, tr := range transports {
+		for _, tr := range benchTransports {
 			b.Run(l.name+"/"+tr.name, func(b *testing.B) {
 				ctx := context.Background()
 				c, err := tr.mk(&repeatReader{line: []byte(l.line)}, discardCloser{}).Connect(ctx)
