@@ -1,6 +1,8 @@
-// Package cli is the mcpkit command line: `mcpkit serve`, `mcpkit version`
-// and `mcpkit plugins`. It wires flags and configuration to the host
-// (pkg/mcpcore) and its transports and holds no protocol logic itself.
+// Package cli is the mcpkit command line: the built-in commands (serve,
+// plugins, version, help), the subcommands that plugin packages register
+// with [RegisterCommand], and [Serve], which every serving command shares.
+// It wires flags and configuration to the host (pkg/mcpcore) and its
+// transports and holds no protocol logic itself.
 //
 // A third party builds its own binary with a main that blank-imports its
 // plugins and calls [Main], exactly as cmd/mcpkit does:
@@ -10,24 +12,19 @@ package cli
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"os/signal"
 	"runtime/debug"
 	"strings"
 	"syscall"
 	"text/tabwriter"
-	"time"
 
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
-	"github.com/mcpkit/mcpkit/pkg/mcpcore/httpserve"
-	"github.com/mcpkit/mcpkit/pkg/mcpcore/stdio"
 )
 
 // Version is set at build time with -ldflags "-X github.com/mcpkit/mcpkit/pkg/cli.Version=v1.2.3".
@@ -41,46 +38,212 @@ const (
 	ExitConfig  = 3 // invalid configuration: nothing was served
 )
 
-const usage = `mcpkit serves the Model Context Protocol (MCP) for data systems, as plugins
+// Main runs the command line and returns the process exit code. The context
+// given to a command ends on SIGINT or SIGTERM.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		printOverview(stderr)
+		return ExitUsage
+	}
+	switch args[0] {
+	case "-h", "-help", "--help":
+		args = []string{"help"}
+	case "--version":
+		args = []string{"version"}
+	}
+	cmd := lookupCommand(args[0])
+	if cmd == nil {
+		return unknownCommand(stderr, args[0])
+	}
+	fs := newFlagSet(cmd, stderr)
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printCommandUsage(stdout, cmd, fs)
+			return ExitOK
+		}
+		printCommandUsage(stderr, cmd, fs) // after the flag package's own message
+		return ExitUsage
+	}
+	env := &Env{Command: cmd, Flags: fs, Args: fs.Args(), Stdin: stdin, Stdout: stdout, Stderr: stderr}
+	logger, err := loggerFromFlags(fs, stderr)
+	if err != nil {
+		return env.Fail(err)
+	}
+	env.Logger = logger
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return cmd.Run(ctx, env)
+}
+
+// unknownCommand reports a command that is neither built in nor registered.
+func unknownCommand(stderr io.Writer, name string) int {
+	fmt.Fprintf(stderr, "mcpkit: unknown command %q\n\n", name)
+	printOverview(stderr)
+	return ExitUsage
+}
+
+// newFlagSet returns cmd's flags, unparsed. Errors go to stderr; help is
+// printed by Main, not by the flag package.
+func newFlagSet(cmd *Command, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("mcpkit "+cmd.Name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {}
+	if cmd.Flags != nil {
+		cmd.Flags(fs)
+	}
+	return fs
+}
+
+// loggerFromFlags builds the logger of --log-level and --log-format when fs
+// defines them, and an info-level text logger otherwise.
+func loggerFromFlags(fs *flag.FlagSet, w io.Writer) (*slog.Logger, error) {
+	level, ok := FlagValue[string](fs, flagLogLevel)
+	if !ok {
+		level = "info"
+	}
+	format, ok := FlagValue[string](fs, flagLogFormat)
+	if !ok {
+		format = "text"
+	}
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, Usagef("--log-level %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, Usagef("--log-format %q: want text or json", format)
+}
+
+const overviewHead = `mcpkit serves the Model Context Protocol (MCP) for data systems, as plugins
 on one core, over stdio or streamable HTTP.
 
 Usage:
-  mcpkit serve [--stdio | --http ADDR] [--plugins a,b] [--config FILE] [--log-level L] [--log-format F]
-  mcpkit plugins           list the plugins built into this binary
-  mcpkit version           print the version
-  mcpkit help              this text
+  mcpkit COMMAND [flags] [arguments]
 
+Commands:
+`
+
+const overviewTail = `
 Examples:
-  mcpkit serve --stdio --plugins diag          an MCP client launches this over stdio
+  mcpkit serve --stdio                         an MCP client launches this over stdio
   mcpkit serve --http 127.0.0.1:8080           streamable HTTP at http://127.0.0.1:8080/mcp
   mcpkit serve --http 0.0.0.0:8080 --config mcpkit.json
                                                beyond loopback: needs http.bearer_tokens_file in the config
 
+Run 'mcpkit help COMMAND' (or 'mcpkit COMMAND --help') for its flags.
 Exit codes: 0 success, 1 the server failed, 2 bad command line, 3 invalid configuration.
 Logs go to stderr; over stdio, stdout carries JSON-RPC only.
 `
 
-// Main runs the command line and returns the process exit code.
-func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return ExitUsage
+// printOverview prints the usage of the binary: every command with its
+// summary.
+func printOverview(w io.Writer) {
+	fmt.Fprint(w, overviewHead)
+	tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
+	for _, c := range commands() {
+		fmt.Fprintf(tw, "  %s\t%s\n", c.Name, c.Summary)
 	}
-	switch args[0] {
-	case "serve":
-		return serve(args[1:], stdin, stdout, stderr)
-	case "plugins":
-		return listPlugins(args[1:], stdout, stderr)
-	case "version", "--version":
-		fmt.Fprintf(stdout, "mcpkit %s\n", version())
-		return ExitOK
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return ExitOK
-	default:
-		fmt.Fprintf(stderr, "mcpkit: unknown command %q\n\n%s", args[0], usage)
-		return ExitUsage
+	tw.Flush()
+	fmt.Fprint(w, overviewTail)
+}
+
+// printCommandUsage prints one command's synopsis, summary, doc and flags.
+func printCommandUsage(w io.Writer, cmd *Command, fs *flag.FlagSet) {
+	fmt.Fprintf(w, "Usage: %s\n\n%s.\n", strings.TrimSpace("mcpkit "+cmd.Name+" "+cmd.Usage), upperFirst(cmd.Summary))
+	if cmd.Doc != "" {
+		fmt.Fprintf(w, "\n%s\n", cmd.Doc)
 	}
+	hasFlags := false
+	fs.VisitAll(func(*flag.Flag) { hasFlags = true })
+	if hasFlags {
+		fmt.Fprint(w, "\nFlags:\n")
+		out := fs.Output()
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+		fs.SetOutput(out)
+	}
+}
+
+func upperFirst(s string) string {
+	if s == "" || s[0] < 'a' || s[0] > 'z' {
+		return s
+	}
+	return string(s[0]-'a'+'A') + s[1:]
+}
+
+// builtins are the commands of every binary, in the order help lists them.
+func builtins() []*Command {
+	return []*Command{&serveCommand, &pluginsCommand, &versionCommand, &helpCommand}
+}
+
+// builtin returns the built-in command called name, or nil.
+func builtin(name string) *Command {
+	for _, c := range builtins() {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+var pluginsCommand = Command{
+	Name:    "plugins",
+	Summary: "list the plugins built into this binary",
+	Run: func(ctx context.Context, env *Env) int {
+		if len(env.Args) > 0 {
+			return env.Fail(Usagef("unexpected argument %q", env.Args[0]))
+		}
+		tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tDEFAULT\tDESCRIPTION")
+		for _, p := range mcpcore.Plugins() {
+			def := "no"
+			if p.Default {
+				def = "yes"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", p.Name, def, p.Description)
+		}
+		tw.Flush()
+		return ExitOK
+	},
+}
+
+var versionCommand = Command{
+	Name:    "version",
+	Summary: "print the version",
+	Run: func(ctx context.Context, env *Env) int {
+		fmt.Fprintf(env.Stdout, "mcpkit %s\n", version())
+		return ExitOK
+	},
+}
+
+// helpCommand's Run is set in init: it lists the commands, itself included.
+var helpCommand = Command{
+	Name:    "help",
+	Summary: "list the commands, or print one command's usage and flags",
+	Usage:   "[COMMAND]",
+}
+
+func init() { helpCommand.Run = runHelp }
+
+func runHelp(ctx context.Context, env *Env) int {
+	switch len(env.Args) {
+	case 0:
+		printOverview(env.Stdout)
+		return ExitOK
+	case 1:
+		cmd := lookupCommand(env.Args[0])
+		if cmd == nil {
+			return unknownCommand(env.Stderr, env.Args[0])
+		}
+		printCommandUsage(env.Stdout, cmd, newFlagSet(cmd, env.Stderr))
+		return ExitOK
+	}
+	return env.Fail(Usagef("help takes at most one command"))
 }
 
 func version() string {
@@ -98,213 +261,4 @@ func version() string {
 		}
 	}
 	return "dev"
-}
-
-func listPlugins(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("mcpkit plugins", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	if err := fs.Parse(args); err != nil {
-		return ExitUsage
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tDEFAULT\tDESCRIPTION")
-	for _, p := range mcpcore.Plugins() {
-		def := "no"
-		if p.Default {
-			def = "yes"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", p.Name, def, p.Description)
-	}
-	tw.Flush()
-	return ExitOK
-}
-
-type serveFlags struct {
-	stdio     bool
-	httpAddr  string
-	plugins   string
-	config    string
-	logLevel  string
-	logFormat string
-}
-
-func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	var f serveFlags
-	fs := flag.NewFlagSet("mcpkit serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.BoolVar(&f.stdio, "stdio", false, "serve MCP over stdin/stdout (the default)")
-	fs.StringVar(&f.httpAddr, "http", "", "serve streamable HTTP at `ADDR` (path /mcp, health at /healthz)")
-	fs.StringVar(&f.plugins, "plugins", "", "comma-separated `list` of plugins to serve (default: the default plugins)")
-	fs.StringVar(&f.config, "config", "", "JSON configuration `FILE` (unknown fields are errors)")
-	fs.StringVar(&f.logLevel, "log-level", "info", "log `level`: debug, info, warn, error")
-	fs.StringVar(&f.logFormat, "log-format", "text", "log `format` on stderr: text or json")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: mcpkit serve [--stdio | --http ADDR] [flags]\n\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return ExitOK
-		}
-		return ExitUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "mcpkit serve: unexpected argument %q\n", fs.Arg(0))
-		return ExitUsage
-	}
-	logger, err := newLogger(stderr, f.logLevel, f.logFormat)
-	if err != nil {
-		fmt.Fprintf(stderr, "mcpkit serve: %v\n", err)
-		return ExitUsage
-	}
-	cfg := mcpcore.DefaultConfig()
-	if f.config != "" {
-		if cfg, err = mcpcore.LoadConfig(f.config); err != nil {
-			logger.Error("invalid configuration", "err", err)
-			return ExitConfig
-		}
-	}
-	if f.httpAddr == "" && cfg.HTTP.Addr != "" && !f.stdio {
-		f.httpAddr = cfg.HTTP.Addr
-	}
-	if f.stdio && f.httpAddr != "" {
-		fmt.Fprintln(stderr, "mcpkit serve: choose one of --stdio and --http")
-		return ExitUsage
-	}
-	var selected []string
-	if f.plugins != "" {
-		for _, p := range strings.Split(f.plugins, ",") {
-			if p = strings.TrimSpace(p); p != "" {
-				selected = append(selected, p)
-			}
-		}
-	}
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-
-	transport := "stdio"
-	var web *httpSettings
-	if f.httpAddr != "" {
-		transport = "http"
-		if web, err = httpSetup(f.httpAddr, cfg.HTTP, logger); err != nil {
-			logger.Error("refusing to serve HTTP", "err", err)
-			return ExitConfig
-		}
-	}
-	srv, err := mcpcore.NewServer(ctx, mcpcore.Options{
-		Config: cfg, Plugins: selected, Version: version(), Transport: transport, Logger: logger,
-	})
-	if err != nil {
-		logger.Error("cannot start", "err", err)
-		if errors.Is(err, mcpcore.ErrConfig) {
-			return ExitConfig
-		}
-		return ExitFailure
-	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := srv.Close(cctx); err != nil {
-			logger.Error("close", "err", err)
-		}
-	}()
-	if web != nil {
-		return serveHTTP(ctx, srv, cfg.Limits, web, logger)
-	}
-	return serveStdio(ctx, srv, cfg.Limits, stdin, stdout, logger)
-}
-
-// serveStdio serves one session over stdin/stdout until EOF or a signal.
-func serveStdio(ctx context.Context, srv *mcpcore.Server, lim mcpcore.Limits, stdin io.Reader, stdout io.Writer, logger *slog.Logger) int {
-	// A client that goes away closes our stdout: get EPIPE from the write
-	// rather than dying of SIGPIPE, so that plugins are still closed.
-	signal.Ignore(syscall.SIGPIPE)
-	logger.Info("serving", "transport", "stdio", "plugins", pluginNames(srv))
-	t := stdio.NewTransport(stdin, stdout, stdio.Options{MaxFrameBytes: lim.FrameBytes, Logger: logger})
-	if err := srv.MCP().Run(ctx, t); err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
-		logger.Error("stdio session ended", "err", err)
-		return ExitFailure
-	}
-	logger.Info("stdio session ended")
-	return ExitOK
-}
-
-// httpSettings is what `serve --http` needs beyond the limits.
-type httpSettings struct {
-	addr    string
-	origins []string
-	tokens  []string
-	tls     *tls.Config
-}
-
-// httpSetup reads the HTTP credentials and refuses a listen address beyond
-// loopback without authentication.
-func httpSetup(addr string, c mcpcore.HTTPConfig, logger *slog.Logger) (*httpSettings, error) {
-	tokens, err := c.BearerTokens()
-	if err != nil {
-		return nil, err
-	}
-	tlsConfig, err := c.TLSConfig()
-	if err != nil {
-		return nil, err
-	}
-	if err := httpserve.CheckListenAddr(addr, len(tokens) > 0); err != nil {
-		return nil, err
-	}
-	if tlsConfig == nil && httpserve.CheckListenAddr(addr, false) != nil {
-		logger.Warn("serving plain HTTP beyond loopback: bearer tokens cross the network in clear text; set http.tls_cert_file and http.tls_key_file, or terminate TLS in front of mcpkit")
-	}
-	return &httpSettings{addr: addr, origins: c.AllowedOrigins, tokens: tokens, tls: tlsConfig}, nil
-}
-
-// serveHTTP serves streamable HTTP until a signal.
-func serveHTTP(ctx context.Context, srv *mcpcore.Server, lim mcpcore.Limits, web *httpSettings, logger *slog.Logger) int {
-	h := httpserve.NewHandler(httpserve.Options{
-		Server:         srv.MCP(),
-		SessionIdle:    lim.HTTPSessionIdle.D(),
-		MaxSessions:    lim.HTTPSessions,
-		MaxBodyBytes:   lim.FrameBytes,
-		AllowedOrigins: web.origins,
-		BearerTokens:   web.tokens,
-		Logger:         logger,
-	})
-	defer h.Close()
-	scheme := "http"
-	if web.tls != nil {
-		scheme = "https"
-	}
-	ready := func(addr net.Addr) {
-		logger.Info("listening", "addr", addr.String(), "transport", "http", "url", scheme+"://"+addr.String()+"/mcp",
-			"tls", web.tls != nil, "auth", len(web.tokens) > 0, "plugins", pluginNames(srv))
-	}
-	if err := httpserve.ListenAndServe(ctx, web.addr, h, httpserve.ServeOptions{Logger: logger, Ready: ready, TLS: web.tls}); err != nil {
-		logger.Error("http server failed", "err", err)
-		return ExitFailure
-	}
-	logger.Info("shut down")
-	return ExitOK
-}
-
-func pluginNames(srv *mcpcore.Server) []string {
-	var names []string
-	for _, p := range srv.Info().Plugins {
-		names = append(names, p.Name)
-	}
-	return names
-}
-
-func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
-	var lv slog.Level
-	if err := lv.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
-	}
-	opts := &slog.HandlerOptions{Level: lv}
-	switch format {
-	case "text":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
-	case "json":
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
-	}
-	return nil, fmt.Errorf("--log-format %q: want text or json", format)
 }

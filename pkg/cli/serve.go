@@ -1,0 +1,238 @@
+package cli
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"io"
+	"log/slog"
+	"net"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/mcpkit/mcpkit/pkg/mcpcore"
+	"github.com/mcpkit/mcpkit/pkg/mcpcore/httpserve"
+	"github.com/mcpkit/mcpkit/pkg/mcpcore/stdio"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// ServeParams is what [Serve] serves. [Env.ServeParams] fills it from the
+// shared serve flags.
+type ServeParams struct {
+	// Options assembles the server. Serve sets Transport, and Version when
+	// it is empty; a nil Logger discards every log line.
+	Options mcpcore.Options
+	// HTTPAddr serves streamable HTTP at this address; empty serves one
+	// session over Stdin and Stdout.
+	HTTPAddr string
+	// TransportFrom says why this transport was chosen (see
+	// [ChooseTransport]); the first log line reports it when set.
+	TransportFrom string
+	// Stdin and Stdout carry JSON-RPC over stdio. Nothing else ever writes
+	// to Stdout.
+	Stdin  io.Reader
+	Stdout io.Writer
+	// Middleware is added to the SDK server as receiving middleware before
+	// it serves (a request trace, metrics).
+	Middleware []mcp.Middleware
+}
+
+// Serve assembles the server of p.Options and serves it until ctx ends
+// (Main's context ends on SIGINT or SIGTERM) or, over stdio, until the
+// client closes stdin. It is `mcpkit serve` itself, so every serving command
+// gets the same limits, logs, startup checks and exit codes: its first log
+// line is `serving` with the transport (and address); it returns ExitConfig
+// when the HTTP settings or the assembly are invalid (nothing was served),
+// ExitFailure when the server failed, and ExitOK after a clean shutdown.
+// The plugins are closed before it returns.
+func Serve(ctx context.Context, p ServeParams) int {
+	logger := p.Options.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	p.Options.Logger = logger
+	if p.Options.Version == "" {
+		p.Options.Version = version()
+	}
+	first := []any{"transport", "stdio"}
+	p.Options.Transport = "stdio"
+	if p.HTTPAddr != "" {
+		first = []any{"transport", "http", "addr", p.HTTPAddr}
+		p.Options.Transport = "http"
+	}
+	if p.TransportFrom != "" {
+		first = append(first, "from", p.TransportFrom)
+	}
+	logger.Info("serving", first...)
+
+	var web *httpSettings
+	if p.HTTPAddr != "" {
+		var err error
+		if web, err = httpSetup(p.HTTPAddr, p.Options.Config.HTTP, logger); err != nil {
+			logger.Error("refusing to serve HTTP", "err", err)
+			return ExitConfig
+		}
+	}
+	srv, err := mcpcore.NewServer(ctx, p.Options)
+	if err != nil {
+		logger.Error("cannot start", "err", err)
+		if errors.Is(err, mcpcore.ErrConfig) {
+			return ExitConfig
+		}
+		return ExitFailure
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := srv.Close(cctx); err != nil {
+			logger.Error("close", "err", err)
+		}
+	}()
+	if len(srv.Info().Plugins) == 0 {
+		logger.Warn("no plugin selected: serving only " + mcpcore.InfoURI + "; choose plugins with --plugins or the config's \"enable\" (see 'mcpkit plugins')")
+	}
+	srv.MCP().AddReceivingMiddleware(p.Middleware...)
+	if web != nil {
+		return serveHTTP(ctx, srv, web, logger)
+	}
+	return serveStdio(ctx, srv, p.Stdin, p.Stdout, logger)
+}
+
+const serveDoc = `Transport: --stdio serves one session on stdin/stdout (stdout carries JSON-RPC
+only); --http ADDR serves streamable HTTP at http://ADDR/mcp. A flag wins over
+the configuration file. With neither flag, mcpkit serves HTTP at the file's
+http.addr when it sets one, and stdio otherwise; the first log line names the
+transport and where the choice came from. An MCP client that launches mcpkit
+should pass --stdio.
+
+Plugins: --plugins overrides the file's "enable"; without either, the plugins
+registered as default are served (see 'mcpkit plugins').
+
+HTTP beyond loopback needs authentication (http.bearer_tokens_file or
+http.bearer_tokens_env in the configuration).`
+
+const flagPlugins = "plugins"
+
+// serveCommand is `mcpkit serve`: Serve with the shared flags and a plugin
+// selection.
+var serveCommand = Command{
+	Name:    "serve",
+	Summary: "serve MCP over stdio or streamable HTTP",
+	Usage:   "[--stdio | --http ADDR] [--plugins a,b] [--config FILE] [--log-level L] [--log-format F]",
+	Doc:     serveDoc,
+	Flags: func(fs *flag.FlagSet) {
+		AddServeFlags(fs)
+		fs.String(flagPlugins, "", "comma-separated `list` of plugins to serve (default: the config's enable, else the default plugins)")
+	},
+	Run: func(ctx context.Context, env *Env) int {
+		if len(env.Args) > 0 {
+			return env.Fail(Usagef("unexpected argument %q", env.Args[0]))
+		}
+		p, err := env.ServeParams()
+		if err != nil {
+			return env.Fail(err)
+		}
+		list, _ := FlagValue[string](env.Flags, flagPlugins)
+		for name := range strings.SplitSeq(list, ",") {
+			if name = strings.TrimSpace(name); name != "" {
+				p.Options.Plugins = append(p.Options.Plugins, name)
+			}
+		}
+		return Serve(ctx, p)
+	},
+}
+
+// stdioOptions is the one place that turns the assembled server into the
+// stdio transport's options.
+func stdioOptions(srv *mcpcore.Server, logger *slog.Logger) stdio.Options {
+	return stdio.Options{MaxFrameBytes: srv.Limits().FrameBytes, Logger: logger}
+}
+
+// httpOptions is the one place that turns the assembled server and the HTTP
+// settings into the HTTP handler's options.
+func httpOptions(srv *mcpcore.Server, web *httpSettings, logger *slog.Logger) httpserve.Options {
+	lim := srv.Limits()
+	return httpserve.Options{
+		Server:         srv.MCP(),
+		SessionIdle:    lim.HTTPSessionIdle.D(),
+		MaxSessions:    lim.HTTPSessions,
+		MaxBodyBytes:   lim.FrameBytes,
+		AllowedOrigins: web.origins,
+		BearerTokens:   web.tokens,
+		Logger:         logger,
+	}
+}
+
+// serveStdio serves one session over stdin/stdout until EOF or ctx ends.
+func serveStdio(ctx context.Context, srv *mcpcore.Server, stdin io.Reader, stdout io.Writer, logger *slog.Logger) int {
+	// A client that goes away closes our stdout: get EPIPE from the write
+	// rather than dying of SIGPIPE, so that plugins are still closed.
+	signal.Ignore(syscall.SIGPIPE)
+	logger.Info("ready", "transport", "stdio", "plugins", pluginNames(srv))
+	t := stdio.NewTransport(stdin, stdout, stdioOptions(srv, logger))
+	if err := srv.MCP().Run(ctx, t); err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
+		logger.Error("stdio session ended", "err", err)
+		return ExitFailure
+	}
+	logger.Info("stdio session ended")
+	return ExitOK
+}
+
+// httpSettings is what serving HTTP needs beyond the limits.
+type httpSettings struct {
+	addr    string
+	origins []string
+	tokens  []string
+	tls     *tls.Config
+}
+
+// httpSetup reads the HTTP credentials and refuses a listen address beyond
+// loopback without authentication.
+func httpSetup(addr string, c mcpcore.HTTPConfig, logger *slog.Logger) (*httpSettings, error) {
+	tokens, err := c.BearerTokens()
+	if err != nil {
+		return nil, err
+	}
+	tlsConfig, err := c.TLSConfig()
+	if err != nil {
+		return nil, err
+	}
+	if err := httpserve.CheckListenAddr(addr, len(tokens) > 0); err != nil {
+		return nil, err
+	}
+	if tlsConfig == nil && httpserve.CheckListenAddr(addr, false) != nil {
+		logger.Warn("serving plain HTTP beyond loopback: bearer tokens cross the network in clear text; set http.tls_cert_file and http.tls_key_file, or terminate TLS in front of mcpkit")
+	}
+	return &httpSettings{addr: addr, origins: c.AllowedOrigins, tokens: tokens, tls: tlsConfig}, nil
+}
+
+// serveHTTP serves streamable HTTP until ctx ends.
+func serveHTTP(ctx context.Context, srv *mcpcore.Server, web *httpSettings, logger *slog.Logger) int {
+	h := httpserve.NewHandler(httpOptions(srv, web, logger))
+	defer h.Close()
+	scheme := "http"
+	if web.tls != nil {
+		scheme = "https"
+	}
+	ready := func(addr net.Addr) {
+		logger.Info("listening", "addr", addr.String(), "transport", "http", "url", scheme+"://"+addr.String()+"/mcp",
+			"tls", web.tls != nil, "auth", len(web.tokens) > 0, "plugins", pluginNames(srv))
+	}
+	if err := httpserve.ListenAndServe(ctx, web.addr, h, httpserve.ServeOptions{Logger: logger, Ready: ready, TLS: web.tls}); err != nil {
+		logger.Error("http server failed", "err", err)
+		return ExitFailure
+	}
+	logger.Info("shut down")
+	return ExitOK
+}
+
+func pluginNames(srv *mcpcore.Server) []string {
+	var names []string
+	for _, p := range srv.Info().Plugins {
+		names = append(names, p.Name)
+	}
+	return names
+}
