@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/mcpkit/mcpkit/pkg/mcpcore/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -323,13 +324,13 @@ func (c *conn) decode(line []byte) (jsonrpc.Message, bool) {
 // onlySpaceAfterObject reports whether line, whose start DecodeMessage
 // accepted, is one JSON object with nothing but whitespace after it (the
 // decoder itself ignores trailing data). It matches brackets outside strings
-// (see skipValue), which is much cheaper than a full validation.
+// (see wire.SkipValue), which is much cheaper than a full validation.
 func onlySpaceAfterObject(line []byte) bool {
 	if len(line) == 0 || line[0] != '{' {
 		return false
 	}
-	end := skipValue(line, 0)
-	return end > 0 && skipWS(line, end) == len(line)
+	end := wire.SkipValue(line, 0)
+	return end > 0 && wire.SkipWS(line, end) == len(line)
 }
 
 // rejectOversized answers a line longer than the cap.

@@ -1,0 +1,201 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+)
+
+// Members walks the top-level members of the JSON object at the start of a
+// byte slice (after leading whitespace). It matches brackets outside strings
+// and does not validate values, so it is cheap on large messages; callers
+// that need validity decode the message too. Its memory use is constant.
+//
+// Typical use:
+//
+//	m := wire.NewMembers(b)
+//	for m.Next() {
+//		if wire.KeyIs(m.Key, "id") { ... m.Value ... }
+//	}
+//	end := m.End()
+type Members struct {
+	b   []byte
+	i   int // next index to scan
+	end int // index after the closing brace; -1 until reached or on failure
+	st  uint8
+
+	// Key is the current member's key as raw JSON, quotes included.
+	Key []byte
+	// Value is the current member's value as raw JSON.
+	Value []byte
+	// ValueAt is the index of Value in the scanned slice.
+	ValueAt int
+}
+
+const (
+	stStart uint8 = iota
+	stMember
+	stDone
+)
+
+// NewMembers returns a Members positioned before the first member of the
+// object in b.
+func NewMembers(b []byte) Members {
+	return Members{b: b, end: -1}
+}
+
+// Next advances to the next member and reports whether there is one. It
+// reports false at the object's closing brace, and also where b does not
+// continue as an object (not an object, truncated, or malformed as far as
+// the scanner looks); End tells the two apart.
+func (m *Members) Next() bool {
+	b, i := m.b, m.i
+	switch m.st {
+	case stDone:
+		return false
+	case stStart:
+		i = SkipWS(b, 0)
+		if i >= len(b) || b[i] != '{' {
+			return m.fail()
+		}
+		i = SkipWS(b, i+1)
+		if i < len(b) && b[i] == '}' {
+			return m.close(i)
+		}
+	case stMember:
+		i = SkipWS(b, i)
+		if i >= len(b) {
+			return m.fail()
+		}
+		switch b[i] {
+		case '}':
+			return m.close(i)
+		case ',':
+			i = SkipWS(b, i+1)
+		default:
+			return m.fail()
+		}
+	}
+	if i >= len(b) || b[i] != '"' {
+		return m.fail()
+	}
+	keyEnd := skipString(b, i)
+	if keyEnd < 0 {
+		return m.fail()
+	}
+	key := b[i:keyEnd]
+	i = SkipWS(b, keyEnd)
+	if i >= len(b) || b[i] != ':' {
+		return m.fail()
+	}
+	i = SkipWS(b, i+1)
+	if i >= len(b) {
+		return m.fail()
+	}
+	valEnd := SkipValue(b, i)
+	if valEnd <= i { // truncated, or no value at all (`"id":,`)
+		return m.fail()
+	}
+	m.Key, m.Value, m.ValueAt = key, b[i:valEnd], i
+	m.i, m.st = valEnd, stMember
+	return true
+}
+
+func (m *Members) fail() bool {
+	m.st, m.Key, m.Value = stDone, nil, nil
+	return false
+}
+
+func (m *Members) close(i int) bool {
+	m.end = i + 1
+	return m.fail()
+}
+
+// End returns, once Next has reported false, the index just after the
+// object's closing brace, or -1 if the slice does not hold the whole object.
+func (m *Members) End() int { return m.end }
+
+// KeyIs reports whether key, a raw JSON string, decodes to exactly name.
+// The comparison is case-sensitive, as in the SDK's decoder (`"Method"` is
+// not `"method"`), and escapes are decoded (`"\u0069d"` is `"id"`).
+func KeyIs(key []byte, name string) bool {
+	if len(key) == len(name)+2 && string(key[1:len(key)-1]) == name {
+		return true
+	}
+	if bytes.IndexByte(key, '\\') < 0 {
+		return false
+	}
+	var s string
+	return json.Unmarshal(key, &s) == nil && s == name
+}
+
+// SkipWS returns the index of the first non-whitespace byte of b at or
+// after i, or len(b).
+func SkipWS(b []byte, i int) int {
+	for i < len(b) {
+		switch b[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// skipString returns the index after the string starting at b[i] == '"',
+// or -1 if it does not end inside b.
+func skipString(b []byte, i int) int {
+	for i++; ; {
+		k := bytes.IndexByte(b[i:], '"') // IndexByte finds candidate quotes fast
+		if k < 0 {
+			return -1
+		}
+		j := i + k
+		n := 0 // backslashes before the quote
+		for j-n-1 >= i && b[j-n-1] == '\\' {
+			n++
+		}
+		if n%2 == 0 {
+			return j + 1
+		}
+		i = j + 1
+	}
+}
+
+// SkipValue returns the index after the value starting at b[i], or -1 if
+// it does not certainly end inside b. It does not validate the value.
+func SkipValue(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for ; i < len(b); i++ {
+			switch b[i] {
+			case '"':
+				j := skipString(b, i)
+				if j < 0 {
+					return -1
+				}
+				i = j - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return -1
+	}
+	// A literal or a number: it ends at a delimiter, which must be in b so
+	// that a truncated number is never taken for a whole one.
+	for ; i < len(b); i++ {
+		switch b[i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return i
+		}
+	}
+	return -1
+}
