@@ -25,7 +25,7 @@ type Config struct {
 	Enable []string `json:"enable,omitempty"`
 	// Plugins holds per-plugin settings, keyed by plugin name.
 	Plugins map[string]PluginConfig `json:"plugins,omitempty"`
-	// Limits overrides seed 000's defaults, field by field.
+	// Limits overrides the core limits' defaults, limit by limit.
 	Limits Limits `json:"limits"`
 	// HTTP configures `mcpkit serve --http`.
 	HTTP HTTPConfig `json:"http"`
@@ -38,6 +38,10 @@ type PluginConfig struct {
 	Prefix *string `json:"prefix,omitempty"`
 	// Config is passed to the plugin's [Configurer].
 	Config json.RawMessage `json:"config,omitempty"`
+	// Limits sets the plugin's own limits, declared in its registration
+	// ([PluginInfo.Limits] or [Instance.Limits]): an object of limit names
+	// and values, checked like the core's "limits".
+	Limits json.RawMessage `json:"limits,omitempty"`
 }
 
 // HTTPConfig configures the streamable HTTP transport.
@@ -92,21 +96,18 @@ func LoadConfig(path string) (Config, error) {
 	return cfg, nil
 }
 
-// Validate checks limits, plugin names and credential sources.
+// Validate checks what does not depend on the plugins served: the core
+// limits, prefix syntax and credential sources. Plugin names, the enable
+// list and plugins' limits are checked by [NewServer], which knows the
+// plugins (registered and embedded).
 func (c Config) Validate() error {
 	if err := c.Limits.Validate(); err != nil {
 		return err
 	}
-	for name, pc := range c.Plugins {
-		if _, ok := LookupPlugin(name); !ok {
-			return &ConfigError{Field: "plugins." + name, Reason: "no such plugin is registered"}
+	for _, name := range sortedKeys(c.Plugins) {
+		if p := c.Plugins[name].Prefix; p != nil && *p != "" && !validSegment(*p) {
+			return &ConfigError{Field: "plugins." + name + ".prefix", Reason: fmt.Sprintf("%q is not a valid tool prefix ([a-z0-9_-]+)", *p)}
 		}
-		if pc.Prefix != nil && *pc.Prefix != "" && !validSegment(*pc.Prefix) {
-			return &ConfigError{Field: "plugins." + name + ".prefix", Reason: fmt.Sprintf("%q is not a valid tool prefix ([a-z0-9_-]+)", *pc.Prefix)}
-		}
-	}
-	if _, err := resolvePlugins(c.Enable); err != nil {
-		return err
 	}
 	if (c.HTTP.TLSCertFile == "") != (c.HTTP.TLSKeyFile == "") {
 		return &ConfigError{Field: "http.tls_cert_file", Reason: "set tls_cert_file and tls_key_file together"}
@@ -117,23 +118,59 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// BearerTokens reads the configured static bearer tokens, one per line.
-// It returns nil when none are configured.
+// MinBearerTokenBytes is the shortest static bearer token accepted: 16
+// characters of the token alphabet carry about 96 bits when random, beyond
+// online guessing; anything shorter is a password, not a token.
+const MinBearerTokenBytes = 16
+
+// BearerTokens reads the configured static bearer tokens, one per line
+// (blank lines and lines starting with # are skipped). It returns nil when
+// none are configured. A token shorter than [MinBearerTokenBytes] or with a
+// character outside RFC 6750's token alphabet (letters, digits,
+// "-._~+/" and trailing "=") is refused with a [*ConfigError] naming its
+// line, never the token.
 func (c HTTPConfig) BearerTokens() ([]string, error) {
 	raw, ok, err := ReadSecret("http.bearer_tokens", c.BearerTokensFile, c.BearerTokensEnv)
 	if err != nil || !ok {
 		return nil, err
 	}
+	field := "http.bearer_tokens_file"
+	if c.BearerTokensEnv != "" {
+		field = "http.bearer_tokens_env"
+	}
 	var tokens []string
+	n := 0
 	for line := range strings.Lines(raw) {
-		if t := strings.TrimSpace(line); t != "" && !strings.HasPrefix(t, "#") {
-			tokens = append(tokens, t)
+		n++
+		t := strings.TrimSpace(line)
+		if t == "" || strings.HasPrefix(t, "#") {
+			continue
 		}
+		if reason := weakToken(t); reason != "" {
+			return nil, &ConfigError{Field: field, Reason: fmt.Sprintf("line %d: %s", n, reason)}
+		}
+		tokens = append(tokens, t)
 	}
 	if len(tokens) == 0 {
 		return nil, &ConfigError{Field: "http.bearer_tokens", Reason: "the token source holds no token"}
 	}
 	return tokens, nil
+}
+
+// weakToken says why t cannot serve as a bearer token, or "" when it can.
+// It never quotes t.
+func weakToken(t string) string {
+	body := strings.TrimRight(t, "=")
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("-._~+/", c) >= 0) {
+			return fmt.Sprintf("the token has a character outside the bearer token alphabet (letters, digits, -._~+/ and trailing =) at position %d", i+1)
+		}
+	}
+	if len(t) < MinBearerTokenBytes {
+		return fmt.Sprintf("the token is %d characters long; use at least %d (random)", len(t), MinBearerTokenBytes)
+	}
+	return ""
 }
 
 // ReadSecret resolves a credential given as a file or an environment
@@ -169,6 +206,10 @@ func DecodeStrict(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
+		var ce *ConfigError
+		if errors.As(err, &ce) {
+			return ce
+		}
 		return &ConfigError{Field: "json", Reason: err.Error()}
 	}
 	if _, err := dec.Token(); err != io.EOF {

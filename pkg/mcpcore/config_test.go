@@ -3,6 +3,7 @@ package mcpcore
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,8 +27,45 @@ func TestDefaultLimitsMatchSeed(t *testing.T) {
 	}
 	if l.ConcurrentToolCalls != 128 || l.ToolTimeout.D() != 10*time.Second || l.InlineResultBytes != 64*KiB ||
 		l.RetainedResultBytes != 128*MiB || l.ResultExpiry.D() != 5*time.Minute || l.ResultChunkBytes != 64*KiB ||
-		l.FrameBytes != 64*MiB || l.Sessions != 64 || l.BatchCommands != 1024 || l.DownloadBytes != GiB {
+		l.FrameBytes != 64*MiB || l.InflightRequestBytes != 256*MiB || l.HTTPSessions != 1024 || l.HTTPSessionIdle.D() != 15*time.Minute {
 		t.Fatalf("defaults differ from seed 000: %+v", l)
+	}
+}
+
+func TestCoreLimitTable(t *testing.T) {
+	if err := validateLimitSpecs(CoreLimits()); err != nil {
+		t.Fatal(err)
+	}
+	report := DefaultLimits().Report()
+	if len(report) != len(coreLimits) {
+		t.Fatalf("report has %d limits, the table %d", len(report), len(coreLimits))
+	}
+	for i, c := range coreLimits {
+		// Every row reads and writes its own field: set each to its maximum
+		// alone and only that limit changes in the report.
+		l := DefaultLimits()
+		c.set(&l, c.Max)
+		for j, r := range l.Report() {
+			if changed := r.Value != report[j].Value; changed != (i == j) && c.Max != c.Default {
+				t.Errorf("setting %s changed %s", c.Name, r.Name)
+			}
+		}
+		if report[i].Meaning == "" || report[i].Name != c.Name || report[i].Kind != string(c.Kind) {
+			t.Errorf("report row %d = %+v", i, report[i])
+		}
+	}
+	for _, bad := range [][]LimitSpec{
+		{{Name: "Bad", Kind: LimitCount, Max: 1, Meaning: "m"}},
+		{{Name: "a", Kind: LimitCount, Max: 1, Meaning: "m"}, {Name: "a", Kind: LimitCount, Max: 1, Meaning: "m"}},
+		{{Name: "a", Kind: "weight", Max: 1, Meaning: "m"}},
+		{{Name: "a", Kind: LimitCount, Default: 5, Max: 1, Meaning: "m"}},
+		{{Name: "a", Kind: LimitCount, Min: -1, Max: 1, Meaning: "m"}},
+		{{Name: "a", Kind: LimitCount, Max: 1, Meaning: ""}},
+		{{Name: "a", Kind: LimitCount, Max: 1, Meaning: "two\nlines"}},
+	} {
+		if err := validateLimitSpecs(bad); err == nil {
+			t.Errorf("validateLimitSpecs(%+v) accepted it", bad)
+		}
 	}
 }
 
@@ -40,6 +78,8 @@ func TestLimitsOutOfRange(t *testing.T) {
 		{func(l *Limits) { l.ResultChunkBytes = MaxResultChunkBytes + 1 }, "limits.result_chunk_bytes"},
 		{func(l *Limits) { l.ToolTimeout = Duration(5*time.Minute + 1) }, "limits.tool_timeout"},
 		{func(l *Limits) { l.ConcurrentToolCalls = 0 }, "limits.concurrent_tool_calls"},
+		{func(l *Limits) { l.InflightRequestBytes = 16*GiB + 1 }, "limits.inflight_request_bytes"},
+		{func(l *Limits) { l.FrameBytes = 512 * MiB }, "limits.inflight_request_bytes"}, // above the default inflight budget
 	} {
 		l := DefaultLimits()
 		tc.mutate(&l)
@@ -56,16 +96,20 @@ func TestLoadConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Limits.ToolTimeout.D() != 30*time.Second || cfg.Limits.InlineResultBytes != 131072 || cfg.Limits.Sessions != 64 || cfg.HTTP.Addr != "127.0.0.1:9000" {
+	if cfg.Limits.ToolTimeout.D() != 30*time.Second || cfg.Limits.InlineResultBytes != 131072 || cfg.Limits.ConcurrentToolCalls != 128 || cfg.HTTP.Addr != "127.0.0.1:9000" {
 		t.Fatalf("cfg = %+v", cfg)
 	}
 	for _, tc := range []struct{ body, want string }{
-		{`{"limits": {"tool_timeot": "30s"}}`, `unknown field "tool_timeot"`},
+		{`{"limits": {"tool_timeot": "30s"}}`, `config limits.tool_timeot: unknown field "tool_timeot": no such limit`},
 		{`{"bogus": 1}`, `unknown field "bogus"`},
-		{`{"limits": {"tool_timeout": 30}}`, `duration must be a string`},
+		{`{"limits": {"tool_timeout": 30}}`, `limits.tool_timeout: duration must be a string`},
+		{`{"limits": {"frame_bytes": 1.5}}`, `limits.frame_bytes: must be an integer`},
+		{`{"limits": {"frame_bytes": "64MiB"}}`, `limits.frame_bytes: must be an integer`},
+		{`{"limits": [1]}`, `limits: must be an object`},
 		{`{"limits": {"tool_timeout": "10m"}}`, `limits.tool_timeout`},
+		{`{"limits": {"inflight_request_bytes": 1048576}}`, `below frame_bytes`},
 		{`{} {}`, `trailing data`},
-		{`{"plugins": {"nope": {}}}`, `plugins.nope`},
+		{`{"plugins": {"x": {"prefix": "Bad"}}}`, `plugins.x.prefix`},
 		{`{"http": {"bearer_tokens_file": "/a", "bearer_tokens_env": "B"}}`, `not both`},
 		{`{"http": {"tls_cert_file": "/a.pem"}}`, `together`},
 	} {
@@ -77,10 +121,10 @@ func TestLoadConfig(t *testing.T) {
 }
 
 func TestSecrets(t *testing.T) {
-	const secret = "s3cr3t-value"
-	tokens := writeFile(t, "tokens", "# comment\n"+secret+"\n\nother\n")
+	const secret, other = "s3cr3t-value-0123456789", "other+token/ABCDEF=="
+	tokens := writeFile(t, "tokens", "# comment\n"+secret+"\n\n  "+other+"\n")
 	got, err := HTTPConfig{BearerTokensFile: tokens}.BearerTokens()
-	if err != nil || strings.Join(got, ",") != secret+",other" {
+	if err != nil || strings.Join(got, ",") != secret+","+other {
 		t.Fatalf("tokens = %v, %v", got, err)
 	}
 	t.Setenv("MCPKIT_TEST_TOKENS", secret)
@@ -121,5 +165,39 @@ func TestTLSConfig(t *testing.T) {
 	}
 	if _, err := (HTTPConfig{TLSCertFile: "/nonexistent/c.pem", TLSKeyFile: "/nonexistent/k.pem"}).TLSConfig(); !errors.Is(err, ErrConfig) {
 		t.Fatalf("missing files: %v", err)
+	}
+}
+
+// TestWeakBearerTokens: a tokens file holding an unusable or guessable token
+// stops the start with an error naming the line, never the token.
+func TestWeakBearerTokens(t *testing.T) {
+	const good = "good-token-0123456789"
+	for _, tc := range []struct {
+		name, bad string
+		line      int
+		want      string
+	}{
+		{"space inside", "half one-half-two-0123", 3, "outside the bearer token alphabet"},
+		{"single character", "x", 3, "1 characters long"},
+		{"fifteen characters", "abcdefghijklmno", 3, "at least 16"},
+		{"quote", `"quoted-token-0123456"`, 3, "outside the bearer token alphabet"},
+		{"equals inside", "abc=defghijklmnopqrs", 3, "outside the bearer token alphabet"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := writeFile(t, "tokens", "# tokens\n"+good+"\n"+tc.bad+"\n")
+			_, err := HTTPConfig{BearerTokensFile: file}.BearerTokens()
+			var ce *ConfigError
+			if !errors.As(err, &ce) || ce.Field != "http.bearer_tokens_file" || !strings.Contains(ce.Reason, fmt.Sprintf("line %d:", tc.line)) || !strings.Contains(ce.Reason, tc.want) {
+				t.Fatalf("err = %v, want a ConfigError on line %d saying %q", err, tc.line, tc.want)
+			}
+			if strings.Contains(err.Error(), tc.bad) || strings.Contains(err.Error(), good) {
+				t.Fatalf("the error reveals a token: %v", err)
+			}
+		})
+	}
+	t.Setenv("MCPKIT_TEST_WEAK", "short")
+	var ce *ConfigError
+	if _, err := (HTTPConfig{BearerTokensEnv: "MCPKIT_TEST_WEAK"}).BearerTokens(); !errors.As(err, &ce) || ce.Field != "http.bearer_tokens_env" || !strings.Contains(ce.Reason, "line 1:") {
+		t.Fatalf("weak env token: %v", err)
 	}
 }

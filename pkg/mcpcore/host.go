@@ -2,16 +2,15 @@ package mcpcore
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"slices"
+	"strings"
 	"sync"
-	"time"
+	"sync/atomic"
 
-	"github.com/google/jsonschema-go/jsonschema"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -22,9 +21,14 @@ const InfoURI = "mcpkit://info"
 type Options struct {
 	// Config is the loaded configuration. Zero limits mean DefaultLimits.
 	Config Config
-	// Plugins selects the plugins to serve, overriding Config.Enable. When
-	// both are empty the default plugins are served.
+	// Plugins selects the registered plugins to serve, overriding
+	// Config.Enable. When both are empty the default plugins are served,
+	// unless Instances is set.
 	Plugins []string
+	// Instances are plugins served without the registry, after the selected
+	// registered ones; with instances and no selection, only they are
+	// served.
+	Instances []Instance
 	// Version is reported by mcpkit://info and to clients.
 	Version string
 	// Transport names the transport ("stdio", "http") for mcpkit://info.
@@ -44,11 +48,22 @@ type Server struct {
 	results   *resultStore
 	slots     chan struct{}
 	calls     callStats
-	inflight  sync.WaitGroup
+	sessions  sessionTable
 
-	hosts []*Host
-	tools map[string]string // tool name → owning plugin
-	uris  map[string]string // resource URI or template → owning plugin
+	// life ends when Close starts (Host.Context).
+	life    context.Context
+	endLife context.CancelFunc
+
+	// mu orders the start of every call (inflight.Add) against Close.
+	mu       sync.RWMutex
+	closing  bool
+	inflight sync.WaitGroup
+
+	// Set while NewServer assembles the server, then read-only.
+	hosts   []*Host
+	tools   map[string]string // tool name → owning plugin
+	uris    map[string]string // resource URI or template → owning plugin
+	prompts map[string]string // prompt name → owning plugin
 }
 
 // NewServer creates the selected plugins, configures them, attaches them and
@@ -61,15 +76,11 @@ func NewServer(ctx context.Context, opts Options) (_ *Server, err error) {
 	if err := opts.Config.Validate(); err != nil {
 		return nil, err
 	}
-	names := opts.Plugins
-	if len(names) == 0 {
-		names = opts.Config.Enable
-	}
-	if len(names) == 0 {
-		names = DefaultPluginNames()
-	}
-	infos, err := resolvePlugins(names)
+	infos, err := selectPlugins(opts)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkPluginConfig(opts.Config, infos); err != nil {
 		return nil, err
 	}
 	logger := opts.Logger
@@ -86,9 +97,12 @@ func NewServer(ctx context.Context, opts Options) (_ *Server, err error) {
 		slots:     make(chan struct{}, lim.ConcurrentToolCalls),
 		tools:     map[string]string{},
 		uris:      map[string]string{},
+		prompts:   map[string]string{},
 	}
+	s.sessions.init()
+	s.life, s.endLife = context.WithCancel(context.WithoutCancel(ctx))
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "mcpkit", Version: opts.Version}, &mcp.ServerOptions{
-		Instructions: "mcpkit serves MCP tools for data systems. Read " + InfoURI + " for the enabled plugins, their tools and the effective limits. A result larger than the inline limit comes back as result_id/total_bytes/read_tool: call read_tool with offset and length until next_offset is null, concatenate the decoded data_base64 chunks, parse the JSON, then release the handle.",
+		Instructions: "mcpkit serves MCP tools for data systems. Read " + InfoURI + " for the enabled plugins, their tools and the effective limits. A result larger than the inline limit comes back as result_id/total_bytes/read_tool: call read_tool with offset and length until next_offset is null, concatenate the decoded data_base64 chunks, parse the JSON, then release the handle. A failed call's structuredContent.error.kind says what failed (limit, timeout, cancelled, bad_params with path, internal, result_not_found, or a plugin's own kind).",
 		Logger:       slog.New(sdkLogHandler{logger.Handler()}).With("component", "sdk"),
 		// Declare every list capability: the SDK answers tools/, resources/
 		// and prompts/list (empty where no plugin adds any), and 2026-07-28
@@ -97,6 +111,7 @@ func NewServer(ctx context.Context, opts Options) (_ *Server, err error) {
 		HasResources: true,
 		HasPrompts:   true,
 	})
+	s.mcp.AddReceivingMiddleware(s.trackSessions)
 	defer func() {
 		if err != nil {
 			s.Close(context.WithoutCancel(ctx))
@@ -104,10 +119,13 @@ func NewServer(ctx context.Context, opts Options) (_ *Server, err error) {
 	}()
 	s.addInfoResource()
 	for _, info := range infos {
-		h := &Host{srv: s, name: info.Name, prefix: info.Name, logger: logger.With("plugin", info.Name)}
+		h := &Host{srv: s, name: info.Name, prefix: info.Name, logger: logger.With("plugin", info.Name), limitSpecs: info.Limits}
 		pc := opts.Config.Plugins[info.Name]
 		if pc.Prefix != nil {
 			h.prefix = *pc.Prefix
+		}
+		if h.limitValues, err = resolveLimits("plugins."+info.Name+".limits", info.Limits, pc.Limits); err != nil {
+			return nil, err
 		}
 		h.plugin = info.New()
 		s.hosts = append(s.hosts, h)
@@ -141,61 +159,112 @@ func NewServer(ctx context.Context, opts Options) (_ *Server, err error) {
 // MCP returns the SDK server that transports serve.
 func (s *Server) MCP() *mcp.Server { return s.mcp }
 
-// Limits returns the effective limits.
+// Limits returns the effective core limits.
 func (s *Server) Limits() Limits { return s.limits }
 
-// Close waits for tool calls in flight (bounded by ctx), then closes the
-// plugins in reverse order and releases every retained result.
+// Close shuts the server down, in this order: the lifetime context
+// ([Host.Context]) ends and new tool calls are refused; the tool calls in
+// flight are awaited until ctx ends; the client sessions still open are
+// closed and their end hooks run (also bounded by ctx); the plugins are
+// closed in reverse order (see [Plugin.Close] for what a plugin may still
+// see then); every retained result is released. Close is safe to call more
+// than once and concurrently with [Server.Info]; later calls return nil.
 func (s *Server) Close(ctx context.Context) error {
-	done := make(chan struct{})
-	go func() { s.inflight.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		s.logger.Warn("closing with tool calls still running", "in_flight", s.calls.snapshot().InFlight)
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closing = true
+	s.mu.Unlock()
+	s.endLife()
+
+	if !waitCtx(ctx, s.inflight.Wait) {
+		s.logger.Warn("closing with tool calls still running: their handlers ignored the shutdown deadline", "in_flight", s.calls.inFlight.Load())
+	}
+	if !waitCtx(ctx, s.sessions.closeAll) {
+		s.logger.Warn("closing before every session's end hooks returned")
 	}
 	var errs []error
 	for _, h := range slices.Backward(s.hosts) {
+		if n := h.inflight.Load(); n > 0 {
+			s.logger.Warn("closing a plugin while handlers of it still run; they will see it closed", "plugin", h.name, "abandoned_calls", n)
+		}
 		if err := h.plugin.Close(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("plugin %s: close: %w", h.name, err))
 			continue
 		}
 		s.logger.Info("plugin closed", "plugin", h.name)
 	}
-	s.hosts = nil
 	s.results.Close()
 	return errors.Join(errs...)
 }
 
-// Host is what a plugin sees of the server while it attaches: its prefix,
-// the limits, a logger, and the methods that add tools and resources. Its
-// Add methods are for Attach only: they are not safe to call once the
-// server is serving.
-type Host struct {
-	srv    *Server
-	plugin Plugin
-	name   string
-	prefix string
-	logger *slog.Logger
-	tools  []string
-	uris   []string
-	errs   []error
+// waitCtx runs wait on its own goroutine and reports whether it returned
+// before ctx ended. On false the goroutine is left to finish wait alone.
+func waitCtx(ctx context.Context, wait func()) bool {
+	done := make(chan struct{})
+	go func() { wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
-// Name is the plugin's registered name.
+// Host is what a plugin sees of the server: its name and prefix, the
+// limits, a logger, the server's lifetime, its client sessions, and the
+// methods that add tools, resources and prompts. The Add and On methods are
+// for Attach only: they are not safe to call once the server is serving.
+// The other methods are safe to call at any time from any goroutine.
+type Host struct {
+	srv         *Server
+	plugin      Plugin
+	name        string
+	prefix      string
+	logger      *slog.Logger
+	limitSpecs  []LimitSpec
+	limitValues map[string]int64
+	tools       []string
+	uris        []string
+	prompts     []string
+	sessionEnd  []func(*Session)
+	inflight    atomic.Int64 // this plugin's tool calls whose handler has not returned
+	errs        []error
+}
+
+// Name is the plugin's name.
 func (h *Host) Name() string { return h.name }
 
 // Prefix is the plugin's tool prefix ("" when configured without one).
 func (h *Host) Prefix() string { return h.prefix }
 
-// Limits returns the effective limits.
+// Limits returns the effective core limits.
 func (h *Host) Limits() Limits { return h.srv.limits }
+
+// Limit returns the effective value of one of the plugin's own limits
+// (declared in [PluginInfo.Limits] or [Instance.Limits]; durations in
+// nanoseconds). Reading an undeclared limit is a programming error: Limit
+// panics, so that the first test that runs the code finds it.
+func (h *Host) Limit(name string) int64 {
+	v, ok := h.limitValues[name]
+	if !ok {
+		panic(fmt.Sprintf("mcpcore: plugin %s reads limit %q, which it did not declare", h.name, name))
+	}
+	return v
+}
 
 // Logger returns the plugin's logger (stderr for the binary).
 func (h *Host) Logger() *slog.Logger { return h.logger }
 
+// Context is the server's lifetime: it ends when [Server.Close] starts,
+// before the plugin's Close is called. Reapers, subscribers and other
+// background work of the plugin run under it; Close then waits for them.
+func (h *Host) Context() context.Context { return h.srv.life }
+
 // ToolName returns the served name of a plugin tool: "<prefix>_<name>", or
-// name alone when the prefix is empty.
+// name alone when the prefix is empty. Prompts are named the same way.
 func (h *Host) ToolName(name string) string {
 	if h.prefix == "" {
 		return name
@@ -206,58 +275,112 @@ func (h *Host) ToolName(name string) string {
 // ReadToolName is the name of the plugin's result read tool.
 func (h *Host) ReadToolName() string { return h.ToolName("result") }
 
-// ToolFunc handles one tool call. It returns a JSON-serializable value
-// (normally a struct) that the host serializes once, inline or paged. It
-// must honour ctx: ctx ends on timeout and on notifications/cancelled. To
-// return a structured result marked isError, return [ErrorResult]; any other
-// error becomes an isError result with its message, except a
-// *jsonrpc.Error, which is answered as a JSON-RPC protocol error.
-type ToolFunc[In any] func(ctx context.Context, req *mcp.CallToolRequest, in In) (any, error)
+// URIScheme returns the plugin's resource URI scheme: its prefix, or its
+// name when the prefix is empty, with "_" mapped to "-" and "x-" put in
+// front when it does not start with a letter, so that it is always a valid
+// RFC 3986 scheme ([a-z][a-z0-9+.-]*). Prefix "ffkv_2" gives "ffkv-2".
+func (h *Host) URIScheme() string {
+	s := h.prefix
+	if s == "" {
+		s = h.name
+	}
+	s = strings.ReplaceAll(s, "_", "-")
+	if s[0] < 'a' || s[0] > 'z' {
+		s = "x-" + s
+	}
+	return s
+}
 
-// AddTool adds a tool named h.ToolName(t.Name). Its input schema is derived
-// from In (json and jsonschema struct tags) and validated by the SDK. A name
-// already served by this or another plugin is a startup error naming both.
-func AddTool[In any](h *Host, t *mcp.Tool, fn ToolFunc[In]) {
-	tool := *t
-	tool.Name = h.ToolName(t.Name)
-	if !h.claim(h.srv.tools, &h.tools, "tool", tool.Name) {
+// ResourceURI returns "<scheme>://<path>" with the plugin's [Host.URIScheme];
+// path is used as given ("capabilities", "keys/{key}").
+func (h *Host) ResourceURI(path string) string { return h.URIScheme() + "://" + path }
+
+// AddResource adds a resource. Its URI must be absolute ("scheme://...",
+// see [Host.ResourceURI]) and unique across plugins, and it must have a name
+// and a handler; an invalid one is a startup error naming the plugin.
+func (h *Host) AddResource(r *mcp.Resource, fn mcp.ResourceHandler) {
+	if r == nil {
+		h.fail(errors.New("resource: nil definition"))
 		return
 	}
-	if tool.InputSchema == nil {
-		schema, err := jsonschema.For[In](nil)
-		if err != nil {
-			h.errs = append(h.errs, fmt.Errorf("tool %s: input schema: %w", tool.Name, err))
-			return
-		}
-		tool.InputSchema = schema
-	}
-	srv, name := h.srv, tool.Name
-	mcp.AddTool(srv.mcp, &tool, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, any, error) {
-		res, err := srv.call(ctx, h, name, resultOwner(h, req), func(ctx context.Context) (any, error) { return fn(ctx, req, in) })
-		return res, nil, err
-	})
+	h.addResource("resource", r.URI, r.Name, fn, func() { h.srv.mcp.AddResource(r, fn) })
 }
 
-// AddResource adds a resource; its URI must be unique across plugins.
-func (h *Host) AddResource(r *mcp.Resource, fn mcp.ResourceHandler) {
-	if h.claim(h.srv.uris, &h.uris, "resource", r.URI) {
-		h.srv.mcp.AddResource(r, fn)
-	}
-}
-
-// AddResourceTemplate adds a resource template; its URI template must be
-// unique across plugins.
+// AddResourceTemplate adds a resource template (RFC 6570). Its URI template
+// must be valid, absolute and unique across plugins, and it must have a name
+// and a handler; an invalid one is a startup error naming the plugin.
 func (h *Host) AddResourceTemplate(t *mcp.ResourceTemplate, fn mcp.ResourceHandler) {
-	if h.claim(h.srv.uris, &h.uris, "resource template", t.URITemplate) {
-		h.srv.mcp.AddResourceTemplate(t, fn)
+	if t == nil {
+		h.fail(errors.New("resource template: nil definition"))
+		return
+	}
+	h.addResource("resource template", t.URITemplate, t.Name, fn, func() { h.srv.mcp.AddResourceTemplate(t, fn) })
+}
+
+// addResource checks what the SDK does not (a handler, a name, an absolute
+// URI with a valid scheme), claims the URI and adds it through the SDK.
+func (h *Host) addResource(kind, uri, name string, fn mcp.ResourceHandler, add func()) {
+	scheme, _, absolute := strings.Cut(uri, "://")
+	switch {
+	case fn == nil:
+		h.fail(fmt.Errorf("%s %q: nil handler", kind, uri))
+	case name == "":
+		h.fail(fmt.Errorf("%s %q: no name", kind, uri))
+	case !absolute || !validScheme(scheme):
+		h.fail(fmt.Errorf("%s %q: the URI must be absolute, scheme://... with a scheme [a-z][a-z0-9+.-]* (see Host.ResourceURI)", kind, uri))
+	case h.claim(h.srv.uris, &h.uris, kind, uri):
+		h.sdkAdd(kind, uri, add)
 	}
 }
 
-// AddPrompt adds a prompt named h.ToolName(p.Name).
+func validScheme(s string) bool {
+	if s == "" || !(s[0] >= 'a' && s[0] <= 'z' || s[0] >= 'A' && s[0] <= 'Z') {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '+' || c == '.' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// AddPrompt adds a prompt named h.ToolName(p.Name). Its name must be unique
+// across plugins and it must have a handler; an invalid one is a startup
+// error naming the plugin.
 func (h *Host) AddPrompt(p *mcp.Prompt, fn mcp.PromptHandler) {
+	switch {
+	case p == nil:
+		h.fail(errors.New("prompt: nil definition"))
+		return
+	case p.Name == "":
+		h.fail(errors.New("prompt: no name"))
+		return
+	case fn == nil:
+		h.fail(fmt.Errorf("prompt %q: nil handler", p.Name))
+		return
+	}
 	prompt := *p
 	prompt.Name = h.ToolName(p.Name)
-	h.srv.mcp.AddPrompt(&prompt, fn)
+	if h.claim(h.srv.prompts, &h.prompts, "prompt", prompt.Name) {
+		h.sdkAdd("prompt", prompt.Name, func() { h.srv.mcp.AddPrompt(&prompt, fn) })
+	}
+}
+
+// fail records a startup error; NewServer reports them all, naming the
+// plugin.
+func (h *Host) fail(err error) { h.errs = append(h.errs, err) }
+
+// sdkAdd runs one of the SDK's Add methods, turning a panic (the SDK's way
+// of refusing a definition) into a startup error.
+func (h *Host) sdkAdd(kind, name string, add func()) {
+	defer func() {
+		if r := recover(); r != nil {
+			h.fail(fmt.Errorf("%s %q: refused by the MCP SDK: %v", kind, name, r))
+		}
+	}()
+	add()
 }
 
 // claim records name as owned by h's plugin in owners, or records an error
@@ -265,9 +388,9 @@ func (h *Host) AddPrompt(p *mcp.Prompt, fn mcp.PromptHandler) {
 func (h *Host) claim(owners map[string]string, mine *[]string, kind, name string) bool {
 	if prev, taken := owners[name]; taken {
 		if prev == h.name {
-			h.errs = append(h.errs, &ConfigError{Field: "plugins." + h.name, Reason: fmt.Sprintf("%s %q is added twice", kind, name)})
+			h.fail(&ConfigError{Field: "plugins." + h.name, Reason: fmt.Sprintf("%s %q is added twice", kind, name)})
 		} else {
-			h.errs = append(h.errs, &ConfigError{Field: "plugins." + h.name, Reason: fmt.Sprintf(
+			h.fail(&ConfigError{Field: "plugins." + h.name, Reason: fmt.Sprintf(
 				"%s name collision: %q of plugin %q is already served by plugin %q; give one of them another prefix (plugins.<name>.prefix)", kind, name, h.name, prev)})
 		}
 		return false
@@ -275,190 +398,6 @@ func (h *Host) claim(owners map[string]string, mine *[]string, kind, name string
 	owners[name] = h.name
 	*mine = append(*mine, name)
 	return true
-}
-
-// errorResult is the value behind [ErrorResult].
-type errorResult struct{ value any }
-
-func (e *errorResult) Error() string { return "tool reported an error result" }
-
-// ErrorResult returns an error that makes the host serve v as the tool's
-// structured result with isError set: for replies that are errors but still
-// carry data (a server error reply inside an otherwise successful pipeline,
-// or what was received before a timeout or cancellation: a handler whose ctx
-// ends has a short grace period to return it).
-func ErrorResult(v any) error { return &errorResult{value: v} }
-
-// cancelGrace is how long a timed-out or cancelled handler may take to
-// return its partial result before the host answers without it.
-const cancelGrace = 250 * time.Millisecond
-
-// call runs one tool call under the concurrency limit and the timeout and
-// turns its outcome into a CallToolResult.
-func (s *Server) call(ctx context.Context, h *Host, tool, owner string, fn func(context.Context) (any, error)) (*mcp.CallToolResult, error) {
-	select {
-	case s.slots <- struct{}{}:
-	default:
-		s.calls.rejected.Add(1)
-		return toolError(&LimitError{Limit: "concurrent_tool_calls", Max: int64(s.limits.ConcurrentToolCalls),
-			Detail: "too many tool calls are running; nothing was done, retry when one finishes"}), nil
-	}
-	s.calls.started.Add(1)
-	s.calls.inFlight.Add(1)
-	s.inflight.Add(1)
-	timeout := s.limits.ToolTimeout.D()
-	ctx, cancel := context.WithTimeoutCause(ctx, timeout, ErrTimeout)
-	defer cancel() // only after the outcome is classified: ctx.Err must mean timeout or cancellation
-
-	type outcome struct {
-		v   any
-		err error
-	}
-	done := make(chan outcome, 1)
-	// The handler runs on its own goroutine so that a handler which ignores
-	// ctx still cannot hold the client past the timeout; its slot is only
-	// freed when it really returns, so the concurrency limit stays truthful.
-	go func() {
-		defer func() {
-			s.calls.inFlight.Add(-1)
-			<-s.slots
-			s.inflight.Done()
-		}()
-		v, err := fn(ctx)
-		done <- outcome{v, err}
-	}()
-	var out outcome
-	select {
-	case out = <-done:
-	case <-ctx.Done():
-		// A handler that honours ctx gets a moment to return what it has
-		// (a partial result through ErrorResult); one that ignores ctx is
-		// abandoned, and keeps its slot until it really returns.
-		grace := time.NewTimer(cancelGrace)
-		select {
-		case out = <-done:
-		case <-grace.C:
-			out.err = ctx.Err()
-		}
-		grace.Stop()
-	}
-	var partial *errorResult
-	if out.err != nil && ctx.Err() != nil && !errors.As(out.err, &partial) {
-		if context.Cause(ctx) == ErrTimeout {
-			s.calls.timedOut.Add(1)
-			return toolError(fmt.Errorf("%w after %s (limit tool_timeout): the call may have had effects; inspect state before retrying", ErrTimeout, timeout)), nil
-		}
-		s.calls.cancelled.Add(1)
-		return toolError(fmt.Errorf("tool call cancelled: %w", out.err)), nil
-	}
-	var isError bool
-	if out.err != nil {
-		var er *errorResult
-		var protocolErr *jsonrpc.Error
-		if errors.As(out.err, &protocolErr) {
-			// A JSON-RPC error is the plugin's deliberate protocol-level
-			// answer (e.g. a missing client capability), as in the SDK.
-			s.calls.failed.Add(1)
-			return nil, protocolErr
-		}
-		if !errors.As(out.err, &er) {
-			s.calls.failed.Add(1)
-			return toolError(out.err), nil
-		}
-		out.v, isError = er.value, true
-		s.calls.failed.Add(1)
-	}
-	data, err := json.Marshal(out.v)
-	if err != nil {
-		s.calls.failed.Add(1)
-		return toolError(fmt.Errorf("tool %s: serialize result: %w", tool, err)), nil
-	}
-	if int64(len(data)) <= s.limits.InlineResultBytes {
-		return inlineResult(data, isError), nil
-	}
-	handle, err := s.results.Put(owner, data)
-	if err != nil {
-		s.calls.failed.Add(1)
-		return toolError(err), nil
-	}
-	s.calls.paged.Add(1)
-	ref, _ := json.Marshal(pagedResult{
-		ResultID:   handle.ID,
-		TotalBytes: handle.TotalBytes,
-		ReadTool:   h.ReadToolName(),
-		ChunkBytes: s.limits.ResultChunkBytes,
-		ExpiresAt:  handle.ExpiresAt.UTC().Format(time.RFC3339),
-	})
-	return inlineResult(ref, isError), nil
-}
-
-// resultOwner scopes retained results to the plugin's read tool and, when
-// the request was authenticated, to the caller's identity: a result_id is
-// unguessable, and with authentication it is also useless to anyone else.
-func resultOwner(h *Host, req *mcp.CallToolRequest) string {
-	owner := h.ReadToolName()
-	if req != nil && req.Extra != nil && req.Extra.TokenInfo != nil && req.Extra.TokenInfo.UserID != "" {
-		owner += "\x00" + req.Extra.TokenInfo.UserID
-	}
-	return owner
-}
-
-// pagedResult is what a tool returns in place of a result that is too large
-// to return inline.
-type pagedResult struct {
-	ResultID   string `json:"result_id"`
-	TotalBytes int64  `json:"total_bytes"`
-	ReadTool   string `json:"read_tool"`
-	ChunkBytes int64  `json:"chunk_bytes"`
-	ExpiresAt  string `json:"expires_at"`
-}
-
-// inlineResult returns data as structuredContent (when it is a JSON object)
-// and as the same JSON text.
-func inlineResult(data []byte, isError bool) *mcp.CallToolResult {
-	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(data)}}, IsError: isError}
-	if len(data) > 0 && data[0] == '{' {
-		res.StructuredContent = json.RawMessage(data)
-	}
-	return res
-}
-
-// ToolErrorReply is the structuredContent of a tool error the host itself
-// reports, so that an agent can act on the kind without parsing the text:
-// "limit" (with Limit and Max), "timeout", "cancelled", "result_not_found"
-// or "error".
-type ToolErrorReply struct {
-	Error ToolErrorDetail `json:"error"`
-}
-
-// ToolErrorDetail describes one error; see [ToolErrorReply].
-type ToolErrorDetail struct {
-	Kind    string `json:"kind"`
-	Message string `json:"message"`
-	Limit   string `json:"limit,omitempty"`
-	Max     int64  `json:"max,omitempty"`
-}
-
-// toolError turns err into an isError result: its message as text and, as
-// structuredContent, a [ToolErrorReply] that says what kind of error it is.
-func toolError(err error) *mcp.CallToolResult {
-	d := ToolErrorDetail{Kind: "error", Message: err.Error()}
-	var le *LimitError
-	switch {
-	case errors.As(err, &le):
-		d.Kind, d.Limit, d.Max = "limit", le.Limit, le.Max
-	case errors.Is(err, ErrTimeout):
-		d.Kind = "timeout"
-	case errors.Is(err, context.Canceled):
-		d.Kind = "cancelled"
-	case errors.Is(err, ErrResultNotFound):
-		d.Kind = "result_not_found"
-	}
-	res := &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: d.Message}}}
-	if data, merr := json.Marshal(ToolErrorReply{Error: d}); merr == nil {
-		res.StructuredContent = json.RawMessage(data)
-	}
-	return res
 }
 
 // sdkLogHandler hands the SDK's records to the host's handler with Info
@@ -488,4 +427,11 @@ func demote(l slog.Level) slog.Level {
 		return slog.LevelDebug
 	}
 	return l
+}
+
+// recovered logs a panic of plugin code, recovered by the caller, with
+// its stack, and counts it in mcpkit://info.
+func (s *Server) recovered(logger *slog.Logger, what string, r any) {
+	s.calls.panicked.Add(1)
+	logger.Error(what+" panicked", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 }

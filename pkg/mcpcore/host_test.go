@@ -318,10 +318,20 @@ func TestTimeoutAndCancellation(t *testing.T) {
 	}
 	<-entered
 
-	// A handler that returns what it has when ctx ends gets it delivered.
+	// A handler that returns what it has when ctx ends gets it delivered,
+	// and the call still counts, and is reported, as timed out.
+	before := r.srv.Info().Calls
 	res = r.call(t, "ta_partial", struct{}{})
-	if !res.IsError || text(res) != `{"outcome":"timeout","replies":[1,2]}` {
+	var reply struct {
+		Error   ToolErrorDetail `json:"error"`
+		Partial json.RawMessage `json:"partial"`
+	}
+	if !res.IsError || json.Unmarshal([]byte(text(res)), &reply) != nil || reply.Error.Kind != KindTimeout ||
+		!strings.Contains(reply.Error.Message, "timed out after 100ms") || string(reply.Partial) != `{"outcome":"timeout","replies":[1,2]}` {
 		t.Fatalf("partial result = %q (isError %v)", text(res), res.IsError)
+	}
+	if after := r.srv.Info().Calls; after.TimedOut != before.TimedOut+1 || after.Failed != before.Failed {
+		t.Fatalf("calls %+v -> %+v: want one more timed out and no more failed", before, after)
 	}
 
 	start := time.Now()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"runtime"
+	"slices"
 	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -18,17 +19,21 @@ type Info struct {
 	Limits    []LimitInfo   `json:"limits"`
 	Results   ResultStats   `json:"results"`
 	Calls     CallStats     `json:"calls"`
+	// Sessions is the number of live client sessions.
+	Sessions int `json:"sessions"`
 	// Goroutines is the process's goroutine count, for leak checks.
 	Goroutines int `json:"goroutines"`
 }
 
 // PluginState describes one served plugin.
 type PluginState struct {
-	Name      string   `json:"name"`
-	Prefix    string   `json:"prefix"`
-	Tools     []string `json:"tools"`
-	Resources []string `json:"resources"`
-	ReadTool  string   `json:"read_tool,omitempty"`
+	Name      string      `json:"name"`
+	Prefix    string      `json:"prefix"`
+	Tools     []string    `json:"tools"`
+	Resources []string    `json:"resources"` // URIs and URI templates
+	Prompts   []string    `json:"prompts"`
+	ReadTool  string      `json:"read_tool,omitempty"`
+	Limits    []LimitInfo `json:"limits"` // the plugin's own limits
 }
 
 // CallStats counts tool calls since the server started.
@@ -40,34 +45,53 @@ type CallStats struct {
 	TimedOut  int64 `json:"timed_out"`
 	Cancelled int64 `json:"cancelled"`
 	Paged     int64 `json:"paged"`
+	// Panicked counts panics of plugin code (tool handlers, session end
+	// hooks) that the host recovered; each is in the log with its stack.
+	Panicked int64 `json:"panicked"`
 }
 
 type callStats struct {
-	started, inFlight, failed, rejected, timedOut, cancelled, paged atomic.Int64
+	started, inFlight, failed, rejected, timedOut, cancelled, paged, panicked atomic.Int64
 }
 
 func (c *callStats) snapshot() CallStats {
 	return CallStats{
 		Started: c.started.Load(), InFlight: c.inFlight.Load(), Failed: c.failed.Load(),
 		Rejected: c.rejected.Load(), TimedOut: c.timedOut.Load(), Cancelled: c.cancelled.Load(), Paged: c.paged.Load(),
+		Panicked: c.panicked.Load(),
 	}
 }
 
-// Info reports the server's plugins, limits and counters.
+// Info reports the server's plugins, limits and counters. It is safe to
+// call at any time, also while the server closes.
 func (s *Server) Info() Info {
 	info := Info{
 		Name: "mcpkit", Version: s.version, Transport: s.transport,
-		Plugins: []PluginState{},
-		Limits:  s.limits.Report(),
-		Results: s.results.Stats(),
-		Calls:   s.calls.snapshot(),
+		Plugins:  []PluginState{},
+		Limits:   s.limits.Report(),
+		Results:  s.results.Stats(),
+		Calls:    s.calls.snapshot(),
+		Sessions: s.sessions.count(),
 
 		Goroutines: runtime.NumGoroutine(),
 	}
 	for _, h := range s.hosts {
-		ps := PluginState{Name: h.name, Prefix: h.prefix, Tools: append([]string{}, h.tools...), Resources: append([]string{}, h.uris...)}
+		ps := PluginState{Name: h.name, Prefix: h.prefix, Tools: slices.Clone(h.tools), Resources: slices.Clone(h.uris),
+			Prompts: slices.Clone(h.prompts), Limits: make([]LimitInfo, 0, len(h.limitSpecs))}
+		if ps.Tools == nil {
+			ps.Tools = []string{}
+		}
+		if ps.Resources == nil {
+			ps.Resources = []string{}
+		}
+		if ps.Prompts == nil {
+			ps.Prompts = []string{}
+		}
 		if len(h.tools) > 0 {
 			ps.ReadTool = h.ReadToolName()
+		}
+		for _, spec := range h.limitSpecs {
+			ps.Limits = append(ps.Limits, spec.info(h.limitValues[spec.Name]))
 		}
 		info.Plugins = append(info.Plugins, ps)
 	}

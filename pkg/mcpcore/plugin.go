@@ -11,16 +11,24 @@ import (
 // Plugin is one system served by the host: the RESP sidecar, the document
 // store, the action framework, or a third party's.
 //
-// The host creates a plugin with its [PluginInfo.New], decodes the plugin's
-// configuration into it when the plugin implements [Configurer], calls
-// Attach once with a [Host] through which the plugin adds its tools and
-// resources, and calls Close once at shutdown.
+// The host creates a plugin with its [PluginInfo.New] (or takes an
+// embedded [Instance]), decodes the plugin's configuration into it when the
+// plugin implements [Configurer], calls Attach once with a [Host] through
+// which the plugin adds its tools and resources, and calls Close once at
+// shutdown.
 type Plugin interface {
 	// Attach adds the plugin's tools, resources and prompts through h. It
-	// may open connections or files; ctx bounds the startup work only.
+	// may open connections or files; ctx bounds the startup work only (use
+	// [Host.Context] for work that lives as long as the server).
 	Attach(ctx context.Context, h *Host) error
 	// Close releases everything the plugin opened. It is called once, even
-	// when Attach failed.
+	// when Attach failed, after [Host.Context] has ended, after the tool
+	// calls in flight returned or the shutdown deadline (ctx) passed, and
+	// after every session's end hooks ran. When the deadline passed, a
+	// handler that ignores its context may still be running (the host logs
+	// how many): Close must then leave the plugin in a state where such a
+	// late handler fails cleanly (closed connections, errors) rather than
+	// crashes or leaks.
 	Close(ctx context.Context) error
 }
 
@@ -43,6 +51,24 @@ type PluginInfo struct {
 	// New returns a fresh, unconfigured instance. It must have no side
 	// effects: the host may call it only to list or validate.
 	New func() Plugin
+	// Limits declares the plugin's own limits, set under
+	// "plugins.<name>.limits" in the configuration file, read through
+	// [Host.Limit] and listed in mcpkit://info under the plugin.
+	Limits []LimitSpec
+}
+
+// Instance is a plugin given to [NewServer] directly, as sql.OpenDB takes a
+// connector: a Go program embeds mcpkit without the registry. The server
+// attaches and closes it like a registered plugin.
+type Instance struct {
+	// Name is the plugin's name and default tool prefix, as in
+	// [PluginInfo.Name]; "plugins.<name>" configures it.
+	Name string
+	// Plugin is the instance to serve. It is configured (when it is a
+	// [Configurer]), attached and closed by the server.
+	Plugin Plugin
+	// Limits declares the plugin's own limits, as [PluginInfo.Limits].
+	Limits []LimitSpec
 }
 
 var (
@@ -52,15 +78,13 @@ var (
 
 // Register makes a plugin available by name. It is meant to be called from
 // the plugin package's init, as database/sql drivers are; it panics on an
-// empty or invalid name, a nil New, or a duplicate registration.
+// empty or invalid name, a nil New, an invalid limit declaration, or a
+// duplicate registration.
 func Register(info PluginInfo) {
 	registryMu.Lock()
 	defer registryMu.Unlock()
-	if !validSegment(info.Name) {
-		panic(fmt.Sprintf("mcpcore: Register: invalid plugin name %q (want [a-z0-9_-]+)", info.Name))
-	}
-	if info.New == nil {
-		panic(fmt.Sprintf("mcpcore: Register: plugin %q has a nil New", info.Name))
+	if err := info.check(); err != nil {
+		panic("mcpcore: Register: " + err.Error())
 	}
 	if _, dup := registry[info.Name]; dup {
 		panic(fmt.Sprintf("mcpcore: Register: plugin %q registered twice", info.Name))
@@ -99,16 +123,37 @@ func DefaultPluginNames() []string {
 	return names
 }
 
-// resolvePlugins checks a selection against the registry, keeping its order
-// and dropping repeats.
-func resolvePlugins(names []string) ([]PluginInfo, error) {
+// check validates a registration or an embedded instance.
+func (info PluginInfo) check() error {
+	if !validSegment(info.Name) {
+		return fmt.Errorf("invalid plugin name %q (want [a-z0-9_-]+)", info.Name)
+	}
+	if info.New == nil {
+		return fmt.Errorf("plugin %q has a nil New", info.Name)
+	}
+	if err := validateLimitSpecs(info.Limits); err != nil {
+		return fmt.Errorf("plugin %q: %w", info.Name, err)
+	}
+	return nil
+}
+
+// selectPlugins returns the plugins a server serves, in order: the
+// registered plugins named by opts.Plugins, else by opts.Config.Enable,
+// else the default ones unless instances are embedded; then the embedded
+// instances. Repeats are dropped; a name served twice is an error.
+func selectPlugins(opts Options) ([]PluginInfo, error) {
+	names := opts.Plugins
+	if len(names) == 0 {
+		names = opts.Config.Enable
+	}
+	if len(names) == 0 && len(opts.Instances) == 0 {
+		names = DefaultPluginNames()
+	}
 	var out []PluginInfo
-	var seen []string
 	for _, n := range names {
-		if slices.Contains(seen, n) {
+		if slices.ContainsFunc(out, func(p PluginInfo) bool { return p.Name == n }) {
 			continue
 		}
-		seen = append(seen, n)
 		p, ok := LookupPlugin(n)
 		if !ok {
 			var known []string
@@ -119,7 +164,47 @@ func resolvePlugins(names []string) ([]PluginInfo, error) {
 		}
 		out = append(out, p)
 	}
+	for _, inst := range opts.Instances {
+		if inst.Plugin == nil {
+			return nil, fmt.Errorf("embedded instance %q: nil Plugin", inst.Name)
+		}
+		p := PluginInfo{Name: inst.Name, Limits: inst.Limits, New: func() Plugin { return inst.Plugin }}
+		if err := p.check(); err != nil {
+			return nil, fmt.Errorf("embedded instance: %w", err)
+		}
+		if slices.ContainsFunc(out, func(o PluginInfo) bool { return o.Name == p.Name }) {
+			return nil, &ConfigError{Field: "plugins." + p.Name, Reason: "an embedded instance has the name of another served plugin"}
+		}
+		out = append(out, p)
+	}
 	return out, nil
+}
+
+// checkPluginConfig checks every "plugins.<name>" entry and the enable
+// list against the registered plugins and those served: each must name one,
+// and its limits must fit its declarations.
+func checkPluginConfig(cfg Config, served []PluginInfo) error {
+	lookup := func(name string) (PluginInfo, bool) {
+		if i := slices.IndexFunc(served, func(p PluginInfo) bool { return p.Name == name }); i >= 0 {
+			return served[i], true
+		}
+		return LookupPlugin(name)
+	}
+	for _, name := range sortedKeys(cfg.Plugins) {
+		p, ok := lookup(name)
+		if !ok {
+			return &ConfigError{Field: "plugins." + name, Reason: "no such plugin is registered or embedded"}
+		}
+		if _, err := resolveLimits("plugins."+name+".limits", p.Limits, cfg.Plugins[name].Limits); err != nil {
+			return err
+		}
+	}
+	for _, name := range cfg.Enable {
+		if _, ok := lookup(name); !ok {
+			return &ConfigError{Field: "enable", Reason: fmt.Sprintf("unknown plugin %q", name)}
+		}
+	}
+	return nil
 }
 
 func validSegment(s string) bool {

@@ -14,7 +14,7 @@ import (
 type ResultReadArgs struct {
 	ResultID string `json:"result_id" jsonschema:"the result_id returned in place of a large result"`
 	Offset   int64  `json:"offset,omitempty" jsonschema:"byte offset into the serialized JSON result (default 0)"`
-	Length   int64  `json:"length,omitempty" jsonschema:"bytes to read (default 65536, at most 262144)"`
+	Length   int64  `json:"length,omitempty"` // described with the configured chunk size by addResultTool
 	Release  bool   `json:"release,omitempty" jsonschema:"true frees the result instead of reading it"`
 }
 
@@ -34,32 +34,39 @@ type ResultReadReply struct {
 // pages are never paged again.
 func (h *Host) addResultTool() {
 	name := h.ReadToolName()
-	if !h.claim(h.srv.tools, &h.tools, "tool", name) {
-		return
-	}
-	schema, err := jsonschema.For[ResultReadArgs](nil)
+	s := h.srv
+	args, err := newArgSchema(nil, func() (*jsonschema.Schema, error) {
+		schema, err := jsonschema.For[ResultReadArgs](nil)
+		if err == nil {
+			schema.Properties["length"].Description = fmt.Sprintf("bytes to read (default %d, the result_chunk_bytes limit; at most %d)", s.limits.ResultChunkBytes, MaxResultChunkBytes)
+		}
+		return schema, err
+	})
 	if err != nil {
-		h.errs = append(h.errs, fmt.Errorf("tool %s: %w", name, err))
+		h.fail(fmt.Errorf("tool %s: %w", name, err))
 		return
 	}
 	tool := &mcp.Tool{
 		Name:        name,
 		Title:       "Read a large result",
-		Description: "Read a retained large result of a " + h.name + " tool by byte range, or release it. Follow next_offset until it is null, concatenate the base64-decoded chunks, then parse the JSON. Chunks may split UTF-8 sequences: decode only after reassembly. Results expire a fixed time after they were created; reads do not extend it.",
-		InputSchema: schema,
+		Description: fmt.Sprintf("Read a retained large result of a %s tool by byte range (%d bytes by default, at most %d per read), or release it. Follow next_offset until it is null, concatenate the base64-decoded chunks, then parse the JSON. Chunks may split UTF-8 sequences: decode only after reassembly. Results expire a fixed time after they were created; reads do not extend it.", h.name, s.limits.ResultChunkBytes, MaxResultChunkBytes),
+		InputSchema: args.schema,
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: false, IdempotentHint: true, OpenWorldHint: new(false)},
 	}
-	s := h.srv
-	mcp.AddTool(s.mcp, tool, func(ctx context.Context, req *mcp.CallToolRequest, in ResultReadArgs) (*mcp.CallToolResult, any, error) {
+	h.addTool(tool, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		in, err := decodeArgs[ResultReadArgs](args, req.Params.Arguments)
+		if err != nil {
+			return toolError(err), nil
+		}
 		reply, err := s.readResult(resultOwner(h, req), in)
 		if err != nil {
-			return toolError(err), nil, nil
+			return toolError(err), nil
 		}
 		data, err := json.Marshal(reply)
 		if err != nil {
-			return toolError(err), nil, nil
+			return toolError(err), nil
 		}
-		return inlineResult(data, false), nil, nil
+		return inlineResult(data, false), nil
 	})
 }
 

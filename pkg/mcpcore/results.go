@@ -22,6 +22,7 @@ type resultStore struct {
 	mu      sync.Mutex
 	used    int64
 	entries map[string]*retained
+	closed  bool
 }
 
 type retained struct {
@@ -62,11 +63,16 @@ func newResultStore(budget int64, expiry time.Duration, now func() time.Time) *r
 	return &resultStore{budget: budget, expiry: expiry, now: now, entries: make(map[string]*retained)}
 }
 
-// Put retains data for owner (the reading tool's name) and returns its handle.
+// Put retains data for owner (the reading tool's name) and returns its
+// handle. After Close it retains nothing and returns an error matching
+// [ErrClosed].
 func (s *resultStore) Put(owner string, data []byte) (resultHandle, error) {
 	size := int64(len(data))
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return resultHandle{}, fmt.Errorf("%w: a result of %d bytes that finished after shutdown began was not retained", ErrClosed, size)
+	}
 	s.sweepLocked()
 	if s.used+size > s.budget {
 		return resultHandle{}, &LimitError{Limit: "retained_result_bytes", Max: s.budget, Actual: s.used + size,
@@ -124,10 +130,12 @@ func (s *resultStore) Stats() ResultStats {
 	return ResultStats{Retained: len(s.entries), Bytes: s.used, BudgetBytes: s.budget}
 }
 
-// Close releases every result and stops their timers.
+// Close releases every result, stops their timers and makes later Puts
+// fail.
 func (s *resultStore) Close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.closed = true
 	for id, e := range s.entries {
 		s.removeLocked(id, e)
 	}

@@ -1,0 +1,226 @@
+package mcpcore
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	segjson "github.com/segmentio/encoding/json"
+)
+
+// argSchema validates one tool's arguments against its input schema,
+// resolved once when the tool is added, and says which argument is wrong
+// when they do not validate.
+type argSchema struct {
+	schema   *jsonschema.Schema
+	resolved *jsonschema.Resolved
+	defaults bool // some property has a default to apply
+	// subs resolves, once, the subschemas that locate descends into (object
+	// properties, additional properties, array items); a subschema that does
+	// not resolve alone (a $ref to its root) is absent and ends the descent.
+	subs map[*jsonschema.Schema]*jsonschema.Resolved
+}
+
+// newArgSchema takes the tool's declared input schema (nil: derived from
+// In with derive) and checks that it is a resolvable object schema.
+func newArgSchema(declared any, derive func() (*jsonschema.Schema, error)) (*argSchema, error) {
+	var s *jsonschema.Schema
+	var err error
+	if declared == nil {
+		s, err = derive()
+	} else {
+		s, err = toSchema(declared)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("input schema: %w", err)
+	}
+	if s.Type != "object" {
+		return nil, fmt.Errorf(`input schema: the arguments must be an object (type "object"), not %s: use a struct (struct{} for none) or a map as the argument type`, describeType(s))
+	}
+	resolved, err := s.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true})
+	if err != nil {
+		return nil, fmt.Errorf("input schema: %w", err)
+	}
+	a := &argSchema{schema: s, resolved: resolved, defaults: hasDefaults(s), subs: map[*jsonschema.Schema]*jsonschema.Resolved{}}
+	a.index(s)
+	return a, nil
+}
+
+// index resolves, alone, every subschema locate may descend into.
+func (a *argSchema) index(s *jsonschema.Schema) {
+	for _, sub := range children(s) {
+		if _, seen := a.subs[sub]; seen {
+			continue
+		}
+		if r, err := sub.Resolve(nil); err == nil {
+			a.subs[sub] = r
+		}
+		a.index(sub)
+	}
+}
+
+// hasDefaults reports whether a property at or below s has a default,
+// which is what ApplyDefaults fills in.
+func hasDefaults(s *jsonschema.Schema) bool {
+	for _, p := range s.Properties {
+		if p.Default != nil || hasDefaults(p) {
+			return true
+		}
+	}
+	return false
+}
+
+// children lists the subschemas an argument value nests in: properties,
+// additional properties, items and prefix items.
+func children(s *jsonschema.Schema) []*jsonschema.Schema {
+	var out []*jsonschema.Schema
+	for _, k := range sortedKeys(s.Properties) {
+		out = append(out, s.Properties[k])
+	}
+	for _, sub := range []*jsonschema.Schema{s.AdditionalProperties, s.Items, s.AdditionalItems} {
+		if sub != nil {
+			out = append(out, sub)
+		}
+	}
+	return append(out, s.PrefixItems...)
+}
+
+// decodeArgs validates raw tool arguments and decodes them into In,
+// strictly: exact (case-sensitive) field names, no unknown field. Every
+// failure is a [*ParamError].
+func decodeArgs[In any](a *argSchema, raw json.RawMessage) (In, error) {
+	var in In
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		raw = []byte("{}")
+	}
+	if raw[0] != '{' {
+		return in, &ParamError{Reason: "the arguments must be a JSON object"}
+	}
+	var v any
+	if err := segjson.Unmarshal(raw, &v); err != nil {
+		return in, &ParamError{Reason: "the arguments are not valid JSON: " + err.Error()}
+	}
+	if a.defaults {
+		if err := a.resolved.ApplyDefaults(&v); err != nil {
+			return in, &ParamError{Reason: "cannot apply the schema's defaults: " + innermost(err)}
+		}
+		var err error
+		if raw, err = segjson.Marshal(v); err != nil {
+			return in, &ParamError{Reason: "cannot apply the schema's defaults: " + err.Error()}
+		}
+	}
+	if err := a.resolved.Validate(v); err != nil {
+		path, reason := a.locate(a.schema, a.resolved, v, "")
+		return in, &ParamError{Path: path, Reason: reason}
+	}
+	if _, err := segjson.Parse(raw, &in, segjson.DisallowUnknownFields|segjson.DontMatchCaseInsensitiveStructFields); err != nil {
+		return in, &ParamError{Path: decodePath(err), Reason: err.Error()}
+	}
+	return in, nil
+}
+
+// locate finds the deepest argument of v (which fails s, resolved as r)
+// that fails its own subschema, and says why: a missing required property,
+// an unexpected one, or the validator's reason at that place.
+func (a *argSchema) locate(s *jsonschema.Schema, r *jsonschema.Resolved, v any, path string) (string, string) {
+	switch x := v.(type) {
+	case map[string]any:
+		for _, k := range sortedKeys(x) {
+			sub := s.Properties[k]
+			if sub == nil {
+				sub = s.AdditionalProperties
+			}
+			if sub == nil {
+				continue
+			}
+			sr := a.subs[sub]
+			if sr == nil || sr.Validate(x[k]) == nil {
+				continue
+			}
+			if s.Properties[k] == nil && isFalse(sub) {
+				return path + "/" + pointerEscape(k), "unexpected argument (not in the tool's input schema)"
+			}
+			return a.locate(sub, sr, x[k], path+"/"+pointerEscape(k))
+		}
+		for _, k := range s.Required {
+			if _, ok := x[k]; !ok {
+				return path + "/" + pointerEscape(k), "missing required argument"
+			}
+		}
+	case []any:
+		for i, e := range x {
+			sub := s.Items
+			if i < len(s.PrefixItems) {
+				sub = s.PrefixItems[i]
+			}
+			if sub == nil {
+				continue
+			}
+			if sr := a.subs[sub]; sr != nil && sr.Validate(e) != nil {
+				return a.locate(sub, sr, e, path+"/"+strconv.Itoa(i))
+			}
+		}
+	}
+	return path, innermost(r.Validate(v))
+}
+
+// innermost returns the message of the innermost wrapped error: the
+// validator wraps its reason in one "validating <schema>:" per level.
+func innermost(err error) string {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err.Error()
+		}
+		err = next
+	}
+}
+
+// decodePath turns a decoder's dotted field path into a JSON Pointer.
+func decodePath(err error) string {
+	var te *segjson.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		return "/" + strings.ReplaceAll(te.Field, ".", "/")
+	}
+	return ""
+}
+
+// isFalse reports whether s is the schema false, which jsonschema-go holds
+// as {"not": {}}.
+func isFalse(s *jsonschema.Schema) bool {
+	return s.Not != nil && reflect.ValueOf(*s.Not).IsZero()
+}
+
+func pointerEscape(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
+
+// toSchema converts a schema given as a *jsonschema.Schema, a map, or raw
+// JSON into a fresh *jsonschema.Schema.
+func toSchema(v any) (*jsonschema.Schema, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	s := new(jsonschema.Schema)
+	if err := json.Unmarshal(data, s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func describeType(s *jsonschema.Schema) string {
+	switch {
+	case s.Type != "":
+		return fmt.Sprintf("type %q", s.Type)
+	case len(s.Types) > 0:
+		return fmt.Sprintf("types %q", s.Types)
+	}
+	return "an untyped schema (argument type any?)"
+}
