@@ -273,22 +273,36 @@ type plainValue struct{}
 func (plainValue) String() string   { return "" }
 func (plainValue) Set(string) error { return nil }
 
-// syncBuffer is a log destination shared with a serving goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+// logRecorder is a slog.Handler that keeps every record (without the
+// attributes of With, which these tests do not need), for reading the logs
+// of a server while it serves.
+type logRecorder struct {
+	mu      sync.Mutex
+	records []slog.Record
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
+func (r *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
+func (r *logRecorder) WithAttrs([]slog.Attr) slog.Handler       { return r }
+func (r *logRecorder) WithGroup(string) slog.Handler            { return r }
+
+func (r *logRecorder) Handle(_ context.Context, rec slog.Record) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.records = append(r.records, rec.Clone())
+	return nil
 }
 
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+// all returns the records so far as maps: "msg" and the attributes.
+func (r *logRecorder) all() []map[string]any {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []map[string]any
+	for _, rec := range r.records {
+		m := map[string]any{"msg": rec.Message}
+		rec.Attrs(func(a slog.Attr) bool { m[a.Key] = a.Value.Any(); return true })
+		out = append(out, m)
+	}
+	return out
 }
 
 // firstLog decodes the first JSON log line.
@@ -307,11 +321,11 @@ func firstLog(t *testing.T, logs string) map[string]any {
 func TestMainServeStdio(t *testing.T) {
 	stdinR, stdinW := io.Pipe()
 	stdoutR, stdoutW := io.Pipe()
-	logs := &syncBuffer{}
+	var logs bytes.Buffer // read once Main has returned
 	done := make(chan int, 1)
 	go func() {
 		defer stdoutW.Close()
-		done <- Main([]string{"serve", "--stdio", "--plugins", "clitest", "--log-format", "json"}, stdinR, stdoutW, logs)
+		done <- Main([]string{"serve", "--stdio", "--plugins", "clitest", "--log-format", "json"}, stdinR, stdoutW, &logs)
 	}()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t"}, nil).Connect(t.Context(), &mcp.IOTransport{Reader: stdoutR, Writer: stdinW}, nil)
 	if err != nil {
@@ -325,10 +339,10 @@ func TestMainServeStdio(t *testing.T) {
 	select {
 	case code := <-done:
 		if code != ExitOK {
-			t.Fatalf("exit %d\n%s", code, logs)
+			t.Fatalf("exit %d\n%s", code, logs.String())
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatalf("serve did not end on EOF\n%s", logs)
+		t.Fatal("serve did not end on EOF")
 	}
 	if m := firstLog(t, logs.String()); m["msg"] != "serving" || m["transport"] != "stdio" || m["from"] != FromStdioFlag {
 		t.Errorf("first log line %v, want serving transport=stdio from=--stdio", m)
@@ -337,7 +351,7 @@ func TestMainServeStdio(t *testing.T) {
 
 // TestServeHTTP runs Serve over HTTP with middleware until its context ends.
 func TestServeHTTP(t *testing.T) {
-	logs := &syncBuffer{}
+	logs := &logRecorder{}
 	var seen atomic.Int32
 	count := func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
@@ -351,26 +365,22 @@ func TestServeHTTP(t *testing.T) {
 	done := make(chan int, 1)
 	go func() {
 		done <- Serve(ctx, ServeParams{
-			Options:    mcpcore.Options{Plugins: []string{"clitest"}, Logger: slog.New(slog.NewJSONHandler(logs, nil))},
+			Options:    mcpcore.Options{Plugins: []string{"clitest"}, Logger: slog.New(logs)},
 			HTTPAddr:   "127.0.0.1:0",
 			Middleware: []mcp.Middleware{count},
 		})
 	}()
 	var url string
-	deadline := time.Now().Add(10 * time.Second)
-	for url == "" && time.Now().Before(deadline) {
-		for line := range strings.Lines(logs.String()) {
-			var m map[string]any
-			if json.Unmarshal([]byte(line), &m) == nil && m["msg"] == "listening" {
+	for deadline := time.Now().Add(10 * time.Second); url == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		for _, m := range logs.all() {
+			if m["msg"] == "listening" {
 				url, _ = m["url"].(string)
 			}
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 	if url == "" {
 		cancel()
-		<-done
-		t.Fatalf("not listening:\n%s", logs)
+		t.Fatalf("not listening (exit %d): %v", <-done, logs.all())
 	}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t"}, nil).Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: true}, nil)
 	if err != nil {
@@ -382,13 +392,13 @@ func TestServeHTTP(t *testing.T) {
 	cs.Close()
 	cancel()
 	if code := <-done; code != ExitOK {
-		t.Fatalf("exit %d\n%s", code, logs)
+		t.Fatalf("exit %d: %v", code, logs.all())
 	}
 	if seen.Load() != 1 {
 		t.Errorf("middleware saw %d tools/call, want 1", seen.Load())
 	}
-	if m := firstLog(t, logs.String()); m["msg"] != "serving" || m["transport"] != "http" || m["addr"] != "127.0.0.1:0" {
-		t.Errorf("first log line %v, want serving transport=http addr=127.0.0.1:0", m)
+	if m := logs.all()[0]; m["msg"] != "serving" || m["transport"] != "http" || m["addr"] != "127.0.0.1:0" {
+		t.Errorf("first log record %v, want serving transport=http addr=127.0.0.1:0", m)
 	}
 }
 
