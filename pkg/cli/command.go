@@ -65,7 +65,10 @@ type Env struct {
 // the command's help and exits with ExitUsage.
 type UsageError struct{ Err error }
 
+// Error returns the message of the wrapped error.
 func (e *UsageError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the wrapped error.
 func (e *UsageError) Unwrap() error { return e.Err }
 
 // Usagef returns a [*UsageError] with a formatted message.
