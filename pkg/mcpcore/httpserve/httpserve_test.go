@@ -34,13 +34,18 @@ type echoOut struct {
 	Text string `json:"text"`
 }
 
-// newTestServer returns a server with an echo tool and a tool that logs
-// through its session.
+// newTestServer returns a server with an echo tool, a tool that waits until
+// it is cancelled and a tool that logs through its session.
 func newTestServer() *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "httpserve-test", Version: "0.0.1"}, nil)
 	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "echo text"},
 		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, echoOut, error) {
 			return nil, echoOut(in), nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "wait", Description: "wait until cancelled"},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, echoOut, error) {
+			<-ctx.Done()
+			return nil, echoOut{}, ctx.Err()
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "log", Description: "log text"},
 		func(ctx context.Context, req *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, echoOut, error) {
@@ -67,7 +72,10 @@ func start(t *testing.T, opts Options) *testEnv {
 	if opts.SessionIdle == 0 {
 		opts.SessionIdle = time.Minute
 	}
-	h := NewHandler(opts)
+	h, err := NewHandler(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	addrc := make(chan net.Addr, 1)
 	done := make(chan error, 1)
@@ -118,6 +126,22 @@ func (e *testEnv) mustConnect(t *testing.T, version string, copts *mcp.ClientOpt
 	cs, err := e.connect(t, version, copts, nil)
 	if err != nil {
 		t.Fatalf("connect %s: %v", version, err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// quietConnect opens a legacy SDK client session without the standalone
+// GET stream.
+func (e *testEnv) quietConnect(t *testing.T) *mcp.ClientSession {
+	t.Helper()
+	c := mcp.NewClient(&mcp.Implementation{Name: "quiet", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: e.url, HTTPClient: e.client, DisableStandaloneSSE: true, MaxRetries: -1},
+		&mcp.ClientSessionOptions{ProtocolVersion: legacyVersion})
+	if err != nil {
+		t.Fatal(err)
 	}
 	t.Cleanup(func() { cs.Close() })
 	return cs
@@ -275,14 +299,7 @@ func waitLog(t *testing.T, logs <-chan string, want string, resend func()) {
 
 func TestIdleSessionExpires(t *testing.T) {
 	env := start(t, Options{SessionIdle: 200 * time.Millisecond})
-	c := mcp.NewClient(&mcp.Implementation{Name: "idle", Version: "1"}, nil)
-	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{
-		Endpoint: env.url, HTTPClient: env.client, DisableStandaloneSSE: true,
-	}, &mcp.ClientSessionOptions{ProtocolVersion: legacyVersion})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := env.quietConnect(t)
 	waitOpen(t, env.h, 1)
 	id := cs.ID()
 	hdr := map[string]string{"Mcp-Session-Id": id, "Mcp-Protocol-Version": legacyVersion}
@@ -531,7 +548,10 @@ func TestCheckListenAddr(t *testing.T) {
 }
 
 func TestListenAndServeStopsWithOpenStream(t *testing.T) {
-	h := NewHandler(Options{Server: newTestServer(), SessionIdle: time.Minute})
+	h, err := NewHandler(Options{Server: newTestServer(), SessionIdle: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	addrc := make(chan net.Addr, 1)
 	done := make(chan error, 1)

@@ -1,0 +1,122 @@
+package httpserve
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// abandonBody prepares the reply to a request whose body will not be read
+// (completely): on HTTP/1 the connection closes after the reply, so that
+// net/http does not hold the reply back to discard what remains of the body,
+// which a stalled client never sends. (HTTP/2 streams need no such care.)
+func abandonBody(w http.ResponseWriter, r *http.Request) {
+	if r.ProtoMajor == 1 && r.Body != nil && r.Body != http.NoBody {
+		w.Header().Set("Connection", "close")
+	}
+}
+
+// checkHost rejects DNS rebinding: a request that reached a loopback address
+// must name a loopback host. (The SDK handlers check this too; doing it first
+// keeps a rebinding request from reaching the body read or the session cap.)
+func (h *Handler) checkHost(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la != nil {
+			if isLoopbackHostPort(la.String()) && !isLoopbackHostPort(r.Host) {
+				h.logger.Debug("rejected request: non-loopback Host on loopback listener", "host", r.Host)
+				abandonBody(w, r)
+				http.Error(w, fmt.Sprintf("Forbidden: invalid Host header %q", r.Host), http.StatusForbidden)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// checkOrigin rejects a browser request from a foreign origin. A request
+// without Origin, a same-origin one (Origin's host:port is the Host) and one
+// from AllowedOrigins pass; the last also gets CORS headers, and its
+// preflight is answered here (before auth, as preflights carry no token).
+func (h *Handler) checkOrigin(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		origin := r.Header.Get("Origin")
+		if origin == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if h.allowed[strings.ToLower(origin)] {
+			hd := w.Header()
+			hd.Set("Access-Control-Allow-Origin", origin)
+			hd.Add("Vary", "Origin")
+			hd.Set("Access-Control-Expose-Headers", "Mcp-Session-Id, Mcp-Protocol-Version, WWW-Authenticate")
+			if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+				hd.Set("Access-Control-Allow-Methods", "GET, POST, DELETE")
+				if req := r.Header.Get("Access-Control-Request-Headers"); req != "" {
+					hd.Set("Access-Control-Allow-Headers", req)
+				}
+				hd.Set("Access-Control-Max-Age", "600")
+				w.WriteHeader(http.StatusNoContent)
+				return
+			}
+			next.ServeHTTP(w, r)
+			return
+		}
+		if sameOrigin(origin, r) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		h.logger.Debug("rejected request: origin not allowed", "origin", origin, "host", r.Host)
+		abandonBody(w, r)
+		http.Error(w, fmt.Sprintf("Forbidden: origin %q is not allowed", origin), http.StatusForbidden)
+	})
+}
+
+// sameOrigin reports whether origin names the host and port the request was
+// sent to. The scheme is not compared: behind a TLS-terminating proxy the
+// request arrives as plain HTTP.
+func sameOrigin(origin string, r *http.Request) bool {
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return false
+	}
+	reqScheme := "http"
+	if r.TLS != nil {
+		reqScheme = "https"
+	}
+	return strings.EqualFold(withPort(u.Host, u.Scheme), withPort(r.Host, reqScheme))
+}
+
+// withPort adds the scheme's default port to a host that has none.
+func withPort(host, scheme string) string {
+	if _, _, err := net.SplitHostPort(host); err == nil {
+		return host
+	}
+	port := "80"
+	if scheme == "https" {
+		port = "443"
+	}
+	return net.JoinHostPort(strings.Trim(host, "[]"), port)
+}
+
+// isLoopbackHostPort reports whether a "host[:port]" names a loopback host.
+func isLoopbackHostPort(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	return isLoopbackHost(strings.Trim(host, "[]"))
+}
+
+func isLoopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	if i := strings.IndexByte(host, '%'); i >= 0 { // zone
+		host = host[:i]
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+

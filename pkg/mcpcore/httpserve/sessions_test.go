@@ -1,0 +1,276 @@
+package httpserve
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpkit/mcpkit/pkg/mcpcore/sessionstore"
+)
+
+// redirect sends every request to the host it currently names, the way a
+// load balancer without sticky sessions would.
+type redirect struct {
+	host *atomic.Pointer[string]
+	next http.RoundTripper
+}
+
+func (rd redirect) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.URL.Host = *rd.host.Load()
+	r.Host = r.URL.Host
+	return rd.next.RoundTrip(r)
+}
+
+func hostOf(t *testing.T, env *testEnv) *string {
+	t.Helper()
+	u, err := url.Parse(env.base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &u.Host
+}
+
+// serverSession returns the server's session with the given id.
+func serverSession(t *testing.T, srv *mcp.Server, id string) *mcp.ServerSession {
+	t.Helper()
+	for ss := range srv.Sessions() {
+		if ss.ID() == id {
+			return ss
+		}
+	}
+	t.Fatalf("no server session %s", id)
+	return nil
+}
+
+// waitEnded waits until ss.Wait returns.
+func waitEnded(t *testing.T, ss *mcp.ServerSession, what string) {
+	t.Helper()
+	ended := make(chan struct{})
+	go func() {
+		ss.Wait()
+		close(ended)
+	}()
+	select {
+	case <-ended:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("%s: the server session did not end", what)
+	}
+}
+
+// storedState returns the SDK session state in the store's record of id.
+func storedState(t *testing.T, store sessionstore.Store, id string) mcp.ServerSessionState {
+	t.Helper()
+	rec, ok, err := store.Load(context.Background(), id, time.Time{})
+	if err != nil || !ok {
+		t.Fatalf("record of %s: found %v, error %v", id, ok, err)
+	}
+	var st mcp.ServerSessionState
+	if err := json.Unmarshal(rec.State, &st); err != nil {
+		t.Fatal(err)
+	}
+	if want := staticUserID("tok"); rec.Principal != want {
+		t.Fatalf("record principal %q, want %q", rec.Principal, want)
+	}
+	return st
+}
+
+// TestSharedSessions serves one legacy session from two instances (two
+// handlers over two servers) sharing one store: a client initializes on A,
+// its requests then go to B, which resumes the session with its state;
+// DELETE on B ends it everywhere, so A refuses it afterwards.
+func TestSharedSessions(t *testing.T) {
+	store := sessionstore.NewMemory()
+	tokens := []string{"tok", "other"}
+	a := start(t, Options{SessionStore: store, BearerTokens: tokens, MaxSessions: 4})
+	b := start(t, Options{SessionStore: store, BearerTokens: tokens, MaxSessions: 4})
+	var target atomic.Pointer[string]
+	target.Store(hostOf(t, a))
+	hc := &http.Client{Transport: bearerTransport{token: "tok", next: redirect{host: &target, next: a.client.Transport}}}
+	logs := make(chan string, 16)
+	c := mcp.NewClient(&mcp.Implementation{Name: "roaming", Version: "1"}, &mcp.ClientOptions{
+		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
+			s, _ := req.Params.Data.(string)
+			logs <- s
+		},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: a.url, HTTPClient: hc, MaxRetries: -1, DisableStandaloneSSE: true},
+		&mcp.ClientSessionOptions{ProtocolVersion: legacyVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	id := cs.ID()
+	callEcho(t, cs, "echo", "on A")
+	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
+		t.Fatal(err)
+	}
+	st := storedState(t, store, id)
+	if st.InitializeParams == nil || st.InitializeParams.ClientInfo.Name != "roaming" || st.InitializedParams == nil ||
+		st.NegotiatedProtocolVersion != legacyVersion || st.LogLevel != "debug" {
+		t.Fatalf("stored state %+v", st)
+	}
+	ssA := serverSession(t, a.srv, id)
+
+	// Another principal cannot take the session over through B.
+	ping := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+	hdr := func(token string) map[string]string {
+		return map[string]string{"Authorization": "Bearer " + token, "Mcp-Session-Id": id, "Mcp-Protocol-Version": legacyVersion}
+	}
+	if resp, body := b.do(t, http.MethodPost, MCPPath, ping, hdr("other")); resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("session resumed for another principal: %d %s", resp.StatusCode, body)
+	}
+	if n := b.h.OpenSessions(); n != 0 {
+		t.Fatalf("B holds %d sessions after a refused resume", n)
+	}
+
+	// B resumes it, with its state: the log level set on A applies.
+	target.Store(hostOf(t, b))
+	callEcho(t, cs, "echo", "on B")
+	callEcho(t, cs, "log", "logged on B")
+	waitLog(t, logs, "logged on B", nil)
+	if n := b.h.OpenSessions(); n != 1 {
+		t.Fatalf("B holds %d sessions, want the resumed one", n)
+	}
+	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "error"}); err != nil {
+		t.Fatal(err)
+	}
+	if st := storedState(t, store, id); st.LogLevel != "error" {
+		t.Fatalf("level set on B not stored: %q", st.LogLevel)
+	}
+
+	// DELETE on B ends it everywhere.
+	ssB := serverSession(t, b.srv, id)
+	if err := cs.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitEnded(t, ssB, "DELETE on B")
+	if _, ok, _ := store.Load(ctx, id, time.Time{}); ok {
+		t.Fatal("record survived DELETE")
+	}
+	if n := a.h.OpenSessions(); n != 1 {
+		t.Fatalf("A holds %d sessions before its next request, want 1", n)
+	}
+	if resp, body := a.do(t, http.MethodPost, MCPPath, ping, hdr("tok")); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("A served a deleted session: %d %s", resp.StatusCode, body)
+	}
+	waitEnded(t, ssA, "A's copy after DELETE on B")
+	if n := a.h.OpenSessions(); n != 0 {
+		t.Fatalf("A holds %d sessions after refusing the deleted one", n)
+	}
+}
+
+// TestSharedSessionOutlivesInstance: idle expiry and Close end only an
+// instance's copy; the record stays for the others while it is used, and
+// lapses SessionIdle after its last use.
+func TestSharedSessionOutlivesInstance(t *testing.T) {
+	store := sessionstore.NewMemory()
+	a := start(t, Options{SessionStore: store, SessionIdle: 300 * time.Millisecond})
+	b := start(t, Options{SessionStore: store, SessionIdle: time.Minute})
+	// Without the standalone GET stream: when A's copy expires, the client
+	// would see that stream end, give up and DELETE the session.
+	cs := a.quietConnect(t)
+	hdr := map[string]string{"Mcp-Session-Id": cs.ID(), "Mcp-Protocol-Version": legacyVersion}
+	ping := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+	// B serves it (and its use extends the record) ...
+	if resp, body := b.do(t, http.MethodPost, MCPPath, ping, hdr); resp.StatusCode != http.StatusOK {
+		t.Fatalf("B: %d %s", resp.StatusCode, body)
+	}
+	// ... while A's idle copy expires: A resumes it again.
+	waitOpen(t, a.h, 0)
+	if resp, body := a.do(t, http.MethodPost, MCPPath, ping, hdr); resp.StatusCode != http.StatusOK {
+		t.Fatalf("A after its copy's idle expiry: %d %s", resp.StatusCode, body)
+	}
+	b.h.Close()
+	if resp, body := a.do(t, http.MethodPost, MCPPath, ping, hdr); resp.StatusCode != http.StatusOK {
+		t.Fatalf("A after B closed: %d %s", resp.StatusCode, body)
+	}
+
+	// Unused for longer than SessionIdle, the record lapses.
+	c := start(t, Options{SessionStore: store, SessionIdle: 200 * time.Millisecond})
+	cs = c.quietConnect(t)
+	time.Sleep(300 * time.Millisecond)
+	hdr["Mcp-Session-Id"] = cs.ID()
+	if resp, body := a.do(t, http.MethodPost, MCPPath, ping, hdr); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("lapsed record: %d %s", resp.StatusCode, body)
+	}
+}
+
+// TestResumeCountsAgainstCap: a resumed session takes a slot like any other.
+func TestResumeCountsAgainstCap(t *testing.T) {
+	store := sessionstore.NewMemory()
+	a := start(t, Options{SessionStore: store})
+	b := start(t, Options{SessionStore: store, MaxSessions: 1})
+	b.mustConnect(t, legacyVersion, nil)
+	cs := a.mustConnect(t, legacyVersion, nil)
+	resp, body := b.do(t, http.MethodPost, MCPPath, `{"jsonrpc":"2.0","id":1,"method":"ping"}`,
+		map[string]string{"Mcp-Session-Id": cs.ID(), "Mcp-Protocol-Version": legacyVersion})
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, `"limit":"http_sessions"`) {
+		t.Fatalf("resume beyond the cap: %d %s", resp.StatusCode, body)
+	}
+}
+
+func TestSessionEnds(t *testing.T) {
+	for _, how := range []string{"idle", "DELETE", "Close"} {
+		t.Run(how, func(t *testing.T) {
+			idle := time.Minute
+			if how == "idle" {
+				idle = 200 * time.Millisecond
+			}
+			env := start(t, Options{SessionIdle: idle})
+			cs := env.quietConnect(t)
+			ss := serverSession(t, env.srv, cs.ID())
+			switch how {
+			case "DELETE":
+				cs.Close()
+			case "Close":
+				env.h.Close()
+			}
+			waitEnded(t, ss, how)
+			waitOpen(t, env.h, 0)
+		})
+	}
+}
+
+// TestInitializeBypass: whether a body opens a session is decided as the
+// SDK decodes it, so bodies the SDK takes as an initialize count against the
+// cap however they are spelled, and nothing else opens a lasting session.
+func TestInitializeBypass(t *testing.T) {
+	env := start(t, Options{MaxSessions: 1})
+	env.mustConnect(t, legacyVersion, nil)
+	params := `"params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}`
+	for name, body := range map[string]string{
+		"a second method key": `{"jsonrpc":"2.0","id":7,"method":"initialize","Method":"x",` + params + `}`,
+		"trailing data":       initBody + ` x`,
+		"a second object":     initBody + `{}`,
+		"a batch":             `[` + initBody + `]`,
+	} {
+		resp, got := env.do(t, http.MethodPost, MCPPath, body, nil)
+		if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(got, `"limit":"http_sessions"`) {
+			t.Errorf("%s: %d %s, want 503 naming http_sessions", name, resp.StatusCode, got)
+		}
+	}
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":1,"Method":"initialize","method":"ping"}`,
+		`not json`,
+	} {
+		env.do(t, http.MethodPost, MCPPath, body, nil)
+	}
+	n := 0
+	for range env.srv.Sessions() {
+		n++
+	}
+	if n != 1 || env.h.OpenSessions() != 1 {
+		t.Fatalf("server sessions %d, tracked %d: want only the first", n, env.h.OpenSessions())
+	}
+}
