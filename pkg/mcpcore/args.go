@@ -120,9 +120,19 @@ func decodeArgs[In any](a *argSchema, raw json.RawMessage) (In, error) {
 		return in, &ParamError{Path: path, Reason: reason}
 	}
 	if _, err := segjson.Parse(raw, &in, segjson.DisallowUnknownFields|segjson.DontMatchCaseInsensitiveStructFields); err != nil {
-		return in, &ParamError{Path: decodePath(err), Reason: err.Error()}
+		return in, decodeError(err)
 	}
 	return in, nil
+}
+
+// decodeError turns an error of the strict decoding into a [*ParamError],
+// with the path of the field when the decoder names it.
+func decodeError(err error) *ParamError {
+	var te *segjson.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		return &ParamError{Path: "/" + strings.ReplaceAll(te.Field, ".", "/"), Reason: fmt.Sprintf("cannot decode %s into %s", te.Value, te.Type)}
+	}
+	return &ParamError{Reason: err.Error()}
 }
 
 // locate finds the deepest argument of v (which fails s, resolved as r)
@@ -180,15 +190,6 @@ func innermost(err error) string {
 		}
 		err = next
 	}
-}
-
-// decodePath turns a decoder's dotted field path into a JSON Pointer.
-func decodePath(err error) string {
-	var te *segjson.UnmarshalTypeError
-	if errors.As(err, &te) && te.Field != "" {
-		return "/" + strings.ReplaceAll(te.Field, ".", "/")
-	}
-	return ""
 }
 
 // isFalse reports whether s is the schema false, which jsonschema-go holds

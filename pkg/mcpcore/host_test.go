@@ -21,8 +21,9 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // testPlugin serves tools defined by the test through its attach function.
 type testPlugin struct {
-	attach func(h *Host)
-	closed *bool
+	attach  func(h *Host)
+	closed  *bool
+	onClose func() // set by a test after NewServer, run by Close
 }
 
 func (p *testPlugin) Attach(_ context.Context, h *Host) error {
@@ -35,6 +36,9 @@ func (p *testPlugin) Attach(_ context.Context, h *Host) error {
 func (p *testPlugin) Close(context.Context) error {
 	if p.closed != nil {
 		*p.closed = true
+	}
+	if p.onClose != nil {
+		p.onClose()
 	}
 	return nil
 }
@@ -85,7 +89,13 @@ func newRig(t *testing.T, lim Limits, plugins ...string) *rig {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.Limits = lim
-	srv, err := NewServer(t.Context(), Options{Config: cfg, Plugins: plugins, Version: "test", Transport: "memory"})
+	return newRigOpts(t, Options{Config: cfg, Plugins: plugins, Version: "test", Transport: "memory"})
+}
+
+// newRigOpts assembles a server from opts and connects one in-memory client.
+func newRigOpts(t *testing.T, opts Options) *rig {
+	t.Helper()
+	srv, err := NewServer(t.Context(), opts)
 	if err != nil {
 		t.Fatalf("NewServer: %v", err)
 	}

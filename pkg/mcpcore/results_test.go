@@ -82,3 +82,22 @@ func TestResultStoreTimerFreesMemory(t *testing.T) {
 		t.Fatalf("%d bytes still held after expiry", used)
 	}
 }
+
+// TestResultStorePutAfterClose: a result that a late handler finishes after
+// shutdown is not retained (no entry, no timer holding its bytes).
+func TestResultStorePutAfterClose(t *testing.T) {
+	s := newResultStore(MiB, time.Minute, nil)
+	if _, err := s.Put("o", make([]byte, 10)); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if _, err := s.Put("o", make([]byte, 1000)); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Put after Close: %v, want ErrClosed", err)
+	}
+	s.mu.Lock()
+	n, used := len(s.entries), s.used
+	s.mu.Unlock()
+	if n != 0 || used != 0 {
+		t.Fatalf("after Close and a late Put the store holds %d entries, %d bytes", n, used)
+	}
+}

@@ -181,13 +181,12 @@ func (c toolCall) run(ctx context.Context, req *mcp.CallToolRequest, fn func(con
 	// ctx still cannot hold the client past the timeout; its slot is only
 	// freed when it really returns, so the concurrency limit stays truthful.
 	go func() {
-		defer func() {
-			h.inflight.Add(-1)
-			s.calls.inFlight.Add(-1)
-			<-s.slots
-			s.inflight.Done()
-		}()
-		done <- c.invoke(ctx, fn)
+		out := c.invoke(ctx, fn) // recovers a panic: what follows always runs
+		h.inflight.Add(-1)
+		s.calls.inFlight.Add(-1)
+		<-s.slots
+		s.inflight.Done()
+		done <- out
 	}()
 	var out outcome
 	select {
