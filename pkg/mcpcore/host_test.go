@@ -99,15 +99,7 @@ func newRigOpts(t *testing.T, opts Options) *rig {
 	if err != nil {
 		t.Fatalf("NewServer: %v", err)
 	}
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := srv.MCP().Connect(t.Context(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(t.Context(), ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs, ss := connectMemory(t, srv)
 	t.Cleanup(func() {
 		cs.Close()
 		ss.Wait()

@@ -96,13 +96,7 @@ func connectMemory(t *testing.T, srv *Server) (*mcp.ClientSession, *mcp.ServerSe
 // run, when the client goes away and when the server closes (before the
 // plugin's Close).
 func TestSessionsInMemory(t *testing.T) {
-	registerTestPlugins()
-	rec := &sessionRecorder{}
-	setAttach("ta", rec.attach)
-	srv, err := NewServer(t.Context(), Options{Plugins: []string{"ta"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, rec := newRecorded(t)
 	var endedAtClose []string
 	srv.hosts[0].plugin.(*testPlugin).onClose = func() { endedAtClose = rec.endedIDs() }
 	a, ssA := connectMemory(t, srv)
@@ -159,10 +153,26 @@ func (b bearerClient) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
-// serveHTTP serves srv with the SDK's streamable HTTP handler behind
-// bearer-token authentication (token "tok-<name>" is principal "<name>").
-func serveHTTP(t *testing.T, srv *Server, opts *mcp.StreamableHTTPOptions) *httptest.Server {
+// newRecorded assembles a server whose plugin ta records sessions; the
+// server is closed when the test ends (if the test did not close it).
+func newRecorded(t *testing.T) (*Server, *sessionRecorder) {
 	t.Helper()
+	registerTestPlugins()
+	rec := &sessionRecorder{}
+	setAttach("ta", rec.attach)
+	srv, err := NewServer(t.Context(), Options{Plugins: []string{"ta"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close(context.Background()) })
+	return srv, rec
+}
+
+// serveRecorded serves a newRecorded server with the SDK's streamable HTTP handler behind bearer-token authentication
+// (token "tok-<name>" is principal "<name>").
+func serveRecorded(t *testing.T, opts *mcp.StreamableHTTPOptions) (*Server, *sessionRecorder, *httptest.Server) {
+	t.Helper()
+	srv, rec := newRecorded(t)
 	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
 		name, ok := strings.CutPrefix(token, "tok-")
 		if !ok {
@@ -176,7 +186,7 @@ func serveHTTP(t *testing.T, srv *Server, opts *mcp.StreamableHTTPOptions) *http
 		ts.CloseClientConnections()
 		ts.Close()
 	})
-	return ts
+	return srv, rec, ts
 }
 
 func connectHTTP(t *testing.T, url, principal, era string) *mcp.ClientSession {
@@ -194,15 +204,7 @@ func connectHTTP(t *testing.T, url, principal, era string) *mcp.ClientSession {
 // Mcp-Session-Id and the authenticated principal, and end on DELETE and on
 // idle expiry.
 func TestSessionsHTTP(t *testing.T) {
-	registerTestPlugins()
-	rec := &sessionRecorder{}
-	setAttach("ta", rec.attach)
-	srv, err := NewServer(t.Context(), Options{Plugins: []string{"ta"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close(context.Background())
-	ts := serveHTTP(t, srv, &mcp.StreamableHTTPOptions{SessionTimeout: 300 * time.Millisecond})
+	srv, rec, ts := serveRecorded(t, &mcp.StreamableHTTPOptions{SessionTimeout: 300 * time.Millisecond})
 
 	alice := connectHTTP(t, ts.URL, "alice", "2025-11-25")
 	w := who(t, alice)
@@ -227,15 +229,7 @@ func TestSessionsHTTP(t *testing.T) {
 // TestSessionsStateless: in the 2026-07-28 era every request is its own
 // session, which ends with the request.
 func TestSessionsStateless(t *testing.T) {
-	registerTestPlugins()
-	rec := &sessionRecorder{}
-	setAttach("ta", rec.attach)
-	srv, err := NewServer(t.Context(), Options{Plugins: []string{"ta"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close(context.Background())
-	ts := serveHTTP(t, srv, &mcp.StreamableHTTPOptions{Stateless: true})
+	srv, rec, ts := serveRecorded(t, &mcp.StreamableHTTPOptions{Stateless: true})
 	cs := connectHTTP(t, ts.URL, "carol", "2026-07-28")
 	defer cs.Close()
 	before := len(rec.endedIDs())

@@ -69,15 +69,7 @@ func TestCloseWithAbandonedHandler(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := srv.MCP().Connect(t.Context(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(t.Context(), ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs, ss := connectMemory(t, srv)
 	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "ta_stubborn", Arguments: struct{}{}})
 	if err != nil || !res.IsError || !strings.Contains(text(res), "timed out") {
 		t.Fatalf("stubborn call: %v %s", err, text(res))

@@ -179,15 +179,7 @@ func TestPanicIsRecovered(t *testing.T) {
 	if res := r.call(t, "ta_boom", blockArgs{ID: "after"}); res.IsError {
 		t.Fatalf("a call after the panic: %s", text(res))
 	}
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := r.srv.MCP().Connect(t.Context(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := mcp.NewClient(&mcp.Implementation{Name: "other"}, nil).Connect(t.Context(), ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	other, ss := connectMemory(t, r.srv)
 	defer func() { other.Close(); ss.Wait() }()
 	if res, err := other.CallTool(t.Context(), &mcp.CallToolParams{Name: "ta_boom", Arguments: blockArgs{ID: "other"}}); err != nil || res.IsError {
 		t.Fatalf("another session after the panic: %v %v", err, res)
