@@ -211,7 +211,11 @@ func httpSetup(addr string, c mcpcore.HTTPConfig, logger *slog.Logger) (*httpSet
 
 // serveHTTP serves streamable HTTP until ctx ends.
 func serveHTTP(ctx context.Context, srv *mcpcore.Server, web *httpSettings, logger *slog.Logger) int {
-	h := httpserve.NewHandler(httpOptions(srv, web, logger))
+	h, err := httpserve.NewHandler(httpOptions(srv, web, logger))
+	if err != nil {
+		logger.Error("refusing to serve HTTP", "err", err)
+		return ExitConfig
+	}
 	defer h.Close()
 	scheme := "http"
 	if web.tls != nil {
