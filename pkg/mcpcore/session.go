@@ -41,7 +41,10 @@ func (s *Session) Principal() string { return s.principal }
 
 // ServerSession is the SDK session, through which a plugin sends the
 // client notifications: Log, ResourceUpdated, NotifyProgress. Sending on a
-// session that has ended fails harmlessly with an error.
+// session that has ended fails harmlessly with an error. To notify a
+// session other than the one a request came on, pass a context that is not
+// that request's ([Host.Context] will do): the SDK takes a request's own log
+// level from its context.
 func (s *Session) ServerSession() *mcp.ServerSession { return s.ss }
 
 // Principal returns the stable identity of the authenticated caller of req

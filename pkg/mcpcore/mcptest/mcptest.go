@@ -11,9 +11,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Connect assembles a server from opts, connects a client session to it and
-// closes the session, the server session and the server (its plugins) when
-// the test ends. It returns the assembly error, so that tests of startup
+// Connect assembles a server from opts (registered plugins, or embedded
+// instances in opts.Instances), connects a client session to it and closes
+// the session, the server session and the server (its plugins) when the
+// test ends. It returns the assembly error, so that tests of startup
 // failures can use it too.
 func Connect(t testing.TB, opts mcpcore.Options) (*mcp.ClientSession, *mcpcore.Server, error) {
 	t.Helper()
@@ -21,24 +22,33 @@ func Connect(t testing.TB, opts mcpcore.Options) (*mcp.ClientSession, *mcpcore.S
 	if err != nil {
 		return nil, nil, err
 	}
+	t.Cleanup(func() {
+		if err := srv.Close(context.Background()); err != nil {
+			t.Errorf("mcptest: close server: %v", err)
+		}
+	})
+	return Session(t, srv, nil), srv, nil
+}
+
+// Session connects one more client session to srv, with the client options
+// given (nil for none: set handlers there to receive notifications), and
+// closes it when the test ends, before the server. A plugin test uses it to
+// check per-session state and notifications across sessions.
+func Session(t testing.TB, srv *mcpcore.Server, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
 	st, ct := mcp.NewInMemoryTransports()
 	ss, err := srv.MCP().Connect(t.Context(), st, nil)
 	if err != nil {
-		srv.Close(context.Background())
 		t.Fatalf("mcptest: server connect: %v", err)
 	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "mcptest"}, nil).Connect(t.Context(), ct, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "mcptest"}, opts).Connect(t.Context(), ct, nil)
 	if err != nil {
 		ss.Close()
-		srv.Close(context.Background())
 		t.Fatalf("mcptest: client connect: %v", err)
 	}
 	t.Cleanup(func() {
 		cs.Close()
 		ss.Wait()
-		if err := srv.Close(context.Background()); err != nil {
-			t.Errorf("mcptest: close server: %v", err)
-		}
 	})
-	return cs, srv, nil
+	return cs
 }
