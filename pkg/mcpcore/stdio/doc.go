@@ -15,8 +15,42 @@
 //     that is JSON but not a JSON-RPC message with "invalid request" (-32600),
 //     and a batch (a JSON array) with "invalid request" (-32600), and goes on,
 //     where the SDK's transport would end the session;
+//   - echoes every request id exactly as it arrived: the SDK decodes ids
+//     through float64 (9007199254740993 would come back as
+//     9007199254740992, 1.5 as 1, and two requests could collide), so an id
+//     it would alter is swapped for a token on the way in and restored on
+//     the way out (package wire);
+//   - does not answer a request the client cancelled with
+//     notifications/cancelled (MCP: the receiver should not respond): the
+//     SDK's response to it is dropped;
+//   - applies backpressure: it stops reading while [Options.MaxPendingRequests]
+//     requests, or [Options.MaxInflightBytes] bytes of requests, have been
+//     read and not yet answered (a response is answered once written, or
+//     dropped), so that a client that writes without reading stdout cannot
+//     make memory grow without bound. One request is always admitted when
+//     none is pending, so a frame of MaxFrameBytes always works.
+//     Notifications and the client's responses to server requests do not
+//     count, and are passed on at once while reading is running;
 //   - lets Close unblock a pending Read even when the underlying read cannot
 //     be interrupted.
+//
+// While reading is paused the transport cannot see anything the client
+// writes after the request it holds: a notifications/cancelled, or the
+// client's response to a server request (sampling, elicitation, roots) that
+// a pending tool call waits for. Such a call then ends at the tool timeout
+// (the host's tool_timeout), which writes its response, frees its slot and
+// resumes reading: the wait is bounded by the tool timeout. In practice
+// reading pauses only when the client does not read stdout (the host refuses
+// calls beyond its concurrency limit at once, and those answers free their
+// slots as soon as they are written).
+//
+// Memory: a line up to 1 MiB is assembled in a reused buffer; a longer one
+// is copied once in chunks and assembled at its exact size, and a request's
+// params (or a response's result) of 64 KiB or more are not copied again by
+// decoding: the decoded message keeps that part of the line. Reading a frame
+// thus costs about twice its size in allocations (the SDK's decoder alone
+// costs five times). What the server does with a request afterwards is not
+// the transport's: the SDK keeps a request's params for the whole call.
 //
 // What it must not do: it never writes anything but complete JSON-RPC
 // messages, one per line, to the writer. Diagnostics go to

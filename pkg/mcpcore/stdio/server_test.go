@@ -94,71 +94,124 @@ func waitSession(t *testing.T, ss *mcp.ServerSession) {
 }
 
 // rawServer is an SDK server on this transport driven by raw lines.
+// Nothing reads its output until the test does (recv), so a test can also
+// play a client that does not read.
 type rawServer struct {
-	t     *testing.T
-	in    *io.PipeWriter // lines to the server
-	lines chan []byte    // lines from the server
-	ss    *mcp.ServerSession
+	t    *testing.T
+	in   *io.PipeWriter // lines to the server
+	out  *bufio.Reader  // lines from the server
+	outW *io.PipeWriter
+	ss   *mcp.ServerSession
 }
 
 func startRawServer(t *testing.T, opts Options) *rawServer {
 	t.Helper()
+	return startRawServerWith(t, newServer(), opts)
+}
+
+// startRawServerWith serves srv over this transport through pipes.
+func startRawServerWith(t *testing.T, srv *mcp.Server, opts Options) *rawServer {
+	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	ss, err := newServer().Connect(context.Background(), NewTransport(inR, outW, opts), nil)
+	ss, err := srv.Connect(context.Background(), NewTransport(inR, outW, opts), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := make(chan []byte)
-	go func() {
-		defer close(lines)
-		br := bufio.NewReader(outR)
-		for {
-			line, err := br.ReadBytes('\n')
-			if err != nil {
-				return
-			}
-			lines <- line
-		}
-	}()
-	rs := &rawServer{t: t, in: inW, lines: lines, ss: ss}
 	t.Cleanup(func() {
-		inW.Close() // EOF: the session ends
+		inW.Close() // EOF: the session ends once every reply is written
+		drained := make(chan struct{})
+		go func() { io.Copy(io.Discard, outR); close(drained) }()
 		waitSession(t, ss)
 		outW.Close()
-		for range lines {
-		}
+		<-drained
 	})
-	return rs
+	return &rawServer{t: t, in: inW, out: bufio.NewReaderSize(outR, 1<<20), outW: outW, ss: ss}
 }
 
-// send writes raw bytes to the server from a goroutine, so that a large
-// write cannot deadlock with the server's replies.
-func (rs *rawServer) send(s string) {
-	errc := make(chan error, 1)
+// initialize opens the MCP session, for tests that call tools.
+func (rs *rawServer) initialize() {
+	rs.t.Helper()
+	rs.write(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}` + "\n")
+	if r := rs.recv(); string(*r.ID) != `"init"` || r.Error != nil {
+		rs.t.Fatalf("initialize: id %s error %+v", *r.ID, r.Error)
+	}
+	rs.write(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")
+}
+
+// write writes s to the server; it blocks while the server does not read.
+func (rs *rawServer) write(s string) {
+	rs.t.Helper()
+	if _, err := io.WriteString(rs.in, s); err != nil {
+		rs.t.Fatalf("write: %v", err)
+	}
+}
+
+// send writes s to the server from a goroutine, so that a large write
+// cannot deadlock with the server's replies, and returns a channel closed
+// once the write has completed.
+func (rs *rawServer) send(s string) <-chan struct{} {
+	done := make(chan struct{})
 	go func() {
-		_, err := io.WriteString(rs.in, s)
-		errc <- err
+		defer close(done)
+		io.WriteString(rs.in, s) // fails only once the test has closed the pipe
 	}()
-	rs.t.Cleanup(func() { <-errc })
+	rs.t.Cleanup(func() { <-done })
+	return done
 }
 
+// recv reads the next response, failing after waitTimeout.
 func (rs *rawServer) recv() *wireResponse {
 	rs.t.Helper()
+	type lineErr struct {
+		line []byte
+		err  error
+	}
+	c := make(chan lineErr, 1)
+	go func() {
+		line, err := rs.out.ReadBytes('\n')
+		c <- lineErr{line, err}
+	}()
 	select {
-	case line, ok := <-rs.lines:
-		if !ok {
-			rs.t.Fatal("server output closed")
+	case le := <-c:
+		if le.err != nil {
+			rs.t.Fatalf("reading the server's output: %v", le.err)
 		}
-		r, err := parseResponse(line)
+		r, err := parseResponse(le.line)
 		if err != nil {
 			rs.t.Fatal(err)
 		}
 		return r
 	case <-time.After(waitTimeout):
-		rs.t.Fatal("no response from server")
+		rs.t.Fatal("no response from the server")
 	}
 	return nil
+}
+
+// readAll closes the input and reads the server's output until the
+// session has ended.
+func (rs *rawServer) readAll() []*wireResponse {
+	rs.t.Helper()
+	rs.in.Close()
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		rs.ss.Wait()
+		rs.outW.Close()
+	}()
+	rs.t.Cleanup(func() { <-ended })
+	var all []*wireResponse
+	for {
+		line, err := rs.out.ReadBytes('\n')
+		if err != nil {
+			return all
+		}
+		r, err := parseResponse(line)
+		if err != nil {
+			rs.t.Fatal(err)
+		}
+		all = append(all, r)
+	}
 }
 
 func (rs *rawServer) expectError(id string, code int64, msg string) {

@@ -22,6 +22,14 @@ const (
 	// DefaultMaxFrameBytes is the frame cap used when Options.MaxFrameBytes is 0.
 	DefaultMaxFrameBytes = 64 << 20
 
+	// DefaultMaxPendingRequests is the cap on unanswered requests used when
+	// Options.MaxPendingRequests is 0.
+	DefaultMaxPendingRequests = 256
+
+	// DefaultMaxInflightBytes is the cap on the bytes of unanswered requests
+	// used when Options.MaxInflightBytes is 0.
+	DefaultMaxInflightBytes = 256 << 20
+
 	// headBytes is how much of an oversized line is kept to recover its id.
 	headBytes = 4 << 10
 
@@ -29,15 +37,27 @@ const (
 	// in it are decoded in place, without a copy.
 	readBufferBytes = 64 << 10
 
-	// keepAccBytes is the largest line-assembly buffer kept between lines;
-	// a larger one (left by a large frame) is released.
+	// keepAccBytes is the most a line-assembly buffer (acc) holds; it is
+	// kept between lines. The rest of a longer line goes to parts.
 	keepAccBytes = 1 << 20
 )
 
-// Options configures a Transport.
+// Options configures a Transport. A zero or negative limit means its default.
 type Options struct {
-	MaxFrameBytes int64        // cap on one incoming line (without its newline); 0 means 64 MiB
-	Logger        *slog.Logger // nil means discard; NEVER write logs to the writer w
+	// MaxFrameBytes caps one incoming line (without its newline); default
+	// 64 MiB.
+	MaxFrameBytes int64
+	// MaxPendingRequests caps the requests read whose response is not yet
+	// written; reading pauses at the cap. Default 256.
+	MaxPendingRequests int
+	// MaxInflightBytes caps the bytes of the requests read whose response is
+	// not yet written; reading pauses when the next request would exceed it,
+	// except that a request is always admitted when none is pending, so that
+	// one frame of MaxFrameBytes always works. Default 256 MiB.
+	MaxInflightBytes int64
+	// Logger receives diagnostics; nil means discard. NEVER write logs to
+	// the writer w.
+	Logger *slog.Logger
 }
 
 // Transport is an [mcp.Transport] over a reader and a writer carrying
@@ -82,12 +102,25 @@ type conn struct {
 	// Owned by the reader goroutine.
 	br      *bufio.Reader
 	max     int64
-	acc     []byte          // assembles a line longer than the bufio buffer
+	acc     []byte          // assembles a line longer than the bufio buffer, up to keepAccBytes
+	parts   [][]byte        // the rest of a line longer than keepAccBytes, copied chunk by chunk
+	partsN  int             // bytes in parts
+	inAcc   bool            // the last line read is in acc
 	head    [headBytes]byte // start of an oversized line
 	maxAcc  int             // largest cap(acc) seen, for tests
 	readErr error           // set before readDone is closed
 
 	writeMu sync.Mutex // serializes writes to w
+
+	ids *wire.Table // id translation and cancellations
+
+	// Requests read whose response is not yet written (see admit).
+	pendMu       sync.Mutex
+	pending      map[jsonrpc.ID]int64 // request id -> its size in bytes
+	pendingBytes int64
+	maxPending   int
+	maxInflight  int64
+	released     chan struct{} // signalled (buffer 1) when a pending request is released
 
 	incoming  chan jsonrpc.Message
 	readDone  chan struct{} // closed when the reader goroutine exits
@@ -99,24 +132,33 @@ type conn struct {
 var _ mcp.Connection = (*conn)(nil)
 
 func newConn(r io.Reader, w io.Writer, opts Options) *conn {
-	limit := opts.MaxFrameBytes
-	if limit <= 0 {
-		limit = DefaultMaxFrameBytes
-	}
+	limit := orDefault(opts.MaxFrameBytes, DefaultMaxFrameBytes)
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	return &conn{
-		r:        r,
-		w:        w,
-		logger:   logger,
-		br:       bufio.NewReaderSize(r, readBufferBytes),
-		max:      limit,
-		incoming: make(chan jsonrpc.Message),
-		readDone: make(chan struct{}),
-		closed:   make(chan struct{}),
+		r:           r,
+		w:           w,
+		logger:      logger,
+		br:          bufio.NewReaderSize(r, readBufferBytes),
+		max:         limit,
+		ids:         wire.NewTable(),
+		pending:     make(map[jsonrpc.ID]int64),
+		maxPending:  orDefault(opts.MaxPendingRequests, DefaultMaxPendingRequests),
+		maxInflight: orDefault(opts.MaxInflightBytes, DefaultMaxInflightBytes),
+		released:    make(chan struct{}, 1),
+		incoming:    make(chan jsonrpc.Message),
+		readDone:    make(chan struct{}),
+		closed:      make(chan struct{}),
 	}
+}
+
+func orDefault[T int | int64](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
 }
 
 // SessionID implements mcp.Connection: stdio has no session id.
@@ -146,14 +188,25 @@ func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 }
 
 // Write implements mcp.Connection. It is safe for concurrent use: each
-// message is written as one line with a single Write call on w.
+// message is written as one line with a single Write call on w. A response
+// carries its request's id exactly as the peer sent it; the response to a
+// request the peer cancelled is not written (and Write reports success).
+// Writing a response, or dropping it, releases its request's pending slot.
 func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if resp, ok := msg.(*jsonrpc.Response); ok {
+		defer c.release(resp.ID)
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	data, err := jsonrpc.EncodeMessage(msg)
 	if err != nil {
 		return fmt.Errorf("stdio: encoding message: %w", err)
+	}
+	data, drop := c.ids.Outbound(data)
+	if drop {
+		c.logger.Debug("stdio: dropped the response to a cancelled request")
+		return nil
 	}
 	// EncodeMessage trims the encoder's newline, so this append normally
 	// reuses the slice's spare capacity.
@@ -169,6 +222,54 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		return fmt.Errorf("stdio: writing message: %w", err)
 	}
 	return nil
+}
+
+// admit waits until the call req, of size bytes, fits in the pending
+// limits, and records it as pending. It reports false if the connection
+// closed first. A call whose id is already pending is not recorded: the SDK
+// refuses it without an answer.
+func (c *conn) admit(req *jsonrpc.Request, size int64) bool {
+	c.pendMu.Lock()
+	for {
+		if _, dup := c.pending[req.ID]; dup {
+			c.pendMu.Unlock()
+			return true
+		}
+		n, bytes := len(c.pending), c.pendingBytes
+		if n == 0 || (n < c.maxPending && bytes+size <= c.maxInflight) {
+			c.pending[req.ID] = size
+			c.pendingBytes += size
+			c.pendMu.Unlock()
+			return true
+		}
+		c.pendMu.Unlock()
+		c.logger.Debug("stdio: reading paused until responses are written",
+			"pending", n, "pending_bytes", bytes, "next_bytes", size)
+		select {
+		case <-c.released:
+		case <-c.closed:
+			return false
+		}
+		c.pendMu.Lock()
+	}
+}
+
+// release forgets the pending request id, if it is pending, and wakes a
+// paused reader.
+func (c *conn) release(id jsonrpc.ID) {
+	c.pendMu.Lock()
+	size, ok := c.pending[id]
+	if ok {
+		delete(c.pending, id)
+		c.pendingBytes -= size
+	}
+	c.pendMu.Unlock()
+	if ok {
+		select {
+		case c.released <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // Close implements mcp.Connection. It is idempotent and safe for concurrent
@@ -210,6 +311,10 @@ func (c *conn) readLoop() {
 			c.rejectOversized(line, size)
 		} else if len(line) > 0 {
 			msg, ok := c.decode(line)
+			if req, isReq := msg.(*jsonrpc.Request); ok && isReq && req.IsCall() && !c.admit(req, size) {
+				err = io.EOF
+				return
+			}
 			if ok {
 				select {
 				case c.incoming <- msg:
@@ -244,9 +349,7 @@ func (c *conn) readLine() (line []byte, size int64, tooLong bool, err error) {
 		lastCR  bool  // the last byte read is '\r'
 	)
 	c.acc = c.acc[:0]
-	if cap(c.acc) > keepAccBytes {
-		c.acc = nil
-	}
+	c.parts, c.partsN, c.inAcc = nil, 0, false
 	for {
 		s, rerr := c.br.ReadSlice('\n')
 		complete := rerr == nil
@@ -262,18 +365,27 @@ func (c *conn) readLine() (line []byte, size int64, tooLong bool, err error) {
 			nhead += copy(c.head[nhead:], s)
 		case n > c.max+1: // over the cap even if the last byte is a '\r'
 			discard = true
-			nhead = copy(c.head[:], c.acc)
+			nhead = copy(c.head[:], c.acc) // acc holds more than the head when parts exist
 			nhead += copy(c.head[nhead:], s)
-			c.acc = c.acc[:0]
+			c.acc, c.parts, c.partsN = c.acc[:0], nil, 0
 		case complete && len(c.acc) == 0:
 			line = s // in place: no copy
-		default:
+		case c.partsN == 0 && len(c.acc)+len(s) <= keepAccBytes:
 			c.acc = append(c.acc, s...)
 			c.maxAcc = max(c.maxAcc, cap(c.acc))
-			line = c.acc
+			line, c.inAcc = c.acc, true
+		default:
+			// A line beyond keepAccBytes is kept in chunks and assembled once
+			// at its end, at its exact size: growing one buffer would
+			// allocate about five times the line.
+			c.parts = append(c.parts, bytes.Clone(s))
+			c.partsN += len(s)
 		}
 		if rerr == bufio.ErrBufferFull {
 			continue
+		}
+		if c.partsN > 0 {
+			line = c.assemble()
 		}
 		if lastCR {
 			n--
@@ -291,6 +403,17 @@ func (c *conn) readLine() (line []byte, size int64, tooLong bool, err error) {
 	}
 }
 
+// assemble returns acc followed by parts in a new slice, and clears parts.
+func (c *conn) assemble() []byte {
+	line := make([]byte, 0, len(c.acc)+c.partsN)
+	line = append(line, c.acc...)
+	for _, p := range c.parts {
+		line = append(line, p...)
+	}
+	c.parts, c.partsN, c.inAcc = nil, 0, false
+	return line
+}
+
 // decode turns a line into a message, or answers it with an error response
 // and reports false.
 func (c *conn) decode(line []byte) (jsonrpc.Message, bool) {
@@ -298,9 +421,21 @@ func (c *conn) decode(line []byte) (jsonrpc.Message, bool) {
 	if len(line) == 0 {
 		return nil, false
 	}
-	msg, err := jsonrpc.DecodeMessage(line)
-	if err == nil && onlySpaceAfterObject(line) {
-		return msg, true
+	var err error
+	if onlySpaceAfterObject(line) {
+		// Inbound swaps an id the SDK would coerce for a token, and only when
+		// the SDK accepts the result: a failure concerns the line as read.
+		in := c.ids.Inbound(line)
+		if msg, ok := decodeLarge(in, largeValueBytes); ok {
+			if c.inAcc {
+				c.acc = nil // the message holds part of it
+			}
+			return msg, true
+		}
+		var msg jsonrpc.Message
+		if msg, err = jsonrpc.DecodeMessage(in); err == nil {
+			return msg, true
+		}
 	}
 	// The slow path classifies the failure; json.Valid is not paid for on
 	// the success path.
@@ -312,7 +447,10 @@ func (c *conn) decode(line []byte) (jsonrpc.Message, bool) {
 		c.logger.Warn("stdio: rejected JSON-RPC batch", "bytes", len(line))
 		c.writeError(nil, jsonrpc.CodeInvalidRequest, "invalid request: batches are not supported")
 	default:
-		if err == nil { // cannot happen: valid JSON with a decodable object has no trailing data
+		if err == nil { // valid JSON, but not one object
+			_, err = jsonrpc.DecodeMessage(line)
+		}
+		if err == nil { // cannot happen: a decodable object is not followed by data in valid JSON
 			err = errors.New("unexpected data after the message")
 		}
 		c.logger.Warn("stdio: rejected invalid JSON-RPC message", "bytes", len(line), "error", err)
@@ -321,10 +459,10 @@ func (c *conn) decode(line []byte) (jsonrpc.Message, bool) {
 	return nil, false
 }
 
-// onlySpaceAfterObject reports whether line, whose start DecodeMessage
-// accepted, is one JSON object with nothing but whitespace after it (the
-// decoder itself ignores trailing data). It matches brackets outside strings
-// (see wire.SkipValue), which is much cheaper than a full validation.
+// onlySpaceAfterObject reports whether line looks like one JSON object with
+// nothing but whitespace after it (the SDK's decoder itself ignores trailing
+// data). It matches brackets outside strings (see wire.SkipValue), which is
+// much cheaper than a full validation; the decoder validates the object.
 func onlySpaceAfterObject(line []byte) bool {
 	if len(line) == 0 || line[0] != '{' {
 		return false

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +21,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if opts, ok := os.LookupEnv(serveEnv); ok { // a server child of the memory tests
+		os.Exit(serveChild(opts))
+	}
 	goleak.VerifyTestMain(m)
 }
 

@@ -199,3 +199,28 @@ func SkipValue(b []byte, i int) int {
 	}
 	return -1
 }
+
+// Depth returns the deepest nesting of objects and arrays in v, counting
+// brackets outside strings as the SDK's depth check does ("1" is 0, "[1]"
+// is 1, "{"a":[1]}" is 2). v is not validated.
+func Depth(v []byte) int {
+	depth, deepest := 0, 0
+	for i := 0; i < len(v); i++ {
+		switch v[i] {
+		case '"':
+			j := skipString(v, i)
+			if j < 0 {
+				return deepest
+			}
+			i = j - 1
+		case '{', '[':
+			depth++
+			deepest = max(deepest, depth)
+		case '}', ']':
+			if depth > 0 {
+				depth--
+			}
+		}
+	}
+	return deepest
+}

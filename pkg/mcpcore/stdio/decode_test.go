@@ -1,0 +1,128 @@
+package stdio
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// sameMessage reports how a and b, decoded messages, differ ("" if not).
+func sameMessage(a, b jsonrpc.Message) string {
+	switch a := a.(type) {
+	case *jsonrpc.Request:
+		b, ok := b.(*jsonrpc.Request)
+		if !ok || a.ID != b.ID || a.Method != b.Method || !bytes.Equal(a.Params, b.Params) {
+			return fmt.Sprintf("%+v != %+v", a, b)
+		}
+	case *jsonrpc.Response:
+		b, ok := b.(*jsonrpc.Response)
+		if !ok || a.ID != b.ID || !bytes.Equal(a.Result, b.Result) || fmt.Sprint(a.Error) != fmt.Sprint(b.Error) {
+			return fmt.Sprintf("%+v != %+v", a, b)
+		}
+	default:
+		return fmt.Sprintf("%T", a)
+	}
+	return ""
+}
+
+var decodeSeeds = []string{
+	`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"abc"}}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"x","params":[1, 2 ,{"a" : "b"}] }`,
+	`{"jsonrpc":"2.0","id":1,"method":"x","params":"str"}`,
+	`{"jsonrpc":"2.0","id":1,"method":"x","params":null}`,
+	`{"jsonrpc":"2.0","id":1,"method":"x","params":{"a":1},"params":{"b":2}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"x","params":{"a":1,}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"x","params":{"a":"\u00zz"}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"x","params":{"a":"` + "\x01" + `"}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"x","params":{"a":"` + "\xff" + `"}}`,
+	`{"jsonrpc":"1.0","id":1,"method":"x","params":{}}`,
+	`{"jsonrpc":"2.0","id":1,"result":{"content":[]}}`,
+	`{"jsonrpc":"2.0","id":1,"result":{"a":1},"error":{"code":1,"message":"m"}}`,
+	`{"jsonrpc":"2.0","id":1,"result":{"a":1},"error":"bad"}`,
+	`{"jsonrpc":"2.0","id":1,"method":"x","result":{"a":1,},"params":{}}`,
+	`{"jsonrpc":"2.0","id":1,"m\u0065thod":"x","params":{"a":1}}`,
+	`{"jsonrpc":"2.0","id":1,"Method":"x","params":{"a":1},"result":1}`,
+	`{"jsonrpc":"2.0","id":1,"method":"x","params":` + strings.Repeat("[", 999) + strings.Repeat("]", 999) + `}`,
+	`{"jsonrpc":"2.0","id":1,"method":"x","params":` + strings.Repeat("[", 1000) + strings.Repeat("]", 1000) + `}`,
+	`{"jsonrpc":"2.0","id":1,"method":"x","params":1e400}`,
+	`{"jsonrpc":"2.0","id":1,"method":"x","params":{"a":-01}}`,
+}
+
+// FuzzDecodeLarge checks decodeLarge against the SDK's decoder: whenever it
+// decodes a message (here with no size threshold), the SDK decodes the same
+// message to the same id, method, params, result and error.
+func FuzzDecodeLarge(f *testing.F) {
+	for _, s := range decodeSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, msg []byte) {
+		got, ok := decodeLarge(msg, 0)
+		if !ok {
+			return
+		}
+		want, err := jsonrpc.DecodeMessage(msg)
+		if err != nil {
+			t.Fatalf("decodeLarge accepted %q, which the SDK refuses: %v", msg, err)
+		}
+		if diff := sameMessage(got, want); diff != "" {
+			t.Fatalf("decodeLarge(%q) differs from the SDK: %s", msg, diff)
+		}
+	})
+}
+
+// TestDecodeLargeUsed: a large value is decoded without the SDK's copies,
+// and aliases the line.
+func TestDecodeLargeUsed(t *testing.T) { // not parallel: it counts allocations
+	line := []byte(bigRequest("1", 1<<20, true))
+	msg, ok := decodeLarge(line, largeValueBytes)
+	if !ok {
+		t.Fatal("a request with 1 MiB of params was not decoded by decodeLarge")
+	}
+	params := msg.(*jsonrpc.Request).Params
+	if i := bytes.Index(line, []byte(`"params":`)) + len(`"params":`); &line[i] != &params[0] {
+		t.Error("params do not alias the line")
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	decodeLarge(line, largeValueBytes)
+	runtime.ReadMemStats(&after)
+	if n := after.TotalAlloc - before.TotalAlloc; n > 256<<10 { // the SDK decoder: about 5 MiB
+		t.Errorf("decoding 1 MiB of params allocated %d bytes", n)
+	}
+	if _, ok := decodeLarge([]byte(bigRequest("1", 100, true)), largeValueBytes); ok {
+		t.Error("a small request went through decodeLarge")
+	}
+}
+
+// TestLargeFrameAllocations: reading a large frame costs about twice its
+// size in allocations (its chunks, then the line assembled once, which the
+// message keeps), where growing one buffer and the SDK's decoder cost eight
+// times its size.
+func TestLargeFrameAllocations(t *testing.T) { // not parallel: it counts allocations
+	const size = 8 << 20
+	line := []byte(bigRequest("1", size, true) + "\n")
+	mc, err := NewTransport(bytes.NewReader(line), io.Discard, Options{}).Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mc.Close()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	msg, err := mc.Read(context.Background())
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msg.(*jsonrpc.Request).Params) < size {
+		t.Fatal("params lost")
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 5*size/2 {
+		t.Errorf("reading a %d MiB frame allocated %.1f times its size", size>>20, float64(n)/size)
+	}
+}
