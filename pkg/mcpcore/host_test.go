@@ -99,7 +99,7 @@ func newRigOpts(t *testing.T, opts Options) *rig {
 	if err != nil {
 		t.Fatalf("NewServer: %v", err)
 	}
-	cs, ss := connectMemory(t, srv)
+	cs, ss := connectMemory(t, srv.MCP())
 	t.Cleanup(func() {
 		cs.Close()
 		ss.Wait()

@@ -77,10 +77,10 @@ func who(t *testing.T, cs *mcp.ClientSession) whoReply {
 	return w
 }
 
-func connectMemory(t *testing.T, srv *Server) (*mcp.ClientSession, *mcp.ServerSession) {
+func connectMemory(t testing.TB, srv *mcp.Server) (*mcp.ClientSession, *mcp.ServerSession) {
 	t.Helper()
 	st, ct := mcp.NewInMemoryTransports()
-	ss, err := srv.MCP().Connect(t.Context(), st, nil)
+	ss, err := srv.Connect(t.Context(), st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,8 +99,8 @@ func TestSessionsInMemory(t *testing.T) {
 	srv, rec := newRecorded(t)
 	var endedAtClose []string
 	srv.hosts[0].plugin.(*testPlugin).onClose = func() { endedAtClose = rec.endedIDs() }
-	a, ssA := connectMemory(t, srv)
-	b, _ := connectMemory(t, srv)
+	a, ssA := connectMemory(t, srv.MCP())
+	b, _ := connectMemory(t, srv.MCP())
 	wa, wb := who(t, a), who(t, b)
 	if wa.ID == "" || wa.ID == wb.ID || wa.Principal != "" || !slices.Equal(wb.Live, []string{wa.ID, wb.ID}) {
 		t.Fatalf("sessions: a %+v, b %+v", wa, wb)
@@ -132,7 +132,7 @@ func TestSessionEndHookPanic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, ss := connectMemory(t, srv)
+	cs, ss := connectMemory(t, srv.MCP())
 	cs.Close()
 	ss.Wait()
 	eventually(t, "the hook's panic to be counted", func() bool { return srv.Info().Calls.Panicked == 1 })

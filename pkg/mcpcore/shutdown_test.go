@@ -69,7 +69,7 @@ func TestCloseWithAbandonedHandler(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, ss := connectMemory(t, srv)
+	cs, ss := connectMemory(t, srv.MCP())
 	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "ta_stubborn", Arguments: struct{}{}})
 	if err != nil || !res.IsError || !strings.Contains(text(res), "timed out") {
 		t.Fatalf("stubborn call: %v %s", err, text(res))

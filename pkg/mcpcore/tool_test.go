@@ -179,7 +179,7 @@ func TestPanicIsRecovered(t *testing.T) {
 	if res := r.call(t, "ta_boom", blockArgs{ID: "after"}); res.IsError {
 		t.Fatalf("a call after the panic: %s", text(res))
 	}
-	other, ss := connectMemory(t, r.srv)
+	other, ss := connectMemory(t, r.srv.MCP())
 	defer func() { other.Close(); ss.Wait() }()
 	if res, err := other.CallTool(t.Context(), &mcp.CallToolParams{Name: "ta_boom", Arguments: blockArgs{ID: "other"}}); err != nil || res.IsError {
 		t.Fatalf("another session after the panic: %v %v", err, res)

@@ -69,9 +69,9 @@ func anyVerifier(vs ...auth.TokenVerifier) auth.TokenVerifier {
 
 // authenticate puts the SDK's bearer-token middleware in front of next, so
 // that next (and the SDK sessions) find the token's [auth.TokenInfo] in the
-// request context. A refusal is sent at once, before the body is read, and
-// the connection then closes (see abandonBody); it always carries a
-// WWW-Authenticate header, naming ResourceMetadataURL when set.
+// request context. A refusal is sent at once, without reading the body (see
+// abandonBody), and always carries a WWW-Authenticate header (naming
+// ResourceMetadataURL when set).
 func (h *Handler) authenticate(next http.Handler) http.Handler {
 	var vs []auth.TokenVerifier
 	var scopes []string
@@ -83,27 +83,32 @@ func (h *Handler) authenticate(next http.Handler) http.Handler {
 	} else {
 		scopes = []string{staticScope}
 	}
-	// The middleware writes WWW-Authenticate only with parameters to put in
-	// it; RFC 6750 wants one on every 401, so a bare one is set ahead and
-	// removed when the request passes.
-	bare := h.opts.ResourceMetadataURL == "" && len(scopes) == 0
-	passed := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Del("Connection")
-		if bare {
-			w.Header().Del("WWW-Authenticate")
-		}
-		next.ServeHTTP(w, r)
-	})
 	check := auth.RequireBearerToken(anyVerifier(vs...), &auth.RequireBearerTokenOptions{
 		ResourceMetadataURL:    h.opts.ResourceMetadataURL,
 		Scopes:                 scopes,
 		AllowMissingExpiration: true, // static tokens do not expire; a verifier sets expiries it has
-	})(passed)
+	})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w.(*refusalWriter).ResponseWriter, r)
+	}))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		abandonBody(w, r)
-		if bare {
-			w.Header().Set("WWW-Authenticate", "Bearer")
-		}
-		check.ServeHTTP(w, r)
+		check.ServeHTTP(&refusalWriter{ResponseWriter: w, r: r}, r)
 	})
+}
+
+// refusalWriter is the ResponseWriter the bearer-token middleware writes a
+// refusal through (a request it passes goes on with the original).
+type refusalWriter struct {
+	http.ResponseWriter
+	r *http.Request
+}
+
+// WriteHeader abandons the body of the refused request and, since the
+// middleware writes WWW-Authenticate only when it has parameters to put in
+// it, adds a bare one to a 401 without (RFC 6750 wants one on every 401).
+func (rw *refusalWriter) WriteHeader(code int) {
+	abandonBody(rw.ResponseWriter, rw.r)
+	if code == http.StatusUnauthorized && rw.Header().Get("WWW-Authenticate") == "" {
+		rw.Header().Set("WWW-Authenticate", "Bearer")
+	}
+	rw.ResponseWriter.WriteHeader(code)
 }

@@ -6,17 +6,26 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // abandonBody prepares the reply to a request whose body will not be read
-// (completely): on HTTP/1 the connection closes after the reply, so that
-// net/http does not hold the reply back to discard what remains of the body,
-// which a stalled client never sends. (HTTP/2 streams need no such care.)
+// (completely), on HTTP/1: the connection closes after the reply, which
+// net/http then sends without first reading the rest of the body, and the
+// rest is read (to close the connection gracefully, as net/http does) for
+// at most bodyLinger. So a client that stalls half-way holds neither the
+// reply nor, for long, the connection, and one still sending gets the reply
+// rather than a reset. (HTTP/2 streams need no such care.)
 func abandonBody(w http.ResponseWriter, r *http.Request) {
 	if r.ProtoMajor == 1 && r.Body != nil && r.Body != http.NoBody {
 		w.Header().Set("Connection", "close")
+		http.NewResponseController(w).SetReadDeadline(time.Now().Add(bodyLinger))
 	}
 }
+
+// bodyLinger is how long the rest of an abandoned body is read (net/http's
+// own delay before closing a connection with unread data is 500 ms).
+const bodyLinger = 500 * time.Millisecond
 
 // checkHost rejects DNS rebinding: a request that reached a loopback address
 // must name a loopback host. (The SDK handlers check this too; doing it first
@@ -119,4 +128,3 @@ func isLoopbackHost(host string) bool {
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
 }
-

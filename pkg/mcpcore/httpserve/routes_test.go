@@ -203,9 +203,12 @@ func TestListenAndServeRefusesUnauthenticated(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, h := range []http.Handler{open, http.NotFoundHandler()} {
-		err := ListenAndServe(context.Background(), "0.0.0.0:0", h, ServeOptions{})
-		if !errors.Is(err, ErrUnauthenticatedListen) {
-			t.Errorf("%T on 0.0.0.0 without authentication: %v, want ErrUnauthenticatedListen", h, err)
+		ctx, cancel := context.WithCancel(context.Background())
+		served := false
+		err := ListenAndServe(ctx, "0.0.0.0:0", h, ServeOptions{Ready: func(net.Addr) { served = true; cancel() }})
+		cancel()
+		if served || !errors.Is(err, ErrUnauthenticatedListen) {
+			t.Errorf("%T on 0.0.0.0 without authentication: served %v, error %v, want ErrUnauthenticatedListen", h, served, err)
 		}
 	}
 	// A verifier is authentication.
