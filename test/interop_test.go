@@ -14,8 +14,9 @@ import (
 // @modelcontextprotocol/sdk 1.x in the 2025-11-25 era and
 // @modelcontextprotocol/client 2.x pinned to 2026-07-28, each over stdio and
 // streamable HTTP. test/interop/run.mjs does the talking (negotiated version,
-// tools/list, diag_echo, a paged 300000-byte diag_blob with its sha256,
-// release, mcpkit://info); this test runs it once per combination. It needs
+// tools/list, diag_echo, diag_blob's output schema with an inline 1000-byte
+// and a paged 300000-byte blob with their sha256, error kinds, release,
+// mcpkit://info); this test runs it once per combination. It needs
 // Node 20+ and npm; the pinned packages are installed with `npm ci` on first
 // use.
 func TestTypeScriptClients(t *testing.T) {

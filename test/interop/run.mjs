@@ -11,6 +11,12 @@
 // packages ship a stdio and a streamable HTTP client transport, so every
 // transport × era combination runs.
 //
+// Besides echo, paging and mcpkit://info, it checks diag_blob's output
+// schema (the union of its result, the paged reference and the error reply)
+// with an inline and a paged result, and error kinds (bad_params with the
+// argument's path, a plugin's own kind), which the 1.x client validates
+// against that schema too.
+//
 // It prints one summary line and exits 0, or prints what failed and exits 1.
 
 import { createHash } from 'node:crypto';
@@ -19,6 +25,7 @@ import { parseArgs } from 'node:util';
 const LEGACY = '2025-11-25';
 const MODERN = '2026-07-28';
 const BLOB_BYTES = 300000;
+const SMALL_BLOB_BYTES = 1000;
 const BLOB_SEED = 5;
 const MAX_CHUNK = 262144;
 const TIMEOUT_MS = 20000;
@@ -130,6 +137,18 @@ async function call(name, args) {
   return sc;
 }
 
+// callError invokes a tool that must fail and returns the error of its
+// structuredContent ({kind, message, ...}), checking that the text content
+// is the message.
+async function callError(name, args) {
+  const res = await client.callTool({ name, arguments: args }, undefined, { timeout: TIMEOUT_MS });
+  const text = (res.content ?? []).filter((c) => c.type === 'text').map((c) => c.text).join('');
+  check(res.isError === true, `${name}: want an isError result, got ${trunc(res)}`);
+  const err = res.structuredContent?.error;
+  check(err && typeof err.kind === 'string' && err.message === text, `${name}: error result ${trunc(res)}`);
+  return err;
+}
+
 // canon sorts object keys so that two JSON values compare by content.
 function canon(v) {
   if (Array.isArray(v)) return v.map(canon);
@@ -151,10 +170,33 @@ async function main() {
     check(names.includes(want), `tools/list lacks ${want}: got ${names.join(', ')}`);
   }
 
+  step = 'diag_blob output schema';
+  const blobTool = tools.find((t) => t.name === 'diag_blob');
+  const union = blobTool?.outputSchema;
+  check(union?.type === 'object' && Array.isArray(union.anyOf) && union.anyOf.length === 3,
+    `diag_blob outputSchema is not the object union of its result, the paged reference and the error reply: ${trunc(union)}`);
+
   step = 'diag_echo';
   const message = 'interop ✓ héllo "quoted" \u{1F600}';
   const echo = await call('diag_echo', { message });
   check(echo.message === message, `diag_echo returned message ${JSON.stringify(echo.message)}, want ${JSON.stringify(message)}`);
+
+  // diag_blob declares an output schema: the clients validate every
+  // structuredContent of it (the 1.x client error results too) against it.
+  step = 'diag_blob inline';
+  const small = await call('diag_blob', { bytes: SMALL_BLOB_BYTES, seed: BLOB_SEED });
+  const smallData = Buffer.from(small.data_base64 ?? '', 'base64');
+  check(small.bytes === SMALL_BLOB_BYTES && smallData.length === SMALL_BLOB_BYTES && small.result_id === undefined,
+    `diag_blob of ${SMALL_BLOB_BYTES} bytes did not come back inline: ${trunc(small)}`);
+  check(createHash('sha256').update(smallData).digest('hex') === small.sha256, 'inline blob: sha256 mismatch');
+
+  step = 'error kinds';
+  const bad = await callError('diag_blob', { bytes: 'many' });
+  check(bad.kind === 'bad_params' && bad.path === '/bytes', `diag_blob with a string size: error ${trunc(bad)}, want bad_params at /bytes`);
+  const tooBig = await callError('diag_blob', { bytes: 1e12 });
+  check(tooBig.kind === 'bad_params' && tooBig.path === '/bytes', `diag_blob of 1e12 bytes: error ${trunc(tooBig)}`);
+  const own = await callError('diag_fail', { kind: 'not_found', message: 'no such key' });
+  check(own.kind === 'not_found' && own.message === 'no such key', `diag_fail: error ${trunc(own)}`);
 
   step = 'diag_blob';
   const handle = await call('diag_blob', { bytes: BLOB_BYTES, seed: BLOB_SEED });
@@ -209,7 +251,7 @@ async function main() {
 
   step = 'close';
   await client.close();
-  console.log(`PASS ${label}: protocol ${negotiated}, ${names.length} tools, echo ok, blob ${BLOB_BYTES} bytes in ${pages} pages of ≤${chunkLen} (sha256 ${sum.slice(0, 12)}…), released, mcpkit://info plugins[0]=${info.plugins[0].name} version ${info.version}`);
+  console.log(`PASS ${label}: protocol ${negotiated}, ${names.length} tools, echo ok, output schema and error kinds ok, blob ${BLOB_BYTES} bytes in ${pages} pages of ≤${chunkLen} (sha256 ${sum.slice(0, 12)}…), released, mcpkit://info plugins[0]=${info.plugins[0].name} version ${info.version}`);
 }
 
 try {
