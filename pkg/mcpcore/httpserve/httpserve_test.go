@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -147,9 +148,8 @@ func (e *testEnv) quietConnect(t *testing.T) *mcp.ClientSession {
 	return cs
 }
 
-// do sends a raw request to path with the given headers and returns the
-// response and its body.
-func (e *testEnv) do(t *testing.T, method, path, body string, hdr map[string]string) (*http.Response, string) {
+// newRequest builds a raw request to path with the given headers.
+func (e *testEnv) newRequest(t *testing.T, method, path, body string, hdr map[string]string) *http.Request {
 	t.Helper()
 	var rd io.Reader
 	if body != "" {
@@ -170,13 +170,57 @@ func (e *testEnv) do(t *testing.T, method, path, body string, hdr map[string]str
 		}
 		req.Header.Set(k, v)
 	}
-	resp, err := e.client.Do(req)
+	return req
+}
+
+// do sends a raw request to path with the given headers and returns the
+// response and its body.
+func (e *testEnv) do(t *testing.T, method, path, body string, hdr map[string]string) (*http.Response, string) {
+	t.Helper()
+	resp, err := e.client.Do(e.newRequest(t, method, path, body, hdr))
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp, string(b)
+}
+
+// pingSession sends a ping on legacy session id, with token as the bearer
+// token unless it is "", and returns the response and its body.
+func (e *testEnv) pingSession(t *testing.T, id, token string) (*http.Response, string) {
+	t.Helper()
+	hdr := map[string]string{"Mcp-Session-Id": id, "Mcp-Protocol-Version": legacyVersion}
+	if token != "" {
+		hdr["Authorization"] = "Bearer " + token
+	}
+	return e.do(t, http.MethodPost, MCPPath, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, hdr)
+}
+
+// postAll posts the bodies to /mcp at once, each with hdr, and counts the
+// responses' status codes.
+func (e *testEnv) postAll(t *testing.T, bodies []string, hdr map[string]string) map[int]int {
+	t.Helper()
+	var mu sync.Mutex
+	codes := map[int]int{}
+	var wg sync.WaitGroup
+	for _, body := range bodies {
+		req := e.newRequest(t, http.MethodPost, MCPPath, body, hdr)
+		wg.Go(func() {
+			resp, err := e.client.Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			mu.Lock()
+			codes[resp.StatusCode]++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return codes
 }
 
 // waitOpen waits until h tracks n sessions: a session is registered just
@@ -301,14 +345,11 @@ func TestIdleSessionExpires(t *testing.T) {
 	env := start(t, Options{SessionIdle: 200 * time.Millisecond})
 	cs := env.quietConnect(t)
 	waitOpen(t, env.h, 1)
-	id := cs.ID()
-	hdr := map[string]string{"Mcp-Session-Id": id, "Mcp-Protocol-Version": legacyVersion}
-	ping := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
-	if resp, body := env.do(t, http.MethodPost, MCPPath, ping, hdr); resp.StatusCode != http.StatusOK {
+	if resp, body := env.pingSession(t, cs.ID(), ""); resp.StatusCode != http.StatusOK {
 		t.Fatalf("ping on live session: %d %s", resp.StatusCode, body)
 	}
 	waitOpen(t, env.h, 0)
-	if resp, body := env.do(t, http.MethodPost, MCPPath, ping, hdr); resp.StatusCode != http.StatusNotFound {
+	if resp, body := env.pingSession(t, cs.ID(), ""); resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("ping on expired session: %d %s, want 404", resp.StatusCode, body)
 	}
 }
@@ -411,10 +452,7 @@ func TestBearer(t *testing.T) {
 		callEcho(t, cs, "echo", "authorized")
 		// A session is bound to the token that opened it.
 		if version == legacyVersion {
-			resp, _ := env.do(t, http.MethodPost, MCPPath, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, map[string]string{
-				"Authorization": "Bearer first-token", "Mcp-Session-Id": cs.ID(), "Mcp-Protocol-Version": legacyVersion,
-			})
-			if resp.StatusCode != http.StatusForbidden {
+			if resp, _ := env.pingSession(t, cs.ID(), "first-token"); resp.StatusCode != http.StatusForbidden {
 				t.Errorf("session used with another token: %d, want 403", resp.StatusCode)
 			}
 		}
@@ -485,8 +523,7 @@ func TestCloseEndsSessions(t *testing.T) {
 	if n := env.h.OpenSessions(); n != 0 {
 		t.Fatalf("open sessions after Close: %d", n)
 	}
-	hdr := map[string]string{"Mcp-Session-Id": id, "Mcp-Protocol-Version": legacyVersion}
-	if resp, _ := env.do(t, http.MethodPost, MCPPath, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, hdr); resp.StatusCode != http.StatusNotFound {
+	if resp, _ := env.pingSession(t, id, ""); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("closed session: %d, want 404", resp.StatusCode)
 	}
 	if resp, _ := env.do(t, http.MethodPost, MCPPath, initBody, nil); resp.StatusCode != http.StatusServiceUnavailable {
@@ -593,35 +630,8 @@ func TestListenAndServeStopsWithOpenStream(t *testing.T) {
 
 func TestConcurrentInitialize(t *testing.T) {
 	env := start(t, Options{MaxSessions: 5})
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	ok, refused := 0, 0
-	for range 12 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			req, _ := http.NewRequest(http.MethodPost, env.url, strings.NewReader(initBody))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Accept", "application/json, text/event-stream")
-			resp, err := env.client.Do(req)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			mu.Lock()
-			defer mu.Unlock()
-			switch resp.StatusCode {
-			case http.StatusOK:
-				ok++
-			case http.StatusServiceUnavailable:
-				refused++
-			}
-		}()
-	}
-	wg.Wait()
-	if ok != 5 || refused != 7 {
+	codes := env.postAll(t, slices.Repeat([]string{initBody}, 12), nil)
+	if ok, refused := codes[http.StatusOK], codes[http.StatusServiceUnavailable]; ok != 5 || refused != 7 {
 		t.Errorf("ok %d refused %d, want 5 7", ok, refused)
 	}
 	waitOpen(t, env.h, 5)

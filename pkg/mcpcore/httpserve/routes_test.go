@@ -174,10 +174,7 @@ func TestVerifier(t *testing.T) {
 	for _, use := range []struct {
 		token, session string
 	}{{"oauth-bob", ids[0]}, {"oauth-bob", ids[1]}, {"static", ids[1]}} {
-		resp, _ := env.do(t, http.MethodPost, MCPPath, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, map[string]string{
-			"Authorization": "Bearer " + use.token, "Mcp-Session-Id": use.session, "Mcp-Protocol-Version": legacyVersion,
-		})
-		if resp.StatusCode != http.StatusForbidden {
+		if resp, _ := env.pingSession(t, use.session, use.token); resp.StatusCode != http.StatusForbidden {
 			t.Errorf("session %s used with token %s: %d, want 403", use.session, use.token, resp.StatusCode)
 		}
 	}

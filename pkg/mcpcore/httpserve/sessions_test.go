@@ -122,11 +122,7 @@ func TestSharedSessions(t *testing.T) {
 	ssA := serverSession(t, a.srv, id)
 
 	// Another principal cannot take the session over through B.
-	ping := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
-	hdr := func(token string) map[string]string {
-		return map[string]string{"Authorization": "Bearer " + token, "Mcp-Session-Id": id, "Mcp-Protocol-Version": legacyVersion}
-	}
-	if resp, body := b.do(t, http.MethodPost, MCPPath, ping, hdr("other")); resp.StatusCode != http.StatusForbidden {
+	if resp, body := b.pingSession(t, id, "other"); resp.StatusCode != http.StatusForbidden {
 		t.Fatalf("session resumed for another principal: %d %s", resp.StatusCode, body)
 	}
 	if n := b.h.OpenSessions(); n != 0 {
@@ -160,7 +156,7 @@ func TestSharedSessions(t *testing.T) {
 	if n := a.h.OpenSessions(); n != 1 {
 		t.Fatalf("A holds %d sessions before its next request, want 1", n)
 	}
-	if resp, body := a.do(t, http.MethodPost, MCPPath, ping, hdr("tok")); resp.StatusCode != http.StatusNotFound {
+	if resp, body := a.pingSession(t, id, "tok"); resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("A served a deleted session: %d %s", resp.StatusCode, body)
 	}
 	waitEnded(t, ssA, "A's copy after DELETE on B")
@@ -179,19 +175,17 @@ func TestSharedSessionOutlivesInstance(t *testing.T) {
 	// Without the standalone GET stream: when A's copy expires, the client
 	// would see that stream end, give up and DELETE the session.
 	cs := a.quietConnect(t)
-	hdr := map[string]string{"Mcp-Session-Id": cs.ID(), "Mcp-Protocol-Version": legacyVersion}
-	ping := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
 	// B serves it (and its use extends the record) ...
-	if resp, body := b.do(t, http.MethodPost, MCPPath, ping, hdr); resp.StatusCode != http.StatusOK {
+	if resp, body := b.pingSession(t, cs.ID(), ""); resp.StatusCode != http.StatusOK {
 		t.Fatalf("B: %d %s", resp.StatusCode, body)
 	}
 	// ... while A's idle copy expires: A resumes it again.
 	waitOpen(t, a.h, 0)
-	if resp, body := a.do(t, http.MethodPost, MCPPath, ping, hdr); resp.StatusCode != http.StatusOK {
+	if resp, body := a.pingSession(t, cs.ID(), ""); resp.StatusCode != http.StatusOK {
 		t.Fatalf("A after its copy's idle expiry: %d %s", resp.StatusCode, body)
 	}
 	b.h.Close()
-	if resp, body := a.do(t, http.MethodPost, MCPPath, ping, hdr); resp.StatusCode != http.StatusOK {
+	if resp, body := a.pingSession(t, cs.ID(), ""); resp.StatusCode != http.StatusOK {
 		t.Fatalf("A after B closed: %d %s", resp.StatusCode, body)
 	}
 
@@ -199,8 +193,7 @@ func TestSharedSessionOutlivesInstance(t *testing.T) {
 	c := start(t, Options{SessionStore: store, SessionIdle: 200 * time.Millisecond})
 	cs = c.quietConnect(t)
 	time.Sleep(300 * time.Millisecond)
-	hdr["Mcp-Session-Id"] = cs.ID()
-	if resp, body := a.do(t, http.MethodPost, MCPPath, ping, hdr); resp.StatusCode != http.StatusNotFound {
+	if resp, body := a.pingSession(t, cs.ID(), ""); resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("lapsed record: %d %s", resp.StatusCode, body)
 	}
 }
@@ -212,8 +205,7 @@ func TestResumeCountsAgainstCap(t *testing.T) {
 	b := start(t, Options{SessionStore: store, MaxSessions: 1})
 	b.mustConnect(t, legacyVersion, nil)
 	cs := a.mustConnect(t, legacyVersion, nil)
-	resp, body := b.do(t, http.MethodPost, MCPPath, `{"jsonrpc":"2.0","id":1,"method":"ping"}`,
-		map[string]string{"Mcp-Session-Id": cs.ID(), "Mcp-Protocol-Version": legacyVersion})
+	resp, body := b.pingSession(t, cs.ID(), "")
 	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, `"limit":"http_sessions"`) {
 		t.Fatalf("resume beyond the cap: %d %s", resp.StatusCode, body)
 	}
