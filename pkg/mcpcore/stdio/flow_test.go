@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -244,5 +246,51 @@ func TestNotificationsPassWhilePaused(t *testing.T) {
 	}
 	for _, r := range rs.readAll() {
 		t.Errorf("unexpected response id %s (error %+v)", *r.ID, r.Error)
+	}
+}
+
+// TestReusedIDCountedWhileReplyIsWritten: a client may reuse an id as soon
+// as it reads the response; a request that reuses the id of a response
+// still being written is a new request and waits for a slot like any other
+// (it was once taken for a duplicate and not counted).
+func TestReusedIDCountedWhileReplyIsWritten(t *testing.T) {
+	t.Parallel()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	defer outR.Close()
+	mc, err := NewTransport(inR, outW, Options{MaxPendingRequests: 1}).Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mc.Close()
+	go io.WriteString(inW, ping(1)+"\n"+ping(1)+"\n")
+	first, err := mc.Read(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrote := make(chan error, 1)
+	go func() { // blocks until the test reads the output
+		wrote <- mc.Write(context.Background(), &jsonrpc.Response{ID: first.(*jsonrpc.Request).ID, Result: json.RawMessage(`{}`)})
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := mc.Read(ctx); err == nil {
+		t.Fatal("the second request was read while the first one's response was still unwritten")
+	}
+	out := make([]byte, 256)
+	if _, err := outR.Read(out); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-wrote; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mc.Read(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	c := mc.(*conn)
+	c.pendMu.Lock()
+	defer c.pendMu.Unlock()
+	if c.pendingN != 1 {
+		t.Fatalf("%d requests pending, want 1 (the reused id is counted)", c.pendingN)
 	}
 }

@@ -116,8 +116,9 @@ type conn struct {
 
 	// Requests read whose response is not yet written (see admit).
 	pendMu       sync.Mutex
-	pending      map[jsonrpc.ID]int64 // request id -> its size in bytes
-	pendingBytes int64
+	pending      map[jsonrpc.ID]int64 // unanswered request id -> its size in bytes
+	pendingN     int                  // requests admitted whose response is not yet written
+	pendingBytes int64                // their bytes
 	maxPending   int
 	maxInflight  int64
 	released     chan struct{} // signalled (buffer 1) when a pending request is released
@@ -194,7 +195,9 @@ func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 // Writing a response, or dropping it, releases its request's pending slot.
 func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if resp, ok := msg.(*jsonrpc.Response); ok {
-		defer c.release(resp.ID)
+		// The id is free as soon as the response is on its way (the client
+		// may reuse it once it reads the response); the slot, once written.
+		defer c.release(c.answer(resp.ID))
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -235,9 +238,10 @@ func (c *conn) admit(req *jsonrpc.Request, size int64) bool {
 			c.pendMu.Unlock()
 			return true
 		}
-		n, bytes := len(c.pending), c.pendingBytes
+		n, bytes := c.pendingN, c.pendingBytes
 		if n == 0 || (n < c.maxPending && bytes+size <= c.maxInflight) {
 			c.pending[req.ID] = size
+			c.pendingN++
 			c.pendingBytes += size
 			c.pendMu.Unlock()
 			return true
@@ -254,21 +258,32 @@ func (c *conn) admit(req *jsonrpc.Request, size int64) bool {
 	}
 }
 
-// release forgets the pending request id, if it is pending, and wakes a
-// paused reader.
-func (c *conn) release(id jsonrpc.ID) {
+// answer forgets the unanswered request id and returns its size, or -1 if
+// it was not admitted.
+func (c *conn) answer(id jsonrpc.ID) int64 {
 	c.pendMu.Lock()
+	defer c.pendMu.Unlock()
 	size, ok := c.pending[id]
-	if ok {
-		delete(c.pending, id)
-		c.pendingBytes -= size
+	if !ok {
+		return -1
 	}
+	delete(c.pending, id)
+	return size
+}
+
+// release frees the slot of an answered request of size bytes (none if
+// size < 0) and wakes a paused reader.
+func (c *conn) release(size int64) {
+	if size < 0 {
+		return
+	}
+	c.pendMu.Lock()
+	c.pendingN--
+	c.pendingBytes -= size
 	c.pendMu.Unlock()
-	if ok {
-		select {
-		case c.released <- struct{}{}:
-		default:
-		}
+	select {
+	case c.released <- struct{}{}:
+	default:
 	}
 }
 

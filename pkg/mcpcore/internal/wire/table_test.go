@@ -456,3 +456,23 @@ func BenchmarkRoundTrip(b *testing.B) {
 		})
 	}
 }
+
+func TestDepth(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		in   string
+		want int
+	}{
+		{`1`, 0},
+		{`"[{"`, 0},
+		{`[1]`, 1},
+		{`{"a":[1,{"b":"]]]"}]}`, 3},
+		{`[[],[[]]]`, 3},
+		{`"unterminated [`, 0},
+		{`]]]`, 0},
+	} {
+		if got := Depth([]byte(tt.in)); got != tt.want {
+			t.Errorf("Depth(%s) = %d, want %d", tt.in, got, tt.want)
+		}
+	}
+}
