@@ -148,7 +148,15 @@ var serveCommand = Command{
 // stdioOptions is the one place that turns the assembled server into the
 // stdio transport's options.
 func stdioOptions(srv *mcpcore.Server, logger *slog.Logger) stdio.Options {
-	return stdio.Options{MaxFrameBytes: srv.Limits().FrameBytes, Logger: logger}
+	lim := srv.Limits()
+	return stdio.Options{
+		MaxFrameBytes: lim.FrameBytes,
+		// Twice the concurrency limit: every running call can have a reply
+		// waiting to be written and a next request already read.
+		MaxPendingRequests: 2 * lim.ConcurrentToolCalls,
+		MaxInflightBytes:   lim.InflightRequestBytes,
+		Logger:             logger,
+	}
 }
 
 // httpOptions is the one place that turns the assembled server and the HTTP
@@ -156,13 +164,14 @@ func stdioOptions(srv *mcpcore.Server, logger *slog.Logger) stdio.Options {
 func httpOptions(srv *mcpcore.Server, web *httpSettings, logger *slog.Logger) httpserve.Options {
 	lim := srv.Limits()
 	return httpserve.Options{
-		Server:         srv.MCP(),
-		SessionIdle:    lim.HTTPSessionIdle.D(),
-		MaxSessions:    lim.HTTPSessions,
-		MaxBodyBytes:   lim.FrameBytes,
-		AllowedOrigins: web.origins,
-		BearerTokens:   web.tokens,
-		Logger:         logger,
+		Server:           srv.MCP(),
+		SessionIdle:      lim.HTTPSessionIdle.D(),
+		MaxSessions:      lim.HTTPSessions,
+		MaxBodyBytes:     lim.FrameBytes,
+		MaxInflightBytes: lim.InflightRequestBytes,
+		AllowedOrigins:   web.origins,
+		BearerTokens:     web.tokens,
+		Logger:           logger,
 	}
 }
 
