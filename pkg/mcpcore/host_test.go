@@ -197,6 +197,10 @@ func TestInlineAndPagedResults(t *testing.T) {
 	if !bytes.Equal(got, want) {
 		t.Fatalf("reassembled %d bytes differ from the %d-byte result", len(got), len(want))
 	}
+	// An offset beyond the result is a bad parameter, named.
+	if d := errorKind(t, r.call(t, "ta_result", ResultReadArgs{ResultID: ref.ResultID, Offset: ref.TotalBytes + 1})); d.Kind != KindBadParams || d.Path != "/offset" {
+		t.Fatalf("offset beyond the end: %+v", d)
+	}
 	// A page larger than the maximum is refused, not truncated.
 	res := r.call(t, "ta_result", ResultReadArgs{ResultID: ref.ResultID, Length: MaxResultChunkBytes + 1})
 	if !res.IsError || !strings.Contains(text(res), "result_chunk_bytes") {

@@ -97,10 +97,10 @@ func (s *resultStore) Read(owner, id string, offset, length int64) (resultChunk,
 	}
 	total := int64(len(e.data))
 	if offset < 0 || offset > total {
-		return resultChunk{}, fmt.Errorf("offset %d is outside [0, %d]", offset, total)
+		return resultChunk{}, &ParamError{Path: "/offset", Reason: fmt.Sprintf("%d is outside [0, %d]", offset, total)}
 	}
 	if length <= 0 {
-		return resultChunk{}, fmt.Errorf("length %d must be positive", length)
+		return resultChunk{}, &ParamError{Path: "/length", Reason: fmt.Sprintf("%d must be positive", length)}
 	}
 	end := min(offset+length, total)
 	c := resultChunk{Data: e.data[offset:end], Offset: offset, TotalBytes: total}
