@@ -393,7 +393,7 @@ func TestHTTPS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const token = "e2e-tls-token"
+	const token = "e2e-tls-token-0123456789"
 	tokens := writeConfig(t, token+"\n")
 	cfg := writeConfig(t, fmt.Sprintf(`{"http": {"tls_cert_file": %q, "tls_key_file": %q, "bearer_tokens_file": %q}}`,
 		certs.CertFile, certs.KeyFile, tokens))

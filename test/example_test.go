@@ -3,6 +3,7 @@ package test
 import (
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -27,8 +28,13 @@ func TestHelloPluginBinary(t *testing.T) {
 			if got["greeting"] != "Hello, Ada!" {
 				t.Fatalf("greeting = %q", got["greeting"])
 			}
-			if in := info(t, cs); len(in.Plugins) != 1 || in.Plugins[0].Name != "hello" {
-				t.Fatalf("the example serves %+v, want only its default plugin hello", in.Plugins)
+			// Its default plugins: its own and the first-party default, diag.
+			var names []string
+			for _, p := range info(t, cs).Plugins {
+				names = append(names, p.Name)
+			}
+			if !slices.Equal(names, []string{"diag", "hello"}) {
+				t.Fatalf("the example serves %v, want its default plugins [diag hello]", names)
 			}
 		})
 	}
