@@ -71,6 +71,26 @@
 // name; a scheme that would not start with a letter gets "x-" in front):
 // prefix "ffkv_2" serves "ffkv-2://...".
 //
+// # HTTP
+//
+// Over streamable HTTP a plugin may serve routes of its own on the same
+// listener ([Host.HandleHTTP]: an API, a WebSocket endpoint, OAuth metadata
+// and pages), behind the same Host and Origin checks as /mcp, which, with
+// /healthz, stays reserved; a conflict is refused at startup naming both
+// plugins. One plugin may supply the token verifier for /mcp
+// ([Host.SetTokenVerifier], with the protected-resource metadata URL for
+// WWW-Authenticate), which counts as authentication for listening beyond
+// loopback, and one may share legacy HTTP sessions between instances
+// ([Host.SetSessionStore], see package sessionstore). [Server.HTTP] hands
+// all of it to the transport.
+//
+// # Commands
+//
+// A plugin contributes subcommands to the binary (`mcpkit resp ...`) with
+// cli.RegisterCommand (package pkg/cli) from its init, as Caddy modules do;
+// a command serves an assembled server with cli.Serve exactly as
+// `mcpkit serve` does.
+//
 // # Lifetime and shutdown
 //
 // [Host.Context] ends when [Server.Close] starts; background work of a

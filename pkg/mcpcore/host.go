@@ -64,6 +64,9 @@ type Server struct {
 	tools   map[string]string // tool name → owning plugin
 	uris    map[string]string // resource URI or template → owning plugin
 	prompts map[string]string // prompt name → owning plugin
+	http    HTTPContributions
+	// The plugins that set the single-owner HTTP contributions.
+	verifierOwner, storeOwner string
 }
 
 // NewServer creates the selected plugins, configures them, attaches them and
@@ -229,6 +232,7 @@ type Host struct {
 	tools       []string
 	uris        []string
 	prompts     []string
+	routes      []string
 	sessionEnd  []func(*Session)
 	inflight    atomic.Int64 // this plugin's tool calls whose handler has not returned
 	errs        []error

@@ -27,13 +27,16 @@ type Info struct {
 
 // PluginState describes one served plugin.
 type PluginState struct {
-	Name      string      `json:"name"`
-	Prefix    string      `json:"prefix"`
-	Tools     []string    `json:"tools"`
-	Resources []string    `json:"resources"` // URIs and URI templates
-	Prompts   []string    `json:"prompts"`
-	ReadTool  string      `json:"read_tool,omitempty"`
-	Limits    []LimitInfo `json:"limits"` // the plugin's own limits
+	Name      string   `json:"name"`
+	Prefix    string   `json:"prefix"`
+	Tools     []string `json:"tools"`
+	Resources []string `json:"resources"` // URIs and URI templates
+	Prompts   []string `json:"prompts"`
+	// HTTPRoutes are the patterns of the plugin's own HTTP routes (served
+	// over HTTP only).
+	HTTPRoutes []string    `json:"http_routes,omitempty"`
+	ReadTool   string      `json:"read_tool,omitempty"`
+	Limits     []LimitInfo `json:"limits"` // the plugin's own limits
 }
 
 // CallStats counts tool calls since the server started.
@@ -77,7 +80,7 @@ func (s *Server) Info() Info {
 	}
 	for _, h := range s.hosts {
 		ps := PluginState{Name: h.name, Prefix: h.prefix, Tools: slices.Clone(h.tools), Resources: slices.Clone(h.uris),
-			Prompts: slices.Clone(h.prompts), Limits: make([]LimitInfo, 0, len(h.limitSpecs))}
+			Prompts: slices.Clone(h.prompts), HTTPRoutes: slices.Clone(h.routes), Limits: make([]LimitInfo, 0, len(h.limitSpecs))}
 		if ps.Tools == nil {
 			ps.Tools = []string{}
 		}
