@@ -163,15 +163,24 @@ func stdioOptions(srv *mcpcore.Server, logger *slog.Logger) stdio.Options {
 // settings into the HTTP handler's options.
 func httpOptions(srv *mcpcore.Server, web *httpSettings, logger *slog.Logger) httpserve.Options {
 	lim := srv.Limits()
+	plugins := srv.HTTP()
+	routes := make([]httpserve.Route, 0, len(plugins.Routes))
+	for _, r := range plugins.Routes {
+		routes = append(routes, httpserve.Route{Pattern: r.Pattern, Handler: r.Handler, Owner: "plugin " + r.Plugin})
+	}
 	return httpserve.Options{
-		Server:           srv.MCP(),
-		SessionIdle:      lim.HTTPSessionIdle.D(),
-		MaxSessions:      lim.HTTPSessions,
-		MaxBodyBytes:     lim.FrameBytes,
-		MaxInflightBytes: lim.InflightRequestBytes,
-		AllowedOrigins:   web.origins,
-		BearerTokens:     web.tokens,
-		Logger:           logger,
+		Server:              srv.MCP(),
+		SessionIdle:         lim.HTTPSessionIdle.D(),
+		MaxSessions:         lim.HTTPSessions,
+		MaxBodyBytes:        lim.FrameBytes,
+		MaxInflightBytes:    lim.InflightRequestBytes,
+		AllowedOrigins:      web.origins,
+		BearerTokens:        web.tokens,
+		Verifier:            plugins.Verifier,
+		ResourceMetadataURL: plugins.ResourceMetadataURL,
+		SessionStore:        plugins.SessionStore,
+		Routes:              routes,
+		Logger:              logger,
 	}
 }
 
@@ -198,8 +207,9 @@ type httpSettings struct {
 	tls     *tls.Config
 }
 
-// httpSetup reads the HTTP credentials and refuses a listen address beyond
-// loopback without authentication.
+// httpSetup reads the HTTP credentials and TLS files. Whether the listen
+// address needs authentication is decided once the plugins are attached
+// (one may supply a token verifier): see serveHTTP.
 func httpSetup(addr string, c mcpcore.HTTPConfig, logger *slog.Logger) (*httpSettings, error) {
 	tokens, err := c.BearerTokens()
 	if err != nil {
@@ -207,9 +217,6 @@ func httpSetup(addr string, c mcpcore.HTTPConfig, logger *slog.Logger) (*httpSet
 	}
 	tlsConfig, err := c.TLSConfig()
 	if err != nil {
-		return nil, err
-	}
-	if err := httpserve.CheckListenAddr(addr, len(tokens) > 0); err != nil {
 		return nil, err
 	}
 	if tlsConfig == nil && httpserve.CheckListenAddr(addr, false) != nil {
@@ -226,13 +233,19 @@ func serveHTTP(ctx context.Context, srv *mcpcore.Server, web *httpSettings, logg
 		return ExitConfig
 	}
 	defer h.Close()
+	// ListenAndServe refuses it too; checking here makes it a configuration
+	// error (exit 3) rather than a failure of the running server.
+	if err := httpserve.CheckListenAddr(web.addr, h.Authenticated()); err != nil {
+		logger.Error("refusing to serve HTTP", "err", err)
+		return ExitConfig
+	}
 	scheme := "http"
 	if web.tls != nil {
 		scheme = "https"
 	}
 	ready := func(addr net.Addr) {
 		logger.Info("listening", "addr", addr.String(), "transport", "http", "url", scheme+"://"+addr.String()+"/mcp",
-			"tls", web.tls != nil, "auth", len(web.tokens) > 0, "plugins", pluginNames(srv))
+			"tls", web.tls != nil, "auth", h.Authenticated(), "plugins", pluginNames(srv))
 	}
 	if err := httpserve.ListenAndServe(ctx, web.addr, h, httpserve.ServeOptions{Logger: logger, Ready: ready, TLS: web.tls}); err != nil {
 		logger.Error("http server failed", "err", err)
