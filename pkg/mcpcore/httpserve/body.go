@@ -93,8 +93,9 @@ func (b *budget) give(n int64) {
 // its buffer as it grows) until release is called, when the request's
 // handling ends. A body with a Content-Length is read into a buffer of
 // exactly that size, so reading costs one copy of it. If ok is false, the
-// refusal has been written: 413 over the cap, 503 over the budget, 408 past
-// the deadline, 400 for a broken body.
+// refusal has been written: 413 over the cap, 503 over the budget (the rest
+// of the body is then read and dropped), 408 past the deadline, 400 for a
+// broken body.
 func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) (body []byte, release func(), ok bool) {
 	var held int64
 	release = func() { h.inflight.give(held) }
@@ -107,13 +108,19 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) (body []byte,
 	}
 	refuse := func(status int, msg string) ([]byte, func(), bool) {
 		release()
-		abandonBody(w, r)
-		if status == http.StatusServiceUnavailable {
-			refuseLimit(w, jsonrpc.ID{}, fmt.Errorf("limit inflight_request_bytes reached: request bodies of at most %d bytes in all may be in flight; retry later, or raise limits.inflight_request_bytes", h.inflight.max),
-				"inflight_request_bytes", h.inflight.max)
-		} else {
+		if status != http.StatusServiceUnavailable {
+			abandonBody(w, r)
 			http.Error(w, msg, status)
+			return nil, nil, false
 		}
+		// Over the budget, the client is likely sound and only early: it
+		// gets the refusal at once, and the rest of its body is read and
+		// dropped (under the body deadline), so that it sees the refusal
+		// rather than a connection reset while it is still sending.
+		refuseLimit(w, jsonrpc.ID{}, fmt.Errorf("limit inflight_request_bytes reached: request bodies of at most %d bytes in all may be in flight; retry later, or raise limits.inflight_request_bytes", h.inflight.max),
+			"inflight_request_bytes", h.inflight.max)
+		http.NewResponseController(w).Flush()
+		io.Copy(io.Discard, r.Body)
 		return nil, nil, false
 	}
 	tooLarge := fmt.Sprintf("request body exceeds %d bytes (frame_bytes limit)", h.maxBody)
