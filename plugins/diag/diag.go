@@ -22,6 +22,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"sync"
 	"time"
 
@@ -182,6 +183,7 @@ func (p *Plugin) Attach(ctx context.Context, h *mcpcore.Host) error {
 		p.notify)
 	h.AddResource(&mcp.Resource{URI: h.ResourceURI("state"), Name: "diag-state", MIMEType: "application/json",
 		Description: "The plugin's state: sessions with per-session state, blob bytes being generated."}, p.state)
+	h.HandleHTTP("GET /"+h.Name()+"/state", http.HandlerFunc(p.serveState))
 	h.OnSessionEnd(func(s *mcpcore.Session) {
 		p.mu.Lock()
 		delete(p.calls, s.ID())
@@ -286,15 +288,33 @@ func (p *Plugin) send(ctx context.Context, principal, message string) int {
 	return n
 }
 
-func (p *Plugin) state(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+// stateJSON is the plugin's State, served as a resource and over HTTP.
+func (p *Plugin) stateJSON() ([]byte, error) {
 	p.mu.Lock()
 	st := State{SessionsTracked: len(p.calls), BlobBytesInFlight: p.blobBytes}
 	p.mu.Unlock()
-	data, err := json.Marshal(st)
+	return json.Marshal(st)
+}
+
+func (p *Plugin) state(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	data, err := p.stateJSON()
 	if err != nil {
 		return nil, err
 	}
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "application/json", Text: string(data)}}}, nil
+}
+
+// serveState answers GET /diag/state: the same State as the resource, for
+// a probe or a person with curl (the HTTP route seam's first user).
+func (p *Plugin) serveState(w http.ResponseWriter, _ *http.Request) {
+	data, err := p.stateJSON()
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Write(append(data, '\n'))
 }
 
 // sleep waits, sending a log message (when the client set a level) and
