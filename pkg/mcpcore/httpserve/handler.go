@@ -208,9 +208,13 @@ func (h *Handler) Close() {
 		open = append(open, s)
 	}
 	h.mu.Unlock()
+	// Each close waits for the session's handlers to return: close them
+	// all at once.
+	var closing sync.WaitGroup
 	for _, s := range open {
-		s.close()
+		closing.Go(s.close)
 	}
+	closing.Wait()
 	h.watchers.Wait()
 }
 

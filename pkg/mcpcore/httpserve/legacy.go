@@ -159,7 +159,7 @@ func (h *Handler) servePOST(w http.ResponseWriter, r *http.Request, id string, b
 		decoded, _ = decodeMessages(msgs, isBatch)
 		initID, isInit := findInitialize(decoded)
 		var err error
-		if s, err = h.open(r, newSessionID(), isInit, nil, ids); err != nil {
+		if s, err = h.open(r.Context(), newSessionID(), principal(r), isInit, nil, ids); err != nil {
 			h.refuseSession(rw, initID, err)
 			return
 		}

@@ -56,9 +56,11 @@ func principal(r *http.Request) string {
 // session takes a slot under MaxSessions and is found by its id at once
 // (the client learns the id from the response to the request that opens
 // it); an ephemeral one serves the request that opened it and is closed
-// after it, uncounted. A resumed session starts from state. ids is the
-// session's id table.
-func (h *Handler) open(r *http.Request, id string, addressable bool, state *mcp.ServerSessionState, ids *wire.Table) (*session, error) {
+// after it, uncounted. A resumed session starts from state. owner is the
+// principal the session belongs to, ids its id table; ctx carries values
+// (the token) into the session, as in the SDK (which detaches the session
+// from its cancellation).
+func (h *Handler) open(ctx context.Context, id, owner string, addressable bool, state *mcp.ServerSessionState, ids *wire.Table) (*session, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -72,14 +74,12 @@ func (h *Handler) open(r *http.Request, id string, addressable bool, state *mcp.
 			return nil, fmt.Errorf("%w: %d concurrent HTTP sessions are open; close one (DELETE) or raise limits.http_sessions", errSessionLimit, h.opts.MaxSessions)
 		}
 	}
-	s := &session{h: h, id: id, principal: principal(r), ids: ids}
+	s := &session{h: h, id: id, principal: owner, ids: ids}
 	if state != nil {
 		s.state = *state
 	}
 	s.transport = &mcp.StreamableServerTransport{SessionID: id}
-	// The request's context carries values (the token) into the session, as
-	// in the SDK; the session detaches from its cancellation.
-	ss, err := h.opts.Server.Connect(r.Context(), s.transport, &mcp.ServerSessionOptions{State: state})
+	ss, err := h.opts.Server.Connect(ctx, s.transport, &mcp.ServerSessionOptions{State: state})
 	if err != nil {
 		return nil, fmt.Errorf("connect session: %w", err)
 	}
@@ -252,7 +252,7 @@ func (h *Handler) resume(r *http.Request, rec sessionstore.Record) (*session, er
 	if err := json.Unmarshal(rec.State, &state); err != nil {
 		return nil, fmt.Errorf("decode state of session %s: %w", rec.ID, err)
 	}
-	s, err := h.open(r, rec.ID, true, &state, wire.NewTable())
+	s, err := h.open(r.Context(), rec.ID, rec.Principal, true, &state, wire.NewTable())
 	if err == nil {
 		h.logger.Debug("resumed HTTP session from the store", "session", rec.ID)
 	}
