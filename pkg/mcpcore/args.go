@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -177,7 +179,49 @@ func (a *argSchema) locate(s *jsonschema.Schema, r *jsonschema.Resolved, v any, 
 			}
 		}
 	}
+	if want := schemaTypes(s); len(want) > 0 && !slices.ContainsFunc(want, func(t string) bool { return jsonTypeIs(v, t) }) {
+		// The validator's own text names Go reflection values; say it in
+		// JSON's words.
+		return path, fmt.Sprintf("got %s, want %s", jsonType(v), strings.Join(want, " or "))
+	}
 	return path, innermost(r.Validate(v))
+}
+
+// schemaTypes lists the JSON types s allows (none when it does not say).
+func schemaTypes(s *jsonschema.Schema) []string {
+	if s.Type != "" {
+		return []string{s.Type}
+	}
+	return s.Types
+}
+
+// jsonType names the JSON type of a decoded argument value.
+func jsonType(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case string:
+		return "string"
+	case []any:
+		return "array"
+	case map[string]any:
+		return "object"
+	case float64:
+		if x == math.Trunc(x) {
+			return "integer"
+		}
+		return "number"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// jsonTypeIs reports whether v is of JSON Schema type t ("integer" is a
+// "number" too).
+func jsonTypeIs(v any, t string) bool {
+	got := jsonType(v)
+	return got == t || t == "number" && got == "integer"
 }
 
 // innermost returns the message of the innermost wrapped error: the
