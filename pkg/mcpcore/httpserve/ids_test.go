@@ -140,3 +140,29 @@ func TestCancelledGetsNoReply(t *testing.T) {
 	// The session goes on.
 	callEcho(t, cs, "echo", "after")
 }
+
+// TestRefusedRequestsGiveTheirIDsBack: requests with translated ids that the
+// SDK refuses before handling them (here an unknown method) leave nothing in
+// the session's id table.
+func TestRefusedRequestsGiveTheirIDsBack(t *testing.T) {
+	env := start(t, Options{})
+	resp, _ := env.do(t, http.MethodPost, MCPPath, initBody, nil)
+	sid := resp.Header.Get("Mcp-Session-Id")
+	hdr := map[string]string{"Mcp-Session-Id": sid, "Mcp-Protocol-Version": legacyVersion}
+	env.do(t, http.MethodPost, MCPPath, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, hdr)
+	for i := range 20 {
+		resp, _ := env.do(t, http.MethodPost, MCPPath, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d.5,"method":"no/such"}`, i), hdr)
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Fatalf("an unknown method: HTTP %d, want 400", resp.StatusCode)
+		}
+	}
+	env.h.mu.Lock()
+	s := env.h.sessions[sid]
+	env.h.mu.Unlock()
+	if s == nil {
+		t.Fatal("the session is gone")
+	}
+	if n := s.ids.Len(); n != 0 {
+		t.Fatalf("%d ids left in the session's table after refused requests", n)
+	}
+}

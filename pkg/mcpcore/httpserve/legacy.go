@@ -179,6 +179,7 @@ func (h *Handler) servePOST(w http.ResponseWriter, r *http.Request, id string, b
 	if h.opts.SessionStore != nil {
 		if err := h.saveOnChange(r.Context(), s, rw, decoded); err != nil {
 			h.logger.Error("session store: save failed", "session", s.id, "error", err)
+			abandon(s.ids, msgs)
 			http.Error(w, "session store unavailable", http.StatusServiceUnavailable)
 			return
 		}
@@ -187,6 +188,19 @@ func (h *Handler) servePOST(w http.ResponseWriter, r *http.Request, id string, b
 	s.startPOST()
 	defer s.endPOST()
 	s.transport.ServeHTTP(rw, r)
+	if rw.refused() {
+		// Nothing will answer these requests: give their ids back, or a
+		// client sending refused requests would grow the table for the
+		// session's life.
+		abandon(s.ids, msgs)
+	}
+}
+
+// abandon forgets the translated ids of msgs, which inbound rewrote.
+func abandon(ids *wire.Table, msgs [][]byte) {
+	for _, m := range msgs {
+		ids.Abandon(m)
+	}
 }
 
 // findInitialize returns the id of the first initialize request among msgs.

@@ -28,7 +28,21 @@ type replyWriter struct {
 	// response with that message. Writes to one request's stream are
 	// serialized by the SDK, so watch needs no lock.
 	watch map[jsonrpc.ID]func(*jsonrpc.Response) []byte
+	// status is the HTTP status written, 0 before WriteHeader.
+	status int
 }
+
+// WriteHeader implements [http.ResponseWriter], recording the status.
+func (rw *replyWriter) WriteHeader(code int) {
+	if rw.status == 0 {
+		rw.status = code
+	}
+	rw.ResponseWriter.WriteHeader(code)
+}
+
+// refused reports whether the request was answered with an HTTP error,
+// before the SDK handled its messages.
+func (rw *replyWriter) refused() bool { return rw.status >= http.StatusBadRequest }
 
 // Unwrap lets [http.ResponseController] reach the connection (the SDK
 // flushes each event through it).

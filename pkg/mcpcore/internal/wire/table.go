@@ -359,16 +359,7 @@ func (t *Table) Outbound(msg []byte) (out []byte, drop bool) {
 		return msg, false
 	}
 	if isToken {
-		t.mu.Lock()
-		tok := t.tokens[n]
-		if tok != nil {
-			delete(t.tokens, n)
-			if t.byRaw[string(tok.raw)] == n {
-				delete(t.byRaw, string(tok.raw))
-			}
-			t.active.Add(-1)
-		}
-		t.mu.Unlock()
+		tok := t.forget(n)
 		if tok == nil {
 			return msg, false
 		}
@@ -381,6 +372,44 @@ func (t *Table) Outbound(msg []byte) (out []byte, drop bool) {
 		return nil, true
 	}
 	return msg, false
+}
+
+// Len reports how many translated requests and cancellation marks the
+// table holds.
+func (t *Table) Len() int { return int(t.active.Load()) }
+
+// Abandon forgets the token of msg, a message Inbound returned, when the
+// request will never be answered (its carrier was refused before the SDK
+// handled it): otherwise the token would stay for the table's life. A
+// message without a token of this table is ignored.
+func (t *Table) Abandon(msg []byte) {
+	if t.active.Load() == 0 {
+		return
+	}
+	m, ok := scanMessage(msg)
+	if !ok || m.idAt < 0 {
+		return
+	}
+	n, isToken := t.tokenNumber(msg[m.idAt:m.idEnd])
+	if !isToken {
+		return
+	}
+	t.forget(n)
+}
+
+// forget removes token n and returns it, or nil when it is not in flight.
+func (t *Table) forget(n uint64) *token {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	tok := t.tokens[n]
+	if tok != nil {
+		delete(t.tokens, n)
+		if t.byRaw[string(tok.raw)] == n {
+			delete(t.byRaw, string(tok.raw))
+		}
+		t.active.Add(-1)
+	}
+	return tok
 }
 
 // appendToken appends the JSON text of token n to b.

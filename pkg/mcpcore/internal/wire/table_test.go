@@ -476,3 +476,28 @@ func TestDepth(t *testing.T) {
 		}
 	}
 }
+
+// TestAbandon: a request that will never be answered gives its token back;
+// other messages leave the table alone.
+func TestAbandon(t *testing.T) {
+	t.Parallel()
+	tab := NewTable()
+	kept := tab.Inbound(call("1.5"))
+	lost := tab.Inbound(call("2.5"))
+	tab.Abandon(call("3"))   // untranslated: nothing to forget
+	tab.Abandon(call("2.5")) // not a token of this table
+	if n := tab.active.Load(); n != 2 {
+		t.Fatalf("%d entries, want 2", n)
+	}
+	tab.Abandon(lost)
+	if n := tab.active.Load(); n != 1 {
+		t.Fatalf("%d entries after Abandon, want 1", n)
+	}
+	back, drop := tab.Outbound(sdkResponse(t, sdkRequest(t, kept).ID))
+	if drop || rawID(t, back) != "1.5" {
+		t.Fatalf("the kept request's reply: %s (drop %v)", back, drop)
+	}
+	if n := tab.active.Load(); n != 0 {
+		t.Fatalf("%d entries left", n)
+	}
+}
