@@ -263,15 +263,26 @@ func TestReusedIDCountedWhileReplyIsWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer mc.Close()
-	go io.WriteString(inW, ping(1)+"\n"+ping(1)+"\n")
+	go io.WriteString(inW, ping(1)+"\n")
 	first, err := mc.Read(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
+	c := mc.(*conn)
 	wrote := make(chan error, 1)
 	go func() { // blocks until the test reads the output
 		wrote <- mc.Write(context.Background(), &jsonrpc.Response{ID: first.(*jsonrpc.Request).ID, Result: json.RawMessage(`{}`)})
 	}()
+	// Send the same id again only once the reply has freed it (its slot is
+	// still taken while the reply waits to be written); before that, the
+	// reader would see a duplicate in-flight id, which the SDK refuses.
+	for freed := false; !freed; time.Sleep(time.Millisecond) {
+		c.pendMu.Lock()
+		_, pending := c.pending[first.(*jsonrpc.Request).ID]
+		c.pendMu.Unlock()
+		freed = !pending
+	}
+	go io.WriteString(inW, ping(1)+"\n")
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	if _, err := mc.Read(ctx); err == nil {
@@ -287,7 +298,6 @@ func TestReusedIDCountedWhileReplyIsWritten(t *testing.T) {
 	if _, err := mc.Read(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	c := mc.(*conn)
 	c.pendMu.Lock()
 	defer c.pendMu.Unlock()
 	if c.pendingN != 1 {
