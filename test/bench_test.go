@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/mcpkit/mcpkit/internal/benchpair"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -44,45 +44,19 @@ func BenchmarkHTTPRoundTrip(b *testing.B) {
 	}
 }
 
-// compareRoundTrips calls diag_echo b.N times on each session, alternating
-// rounds of 50 so that machine noise hits both alike, and reports both
-// per-call times and their ratio (first over second).
+// compareRoundTrips calls diag_echo b.N times on each session (see
+// benchpair.Compare) and returns the ratio, mcpkit over the SDK.
 func compareRoundTrips(b *testing.B, mcpkit, sdk *mcp.ClientSession) float64 {
 	params := &mcp.CallToolParams{Name: "diag_echo", Arguments: map[string]any{"message": "ping"}}
-	call := func(cs *mcp.ClientSession) {
-		res, err := cs.CallTool(b.Context(), params)
-		if err != nil || res.IsError {
-			b.Fatalf("call: %v %v", err, res)
-		}
-	}
-	sessions := []*mcp.ClientSession{mcpkit, sdk}
-	for _, cs := range sessions { // warm up both
-		for range 200 {
-			call(cs)
-		}
-	}
-	var took [2]time.Duration
-	const round = 50
-	b.ResetTimer()
-	for done := 0; done < b.N; done += round {
-		for i, cs := range sessions {
-			start := time.Now()
-			for range min(round, b.N-done) {
-				call(cs)
+	call := func(cs *mcp.ClientSession) func() {
+		return func() {
+			res, err := cs.CallTool(b.Context(), params)
+			if err != nil || res.IsError {
+				b.Fatalf("call: %v %v", err, res)
 			}
-			took[i] += time.Since(start)
 		}
 	}
-	b.StopTimer()
-	ratio := float64(took[0]) / float64(took[1])
-	b.ReportMetric(float64(took[0].Nanoseconds())/float64(b.N), "mcpkit-ns/call")
-	b.ReportMetric(float64(took[1].Nanoseconds())/float64(b.N), "sdk-ns/call")
-	b.ReportMetric(ratio, "ratio")
-	if b.N >= 100 { // shorter runs only calibrate b.N
-		b.Logf("%s over %d calls: mcpkit %v/call, SDK %v/call, ratio %.3f",
-			b.Name(), b.N, took[0]/time.Duration(b.N), took[1]/time.Duration(b.N), ratio)
-	}
-	return ratio
+	return benchpair.Compare(b, [2]string{"mcpkit", "sdk"}, [2]func(){call(mcpkit), call(sdk)})
 }
 
 // buildPeer builds internal/sdkpeer, the SDK-only server measured against.

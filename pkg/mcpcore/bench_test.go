@@ -3,8 +3,8 @@ package mcpcore
 import (
 	"context"
 	"testing"
-	"time"
 
+	"github.com/mcpkit/mcpkit/internal/benchpair"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -37,32 +37,13 @@ func BenchmarkToolCall(b *testing.B) {
 	a, ssA := connectMemory(b, srv.MCP())
 	c, ssC := connectMemory(b, sdk)
 	b.Cleanup(func() { a.Close(); ssA.Wait(); c.Close(); ssC.Wait() })
-	sessions := []*mcp.ClientSession{a, c}
 	params := &mcp.CallToolParams{Name: "ta_echo", Arguments: map[string]any{"message": "ping"}}
-	call := func(cs *mcp.ClientSession) {
-		if res, err := cs.CallTool(b.Context(), params); err != nil || res.IsError {
-			b.Fatalf("call: %v %v", err, res)
-		}
-	}
-	for _, cs := range sessions {
-		for range 200 {
-			call(cs)
-		}
-	}
-	var took [2]time.Duration
-	const round = 50
-	b.ResetTimer()
-	for done := 0; done < b.N; done += round {
-		for i, cs := range sessions {
-			start := time.Now()
-			for range min(round, b.N-done) {
-				call(cs)
+	call := func(cs *mcp.ClientSession) func() {
+		return func() {
+			if res, err := cs.CallTool(b.Context(), params); err != nil || res.IsError {
+				b.Fatalf("call: %v %v", err, res)
 			}
-			took[i] += time.Since(start)
 		}
 	}
-	b.StopTimer()
-	b.ReportMetric(float64(took[0].Nanoseconds())/float64(b.N), "host-ns/call")
-	b.ReportMetric(float64(took[1].Nanoseconds())/float64(b.N), "sdk-ns/call")
-	b.ReportMetric(float64(took[0])/float64(took[1]), "ratio")
+	benchpair.Compare(b, [2]string{"host", "sdk"}, [2]func(){call(a), call(c)})
 }
