@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -21,9 +20,6 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	if opts, ok := os.LookupEnv(serveEnv); ok { // a server child of the memory tests
-		os.Exit(serveChild(opts))
-	}
 	goleak.VerifyTestMain(m)
 }
 
