@@ -1,0 +1,207 @@
+package resp
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"unicode/utf8"
+
+	segjson "github.com/segmentio/encoding/json"
+)
+
+// MarshalJSON returns the JSON form of v, which keeps every RESP type:
+//
+//   - simple_string, simple_error, bulk_string, bulk_error, big_number:
+//     {"type", "encoding": "utf8" or "base64", "value"}; base64 (standard,
+//     padded) when the bytes are not valid UTF-8
+//   - integer: {"type": "integer", "value": "123"} (a decimal string, so no
+//     JSON reader loses precision)
+//   - double: {"type": "double", "value": "3.14"}, the text as received,
+//     including "inf", "-inf" and "nan"
+//   - null (RESP3 null and the RESP2 null bulk string and array):
+//     {"type": "null"}
+//   - boolean: {"type": "boolean", "value": true}
+//   - array, set, push: {"type", "items": [...]}
+//   - map: {"type": "map", "entries": [[key, value], ...]}, in order,
+//     duplicate keys kept
+//   - attribute: {"type": "attribute", "entries": [...], "value": frame},
+//     where frame is the reply the attribute annotates
+//   - verbatim: {"type": "verbatim", "format": "txt", "encoding", "value"}
+//
+// It fails only for a Value no decoder produces (an unknown kind, a map with
+// an odd number of elements, an attribute without its reply).
+func (v Value) MarshalJSON() ([]byte, error) {
+	return appendJSON(nil, &v)
+}
+
+func appendJSON(b []byte, v *Value) ([]byte, error) {
+	if v.Nil {
+		return append(b, `{"type":"null"}`...), nil
+	}
+	b = append(b, `{"type":"`...)
+	b = append(b, v.Kind.String()...)
+	b = append(b, '"')
+	var err error
+	switch v.Kind {
+	case KindSimpleString, KindSimpleError, KindBulkString, KindBulkError, KindBigNumber:
+		b = appendText(b, v.Str)
+	case KindVerbatim:
+		b = append(b, `,"format":`...)
+		b = segjson.AppendEscape(b, v.Format, 0)
+		b = appendText(b, v.Str)
+	case KindInteger:
+		b = append(b, `,"value":"`...)
+		b = strconv.AppendInt(b, v.Int, 10)
+		b = append(b, '"')
+	case KindDouble:
+		b = append(b, `,"value":`...)
+		b = segjson.AppendEscape(b, string(v.Str), 0)
+	case KindNull:
+	case KindBoolean:
+		b = append(b, `,"value":`...)
+		b = strconv.AppendBool(b, v.Bool)
+	case KindArray, KindSet, KindPush:
+		b = append(b, `,"items":[`...)
+		for i := range v.Elems {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, err = appendJSON(b, &v.Elems[i]); err != nil {
+				return nil, err
+			}
+		}
+		b = append(b, ']')
+	case KindMap, KindAttribute:
+		if len(v.Elems)%2 != 0 {
+			return nil, fmt.Errorf("resp: %s with %d elements (want key/value pairs)", v.Kind, len(v.Elems))
+		}
+		b = append(b, `,"entries":[`...)
+		for i := 0; i < len(v.Elems); i += 2 {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, '[')
+			if b, err = appendJSON(b, &v.Elems[i]); err != nil {
+				return nil, err
+			}
+			b = append(b, ',')
+			if b, err = appendJSON(b, &v.Elems[i+1]); err != nil {
+				return nil, err
+			}
+			b = append(b, ']')
+		}
+		b = append(b, ']')
+		if v.Kind == KindAttribute {
+			if v.Wrapped == nil {
+				return nil, fmt.Errorf("resp: attribute without the reply it annotates")
+			}
+			b = append(b, `,"value":`...)
+			if b, err = appendJSON(b, v.Wrapped); err != nil {
+				return nil, err
+			}
+		}
+	default:
+		return nil, fmt.Errorf("resp: cannot marshal %s", v.Kind)
+	}
+	return append(b, '}'), nil
+}
+
+// appendText appends `,"encoding":...,"value":...` for s.
+func appendText(b, s []byte) []byte {
+	if utf8.Valid(s) {
+		b = append(b, `,"encoding":"utf8","value":`...)
+		return segjson.AppendEscape(b, string(s), 0)
+	}
+	b = append(b, `,"encoding":"base64","value":"`...)
+	b = base64.StdEncoding.AppendEncode(b, s)
+	return append(b, '"')
+}
+
+// MaxSafeInteger is the largest integer a JSON number argument may carry
+// (2^53-1, the largest integer every JSON reader represents exactly); larger
+// magnitudes must be given as decimal strings.
+const MaxSafeInteger = 1<<53 - 1
+
+// ArgError is an argument that [ParseArgs] refused.
+type ArgError struct {
+	Index  int    // the argument's position in the command, from 0
+	Reason string // what is wrong and what to send instead
+}
+
+func (e *ArgError) Error() string { return fmt.Sprintf("argument %d: %s", e.Index, e.Reason) }
+
+// ParseArgs converts one command's JSON arguments to the bytes sent to the
+// server. Each argument is a JSON string (its UTF-8 bytes), an object
+// {"base64": "..."} (the decoded bytes; standard padded base64), or a JSON
+// integer within ±[MaxSafeInteger] (its decimal text). Anything else, a
+// fraction, an exponent, a larger integer, true, false, null, an array or
+// another object, is refused with an [*ArgError] naming the argument, so a
+// value is never silently rounded: floats and large integers are sent as
+// decimal strings.
+func ParseArgs(raw []json.RawMessage) ([][]byte, error) {
+	out := make([][]byte, len(raw))
+	for i, r := range raw {
+		arg, reason := parseArg(bytes.TrimSpace(r))
+		if reason != "" {
+			return nil, &ArgError{Index: i, Reason: reason}
+		}
+		out[i] = arg
+	}
+	return out, nil
+}
+
+func parseArg(r []byte) ([]byte, string) {
+	if len(r) == 0 {
+		return nil, "empty JSON value"
+	}
+	switch c := r[0]; {
+	case c == '"':
+		var s string
+		if err := json.Unmarshal(r, &s); err != nil {
+			return nil, "invalid JSON string: " + err.Error()
+		}
+		return []byte(s), ""
+	case c == '{':
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(r, &obj); err != nil {
+			return nil, "invalid JSON object: " + err.Error()
+		}
+		enc, ok := obj["base64"]
+		if !ok || len(obj) != 1 {
+			return nil, `an object argument must be exactly {"base64": "..."}`
+		}
+		var s string
+		if err := json.Unmarshal(enc, &s); err != nil {
+			return nil, `"base64" must be a string`
+		}
+		b, err := base64.StdEncoding.DecodeString(s)
+		if err != nil {
+			return nil, "invalid base64 (standard alphabet, padded): " + err.Error()
+		}
+		return b, ""
+	case c == '-' || (c >= '0' && c <= '9'):
+		if bytes.ContainsAny(r, ".eE") {
+			return nil, "a JSON number argument must be an integer; send " + string(r) + " as a decimal string"
+		}
+		n, err := strconv.ParseInt(string(r), 10, 64)
+		if err != nil || n > MaxSafeInteger || n < -MaxSafeInteger {
+			return nil, "integer outside ±9007199254740991 (JSON readers may round it); send it as a decimal string"
+		}
+		return strconv.AppendInt(nil, n, 10), ""
+	}
+	return nil, `want a string, {"base64": "..."} or an integer, got ` + jsonType(r[0])
+}
+
+func jsonType(c byte) string {
+	switch c {
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	case '[':
+		return "an array"
+	}
+	return "invalid JSON"
+}

@@ -1,0 +1,105 @@
+package resp
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestMarshalJSON(t *testing.T) {
+	cases := []struct {
+		wire string
+		want string
+	}{
+		{"+OK\r\n", `{"type":"simple_string","encoding":"utf8","value":"OK"}`},
+		{"-ERR x\r\n", `{"type":"simple_error","encoding":"utf8","value":"ERR x"}`},
+		{"$5\r\na\"\\\x01\n\r\n", `{"type":"bulk_string","encoding":"utf8","value":"a\"\\\u0001\n"}`},
+		{"$2\r\n\x00\xff\r\n", `{"type":"bulk_string","encoding":"base64","value":"AP8="}`},
+		{"$2\r\né\r\n", `{"type":"bulk_string","encoding":"utf8","value":"é"}`},
+		{"!3\r\nE x\r\n", `{"type":"bulk_error","encoding":"utf8","value":"E x"}`},
+		{":9007199254740993\r\n", `{"type":"integer","value":"9007199254740993"}`},
+		{",-inf\r\n", `{"type":"double","value":"-inf"}`},
+		{",nan\r\n", `{"type":"double","value":"nan"}`},
+		{"(123456789012345678901234567890\r\n", `{"type":"big_number","encoding":"utf8","value":"123456789012345678901234567890"}`},
+		{"_\r\n", `{"type":"null"}`},
+		{"$-1\r\n", `{"type":"null"}`},
+		{"*-1\r\n", `{"type":"null"}`},
+		{"#t\r\n", `{"type":"boolean","value":true}`},
+		{"#f\r\n", `{"type":"boolean","value":false}`},
+		{"=8\r\nmkd:# hi\r\n", `{"type":"verbatim","format":"mkd","encoding":"utf8","value":"# hi"}`},
+		{"*0\r\n", `{"type":"array","items":[]}`},
+		{"*2\r\n:1\r\n_\r\n", `{"type":"array","items":[{"type":"integer","value":"1"},{"type":"null"}]}`},
+		{"~1\r\n+a\r\n", `{"type":"set","items":[{"type":"simple_string","encoding":"utf8","value":"a"}]}`},
+		{">1\r\n+a\r\n", `{"type":"push","items":[{"type":"simple_string","encoding":"utf8","value":"a"}]}`},
+		{"%2\r\n:1\r\n#t\r\n:1\r\n#f\r\n", `{"type":"map","entries":[[{"type":"integer","value":"1"},{"type":"boolean","value":true}],[{"type":"integer","value":"1"},{"type":"boolean","value":false}]]}`},
+		{"%0\r\n", `{"type":"map","entries":[]}`},
+		{"|1\r\n+ttl\r\n:5\r\n$1\r\nv\r\n", `{"type":"attribute","entries":[[{"type":"simple_string","encoding":"utf8","value":"ttl"},{"type":"integer","value":"5"}]],"value":{"type":"bulk_string","encoding":"utf8","value":"v"}}`},
+	}
+	for _, tc := range cases {
+		v, _, err := NewReader(strings.NewReader(tc.wire), ReaderOptions{}).ReadValue()
+		if err != nil {
+			t.Fatalf("%q: %v", tc.wire, err)
+		}
+		got, err := json.Marshal(v)
+		if err != nil || string(got) != tc.want {
+			t.Errorf("%q:\n got  %s (%v)\n want %s", tc.wire, got, err, tc.want)
+		}
+	}
+	for _, bad := range []Value{
+		{Kind: 'x'},
+		{Kind: KindMap, Elems: []Value{{Kind: KindNull}}},
+		{Kind: KindAttribute},
+		{Kind: KindArray, Elems: []Value{{Kind: 'x'}}},
+	} {
+		if b, err := bad.MarshalJSON(); err == nil {
+			t.Errorf("%#v marshalled to %s, want an error", bad, b)
+		}
+	}
+}
+
+func TestParseArgs(t *testing.T) {
+	raw := func(s ...string) []json.RawMessage {
+		out := make([]json.RawMessage, len(s))
+		for i, x := range s {
+			out[i] = json.RawMessage(x)
+		}
+		return out
+	}
+	got, err := ParseArgs(raw(`"SET"`, `"k\u00e9"`, ` {"base64":"AP8="} `, `9007199254740991`, `-9007199254740991`, `0`, `-0`, `""`, `{"base64":""}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"SET", "ké", "\x00\xff", "9007199254740991", "-9007199254740991", "0", "0", "", ""}
+	if len(got) != len(want) {
+		t.Fatalf("got %d args", len(got))
+	}
+	for i := range want {
+		if string(got[i]) != want[i] {
+			t.Errorf("arg %d = %q, want %q", i, got[i], want[i])
+		}
+	}
+	for _, tc := range []struct{ arg, reason string }{
+		{`9007199254740992`, "decimal string"},
+		{`-9007199254740992`, "decimal string"},
+		{`99999999999999999999999`, "decimal string"},
+		{`1.5`, "decimal string"},
+		{`1e3`, "decimal string"},
+		{`true`, "got a boolean"},
+		{`null`, "got null"},
+		{`["a"]`, "got an array"},
+		{`{"base64":"AP8"}`, "invalid base64"},
+		{`{"base64":1}`, `"base64" must be a string`},
+		{`{"base64":"","x":1}`, `exactly {"base64"`},
+		{`{"b64":""}`, `exactly {"base64"`},
+		{``, "empty"},
+	} {
+		_, err := ParseArgs(raw(`"GET"`, tc.arg))
+		var ae *ArgError
+		if !errors.As(err, &ae) || ae.Index != 1 || !strings.Contains(ae.Reason, tc.reason) {
+			t.Errorf("%s: err = %v, want *ArgError at 1 containing %q", tc.arg, err, tc.reason)
+		} else if !strings.HasPrefix(err.Error(), "argument 1: ") {
+			t.Errorf("%s: message %q", tc.arg, err)
+		}
+	}
+}
