@@ -90,7 +90,9 @@ type Server struct {
 	CAFile, CertFile, KeyFile, ClientCertFile, ClientKeyFile string
 
 	tlsConfig *tls.Config
-	p         *proc // the current redis-server process
+	bin       string  // the redis-server binary, for Restart
+	opts      Options // as given to Start, for Restart
+	p         *proc   // the current redis-server process
 }
 
 // proc is one redis-server process.
@@ -140,6 +142,8 @@ func start(dir string, opts Options, register func(func())) (*Server, error) {
 		}
 	}
 	s := &Server{
+		bin:        bin,
+		opts:       opts,
 		Dir:        dir,
 		Password:   opts.Password,
 		TLS:        opts.TLS,
@@ -390,10 +394,10 @@ func (s *Server) probe() error {
 	// Give up at once if the process exits while we wait for an answer.
 	probeDone := make(chan struct{})
 	defer close(probeDone)
-	raw := conn
+	raw, exited := conn, s.p.done // read s.p here: Restart replaces it
 	go func() {
 		select {
-		case <-s.p.done:
+		case <-exited:
 			raw.Close()
 		case <-probeDone:
 		}
@@ -503,6 +507,27 @@ func (p *proc) stop() {
 		_ = p.cmd.Process.Kill()
 	})
 	<-p.done
+}
+
+// Kill kills the server at once (SIGKILL), as a crash would, and waits
+// for the process to exit.
+func (s *Server) Kill() {
+	if s.p == nil {
+		return
+	}
+	_ = s.p.cmd.Process.Kill()
+	<-s.p.done
+}
+
+// Restart stops the server if it still runs, then starts it again on the
+// same port with the same configuration and directory, and waits until it
+// answers. The test's cleanup stops the new process too.
+func (s *Server) Restart() error {
+	s.Stop()
+	if _, err := s.run(s.bin, s.Port, s.opts, nil); err != nil {
+		return fmt.Errorf("restart: %w", err)
+	}
+	return nil
 }
 
 // Exited reports whether the server process has exited and been reaped.

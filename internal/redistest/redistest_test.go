@@ -286,3 +286,35 @@ func TestQuietLogLevel(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestKillRestart: a killed server is gone at once; Restart brings it back
+// on the same address with the same configuration (the password), and
+// without the data (no persistence).
+func TestKillRestart(t *testing.T) {
+	t.Parallel()
+	s := redistest.Start(t, redistest.Options{Password: "pw-restart"})
+	c := client(t, &redis.Options{Addr: s.Addr, Password: s.Password})
+	if err := c.Set(ctx(t), "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	addr := s.Addr
+	s.Kill()
+	if !s.Exited() {
+		t.Fatal("Exited() = false after Kill")
+	}
+	if err := c.Ping(ctx(t)).Err(); err == nil {
+		t.Fatal("PING succeeded on a killed server")
+	}
+	if err := s.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if s.Addr != addr || s.Exited() {
+		t.Fatalf("restarted at %s (exited %v), want %s", s.Addr, s.Exited(), addr)
+	}
+	if n, err := c.Exists(ctx(t), "k").Result(); err != nil || n != 0 {
+		t.Fatalf("EXISTS k after restart = %d, %v; want 0 (no persistence)", n, err)
+	}
+	if err := client(t, &redis.Options{Addr: s.Addr}).Ping(ctx(t)).Err(); err == nil {
+		t.Fatal("the restarted server accepts a client without the password")
+	}
+}
