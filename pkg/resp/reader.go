@@ -228,10 +228,13 @@ func (r *Reader) next(limit int64) (v Value, ok bool, need int, err error) {
 		return v, false, n, err
 	}
 	i += r.scanned
-	if i == 0 || b[i-1] != '\r' {
+	if i < 2 || b[i-1] != '\r' {
 		return v, false, 0, &ProtocolError{Msg: fmt.Sprintf("line %q does not end in CRLF", clip(b[:i+1]))}
 	}
 	t, line, size := Kind(b[0]), b[1:i-1], i+1
+	if bytes.IndexByte(line, '\r') >= 0 {
+		return v, false, 0, &ProtocolError{Msg: fmt.Sprintf("CR inside line %q", clip(b[:i+1]))}
+	}
 	v.Kind = t
 	switch t {
 	case KindSimpleString, KindSimpleError:

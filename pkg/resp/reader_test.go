@@ -165,6 +165,8 @@ func TestReadValueErrors(t *testing.T) {
 	}{
 		{"unknown type", "?x\r\n", ReaderOptions{}, ""},
 		{"bare LF", "+OK\n", ReaderOptions{}, ""},
+		{"empty line", "\r\n", ReaderOptions{}, ""},
+		{"CR inside a simple string", "+a\rb\r\n", ReaderOptions{}, ""},
 		{"bad integer", ":12a\r\n", ReaderOptions{}, ""},
 		{"integer overflow", ":9223372036854775808\r\n", ReaderOptions{}, ""},
 		{"bad double", ",pi\r\n", ReaderOptions{}, ""},

@@ -1,0 +1,87 @@
+package resp
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+)
+
+// FuzzReader: the decoder never panics, stops with a typed error or io.EOF
+// on any input, and what it decodes re-encodes to frames that decode to
+// the same Values and have a JSON form.
+func FuzzReader(f *testing.F) {
+	for _, tc := range decodeCases {
+		f.Add([]byte(tc.wire))
+	}
+	fixtures, _ := filepath.Glob(filepath.Join("testdata", "debug_protocol", "*", "*.resp"))
+	for _, p := range fixtures {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte("*2\r\n%1\r\n|1\r\n+a\r\n+b\r\n:1\r\n~0\r\n>1\r\n=5\r\ntxt:x\r\n"))
+	f.Fuzz(func(t *testing.T, wire []byte) {
+		r := NewReader(bytes.NewReader(wire), ReaderOptions{MaxBulkLen: 1 << 16, MaxAggregateLen: 1 << 10, MaxDepth: 16})
+		var vals []Value
+		var total int64
+		for {
+			v, n, err := r.ReadValue()
+			if err != nil {
+				var pe *ProtocolError
+				var le *LimitError
+				if err != io.EOF && err != io.ErrUnexpectedEOF && !errors.As(err, &pe) && !errors.As(err, &le) {
+					t.Fatalf("untyped error %v", err)
+				}
+				break
+			}
+			if n <= 0 || total+n > int64(len(wire)) {
+				t.Fatalf("wireBytes %d after %d of %d", n, total, len(wire))
+			}
+			total += n
+			vals = append(vals, v)
+			js, err := json.Marshal(v)
+			if err != nil || !json.Valid(js) {
+				t.Fatalf("JSON of %#v: %s, %v", v, js, err)
+			}
+		}
+		var re []byte
+		for _, v := range vals {
+			re = AppendValue(re, v)
+		}
+		r2 := NewReader(bytes.NewReader(re), ReaderOptions{})
+		for i, want := range vals {
+			got, _, err := r2.ReadValue()
+			if err != nil || !reflect.DeepEqual(got, want) {
+				t.Fatalf("value %d re-decodes to %#v, %v; want %#v", i, got, err, want)
+			}
+		}
+		if _, _, err := r2.ReadValue(); err != io.EOF {
+			t.Fatalf("re-encoded stream has more: %v", err)
+		}
+	})
+}
+
+// FuzzParseArgs: arguments from JSON never panic, and a refused one is an
+// *ArgError.
+func FuzzParseArgs(f *testing.F) {
+	for _, s := range []string{`"a"`, `{"base64":"AP8="}`, `12`, `-9007199254740991`, `1.5`, `true`, `{"base64":1}`, `[1]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, arg []byte) {
+		out, err := ParseArgs([]json.RawMessage{arg})
+		var ae *ArgError
+		if err != nil && (!errors.As(err, &ae) || ae.Index != 0) {
+			t.Fatalf("%q: %v", arg, err)
+		}
+		if err == nil && len(out) != 1 {
+			t.Fatalf("%q: %d args", arg, len(out))
+		}
+	})
+}
