@@ -75,7 +75,7 @@ func (e *LimitError) Error() string {
 }
 
 // errNotBuffered: the buffered bytes do not complete the value (non-blocking
-// reads only); the state is kept.
+// reads only).
 var errNotBuffered = errors.New("resp: value not yet buffered")
 
 // Reader decodes RESP2 and RESP3 frames from a byte stream.
@@ -117,22 +117,32 @@ func (r *Reader) ReadValue() (v Value, wireBytes int64, err error) {
 }
 
 // read decodes the next frame. limit > 0 bounds its wire bytes ("reply_bytes").
-// Without block it does not read from the source and returns errNotBuffered
-// when the buffered bytes do not complete the frame.
+// Without block it does not read from the source, and it is all or nothing:
+// when the buffered bytes do not complete the frame (errNotBuffered) or the
+// frame exceeds limit (a *LimitError), the frame is left unread for a later
+// call. It must then be called between frames.
 func (r *Reader) read(limit int64, block bool) (Value, int64, error) {
 	if r.err != nil {
 		return Value{}, 0, r.err
 	}
+	start := r.r
 	for {
 		v, ok, need, err := r.next(limit)
+		var le *LimitError
+		if !block && (need > 0 || errors.As(err, &le)) {
+			r.r, r.n, r.scanned = start, 0, 0
+			clear(r.stack)
+			r.stack = r.stack[:0]
+			if err == nil {
+				err = errNotBuffered
+			}
+			return Value{}, 0, err
+		}
 		if err != nil {
 			r.err = err
 			return Value{}, 0, err
 		}
 		if need > 0 {
-			if !block {
-				return Value{}, 0, errNotBuffered
-			}
 			if err := r.fill(need); err != nil {
 				if isTimeout(err) {
 					return Value{}, 0, err

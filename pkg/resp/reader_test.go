@@ -265,3 +265,35 @@ func TestReadNotBuffered(t *testing.T) {
 		t.Fatalf("buffered frame: %#v, %v", v, err)
 	}
 }
+
+// A non-blocking read is all or nothing: a frame over the limit, or not
+// yet complete, stays for a later read.
+func TestReadBufferedRewinds(t *testing.T) {
+	pr, pw := io.Pipe()
+	r := NewReader(pr, ReaderOptions{})
+	go func() { pw.Write([]byte("+a\r\n*2\r\n+abcdef\r\n")); pw.Write([]byte(":1\r\n")); pw.Close() }()
+	if v, _, err := r.ReadValue(); err != nil || string(v.Str) != "a" {
+		t.Fatalf("%#v, %v", v, err)
+	}
+	if _, _, err := r.read(0, false); err != errNotBuffered {
+		t.Fatalf("incomplete frame: %v", err)
+	}
+	if !r.betweenFrames() {
+		t.Fatal("an incomplete non-blocking read left a partial frame")
+	}
+	v, n, err := r.ReadValue()
+	if err != nil || len(v.Elems) != 2 || n != 17 {
+		t.Fatalf("%#v, %d, %v", v, n, err)
+	}
+	pr2, pw2 := io.Pipe()
+	r = NewReader(pr2, ReaderOptions{})
+	go func() { pw2.Write([]byte("+a\r\n+abcdef\r\n")); pw2.Close() }()
+	r.ReadValue()
+	var le *LimitError
+	if _, _, err := r.read(5, false); !errors.As(err, &le) {
+		t.Fatalf("over the limit: %v", err)
+	}
+	if v, _, err := r.read(0, false); err != nil || string(v.Str) != "abcdef" {
+		t.Fatalf("after a refused non-blocking read: %#v, %v", v, err)
+	}
+}
