@@ -276,8 +276,25 @@ func (c *Conn) watch(ctx context.Context, deadline time.Time, read, write bool) 
 // preferring the context's error when ctx ended.
 func (c *Conn) fail(ctx context.Context, op string, err error) error {
 	c.Close()
-	if ctx.Err() != nil {
-		err = ctx.Err()
+	return fmt.Errorf("resp: %s %s: %w (connection closed)", op, c.addr, ctxErr(ctx, err))
+}
+
+// ctxErr returns ctx's error when ctx ended, including when a network
+// deadline taken from ctx fired just before ctx noticed; else err.
+func ctxErr(ctx context.Context, err error) error {
+	if e := ctxEnded(ctx, err); e != nil {
+		return e
 	}
-	return fmt.Errorf("resp: %s %s: %w (connection closed)", op, c.addr, err)
+	return err
+}
+
+// ctxEnded returns ctx's error when ctx ended (see ctxErr), else nil.
+func ctxEnded(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if d, ok := ctx.Deadline(); ok && isTimeout(err) && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }

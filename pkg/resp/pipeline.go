@@ -199,8 +199,8 @@ func (c *Conn) Receive(ctx context.Context, opts ReceiveOptions) (ReceiveResult,
 	v, n, err := c.rd.read(opts.MaxBytes, true)
 	if err != nil {
 		if isTimeout(err) {
-			if ctx.Err() != nil {
-				return res, fmt.Errorf("resp: receive from %s: %w", c.addr, ctx.Err())
+			if ended := ctxEnded(ctx, err); ended != nil {
+				return res, fmt.Errorf("resp: receive from %s: %w", c.addr, ended)
 			}
 			res.TimedOut = true
 			return res, nil
@@ -260,8 +260,8 @@ func (c *Conn) ReadRaw(ctx context.Context, max int, wait time.Duration) (data [
 	switch {
 	case n > 0:
 		return buf[:n], false, false, nil
-	case isTimeout(err) && ctx.Err() != nil:
-		return nil, false, false, fmt.Errorf("resp: raw read from %s: %w", c.addr, ctx.Err())
+	case isTimeout(err) && ctxEnded(ctx, err) != nil:
+		return nil, false, false, fmt.Errorf("resp: raw read from %s: %w", c.addr, ctxEnded(ctx, err))
 	case isTimeout(err):
 		return nil, true, false, nil
 	case errors.Is(err, io.EOF):
