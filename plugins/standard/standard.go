@@ -4,4 +4,5 @@ package standard
 
 import (
 	_ "github.com/mcpkit/mcpkit/plugins/diag" // diagnostics plugin
+	_ "github.com/mcpkit/mcpkit/plugins/resp" // RESP sidecar
 )

@@ -1,0 +1,238 @@
+package resp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/mcpkit/mcpkit/pkg/mcpcore"
+	"github.com/mcpkit/mcpkit/pkg/resp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// ExecuteArgs are execute's arguments.
+type ExecuteArgs struct {
+	// Commands are run in order, each an array of arguments: UTF-8
+	// strings, safe JSON integers, or {"base64": "..."} for bytes.
+	Commands [][]json.RawMessage `json:"commands"`
+	// Session is a handle from the session tool's open action; empty (or
+	// "default") is the caller's default session.
+	Session string `json:"session,omitempty"`
+}
+
+// Outcomes of an execute call.
+const (
+	OutcomeOK      = "ok"      // every command replied without an error reply
+	OutcomeError   = "error"   // at least one reply is a server error; the others may have succeeded
+	OutcomeUnknown = "unknown" // the call ended after dispatch: the last Unknown commands have unknown outcomes
+)
+
+// ExecuteReply is execute's result: one reply per command, in order,
+// in the lossless JSON form of package pkg/resp, and the RESP3 pushes
+// that arrived meanwhile.
+type ExecuteReply struct {
+	Session string       `json:"session"`
+	Outcome string       `json:"outcome"`
+	Replies []resp.Value `json:"replies"`
+	Pushes  []resp.Value `json:"pushes"`
+	// Unknown counts the commands after Replies whose outcome is unknown:
+	// they may or may not have run. Inspect state before retrying.
+	Unknown int `json:"unknown,omitempty"`
+}
+
+// refused lists the commands whose replies do not follow the
+// one-command-one-reply shape of a pipeline; execute refuses them before
+// sending anything, and the session tool's send/receive runs them. A key
+// of one word refuses the command; "CMD SUB" refuses that subcommand.
+var refused = map[string]bool{
+	"SUBSCRIBE": true, "PSUBSCRIBE": true, "SSUBSCRIBE": true,
+	"UNSUBSCRIBE": true, "PUNSUBSCRIBE": true, "SUNSUBSCRIBE": true,
+	"MONITOR": true, "SYNC": true, "PSYNC": true, "REPLCONF": true, "SHUTDOWN": true, "QUIT": true,
+	"CLIENT REPLY": true, "CLIENT TRACKING": true, "SCRIPT DEBUG": true,
+}
+
+// refusedName returns the refused command or subcommand args names, or "".
+func refusedName(args [][]byte) string {
+	name := strings.ToUpper(string(args[0]))
+	if refused[name] {
+		return name
+	}
+	if len(args) > 1 {
+		if sub := name + " " + strings.ToUpper(string(args[1])); refused[sub] {
+			return sub
+		}
+	}
+	return ""
+}
+
+// commandsSchema is the schema of a batch: an array of commands, each a
+// non-empty array of arguments.
+func commandsSchema(desc string) *jsonschema.Schema {
+	arg := &jsonschema.Schema{AnyOf: []*jsonschema.Schema{
+		{Type: "string", Description: "a UTF-8 argument"},
+		{Type: "integer", Description: "a safe integer (beyond ±9007199254740991 use a decimal string)"},
+		{Type: "object", Description: "arbitrary bytes", Required: []string{"base64"},
+			Properties:           map[string]*jsonschema.Schema{"base64": {Type: "string", Description: "standard base64"}},
+			AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}}},
+	}}
+	return &jsonschema.Schema{Type: "array", Description: desc,
+		Items: &jsonschema.Schema{Type: "array", MinItems: new(1), Items: arg, Description: "one command: its name, then its arguments"}}
+}
+
+// schemaFor derives In's schema and gives its "commands" property the
+// batch schema (a json.RawMessage argument has no schema of its own).
+func schemaFor[In any](commandsDesc string) (*jsonschema.Schema, error) {
+	s, err := jsonschema.For[In](nil)
+	if err != nil {
+		return nil, err
+	}
+	s.Properties["commands"] = commandsSchema(commandsDesc)
+	return s, nil
+}
+
+func (p *Plugin) addExecute() error {
+	schema, err := schemaFor[ExecuteArgs]("the commands to run in order, e.g. [[\"SET\",\"k\",\"v\"],[\"GET\",\"k\"]]")
+	if err != nil {
+		return fmt.Errorf("execute schema: %w", err)
+	}
+	mcpcore.AddTool(p.host, &mcp.Tool{Name: "execute", InputSchema: schema,
+		Description: "Run an ordered pipeline of RESP commands on a persistent connection (the caller's default session, or an explicit one from " +
+			p.host.ToolName("session") + "). Returns session, outcome (ok | error when a reply is a server error | unknown after a timeout), " +
+			"replies in order in lossless RESP3 JSON (type, encoding utf8|base64, value), and pushes apart. Not a transaction: use MULTI/EXEC. " +
+			"Arguments are UTF-8 strings, safe integers or {\"base64\":...}. Subscriptions, MONITOR, CLIENT REPLY/TRACKING, SCRIPT DEBUG, " +
+			"SHUTDOWN, QUIT and replication handshakes are refused: use " + p.host.ToolName("session") + " send/receive."},
+		p.execute)
+	return nil
+}
+
+// batch is a validated batch: every command parsed and sized, nothing sent.
+type batch struct {
+	cmds  [][][]byte
+	bytes int64
+}
+
+// parseBatch checks a batch against the limits and parses its arguments
+// before anything is sent. refuse rejects the commands with unusual reply
+// shapes (execute); send lets them through.
+func (p *Plugin) parseBatch(raw [][]json.RawMessage, refuse bool) (*batch, error) {
+	maxCmds, maxCmd, maxBatch := p.host.Limit(LimitBatchCommands), p.host.Limit(LimitCommandBytes), p.host.Limit(LimitBatchBytes)
+	if len(raw) == 0 {
+		return nil, &mcpcore.ParamError{Path: "/commands", Reason: "no command given"}
+	}
+	if int64(len(raw)) > maxCmds {
+		return nil, &mcpcore.LimitError{Limit: LimitBatchCommands, Max: maxCmds, Actual: int64(len(raw)), Detail: "nothing was sent; split the batch"}
+	}
+	b := &batch{cmds: make([][][]byte, len(raw))}
+	for i, c := range raw {
+		if len(c) == 0 {
+			return nil, &mcpcore.ParamError{Path: fmt.Sprintf("/commands/%d", i), Reason: "a command needs at least its name"}
+		}
+		args, err := resp.ParseArgs(c)
+		if err != nil {
+			var ae *resp.ArgError
+			if errors.As(err, &ae) {
+				return nil, &mcpcore.ParamError{Path: fmt.Sprintf("/commands/%d/%d", i, ae.Index), Reason: ae.Reason}
+			}
+			return nil, &mcpcore.ParamError{Path: fmt.Sprintf("/commands/%d", i), Reason: err.Error()}
+		}
+		if refuse {
+			if name := refusedName(args); name != "" {
+				return nil, mcpcore.Errorf(KindRefused, "command %d (%s) has no ordinary one-reply shape, so execute does not run it; nothing was sent: open a session with %s and use its send and receive actions",
+					i, name, p.host.ToolName("session"))
+			}
+		}
+		size := resp.CommandSize(args)
+		if size > maxCmd {
+			return nil, &mcpcore.LimitError{Limit: LimitCommandBytes, Max: maxCmd, Actual: size, Detail: fmt.Sprintf("command %d; nothing was sent", i)}
+		}
+		b.bytes += size
+		b.cmds[i] = args
+	}
+	if b.bytes > maxBatch {
+		return nil, &mcpcore.LimitError{Limit: LimitBatchBytes, Max: maxBatch, Actual: b.bytes, Detail: "nothing was sent; split the batch"}
+	}
+	return b, nil
+}
+
+func (p *Plugin) execute(ctx context.Context, req *mcp.CallToolRequest, in ExecuteArgs) (any, error) {
+	b, err := p.parseBatch(in.Commands, true)
+	if err != nil {
+		return nil, err
+	}
+	s, err := p.reg.use(ctx, p.reg.scopeOf(req), in.Session)
+	if err != nil {
+		return nil, err
+	}
+	defer p.reg.release(s)
+	switch {
+	case s.mode == ModeRaw:
+		return nil, mcpcore.Errorf(KindRefused, "session %q is a raw session: use the session tool's send and receive; nothing was sent", s.id)
+	case p.reg.isManual(s):
+		return nil, mcpcore.Errorf(KindRefused, "session %q is in manual mode (send/receive were used): unread replies could be mistaken for this batch's, so only send and receive run on it; nothing was sent", s.id)
+	}
+	conn, err := p.reg.conn(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	res, err := conn.Pipeline(ctx, b.cmds, resp.PipelineOptions{MaxReplyBytes: p.host.Limit(LimitReplyBytes)})
+	reply := ExecuteReply{Session: s.id, Outcome: OutcomeOK, Replies: res.Replies, Pushes: res.Pushes}
+	if reply.Replies == nil {
+		reply.Replies = []resp.Value{}
+	}
+	if reply.Pushes == nil {
+		reply.Pushes = []resp.Value{}
+	}
+	for _, v := range reply.Replies {
+		if v.IsError() {
+			reply.Outcome = OutcomeError
+			break
+		}
+	}
+	if err != nil {
+		// After dispatch: the connection is closed, the state of the session
+		// unknown; nothing is retried.
+		p.reg.broken(s)
+		reply.Outcome, reply.Unknown = OutcomeUnknown, len(b.cmds)-len(reply.Replies)
+		if ended(ctx, err) {
+			return nil, mcpcore.ErrorResult(reply) // the host reports the timeout or cancellation
+		}
+		return nil, mcpcore.ErrorResult(mcpcore.ToolErrorReply{Error: p.failure(s, err), Partial: reply})
+	}
+	if reply.Outcome == OutcomeError {
+		return nil, mcpcore.ErrorResult(reply)
+	}
+	return reply, nil
+}
+
+// ended reports whether err is the end of ctx (timeout or cancellation).
+// A connection deadline taken from ctx may fire a moment before ctx
+// itself: then ended waits for ctx, so that the host reports the call as
+// timed out rather than as failed.
+func ended(ctx context.Context, err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		<-ctx.Done()
+	}
+	return ctx.Err() != nil
+}
+
+// failure describes a connection that failed after dispatch.
+func (p *Plugin) failure(s *session, err error) mcpcore.ToolErrorDetail {
+	suffix := "; the connection was closed, the commands without a reply have unknown outcomes (nothing is retried)"
+	if s.id == DefaultSession {
+		suffix += "; the next call opens a new default session (database and transaction state are reset)"
+	} else {
+		suffix += fmt.Sprintf("; session %q is closed", s.id)
+	}
+	var le *resp.LimitError
+	if errors.As(err, &le) {
+		limit := le.Limit
+		if limit == "reply_bytes" || limit == "" {
+			limit = LimitReplyBytes
+		}
+		return mcpcore.ToolErrorDetail{Kind: mcpcore.KindLimit, Limit: limit, Max: le.Max, Message: err.Error() + suffix}
+	}
+	return mcpcore.ToolErrorDetail{Kind: KindConnection, Message: fmt.Sprintf("target %q (%s): %v%s", s.target.name, s.target.addr, err, suffix)}
+}

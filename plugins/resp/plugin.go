@@ -1,0 +1,143 @@
+// Package resp is mcpkit's RESP sidecar plugin: complete agent access to a
+// Redis-protocol datastore (Redis, Valkey, any RESP server) through a few
+// tools rather than one per command, the MCP surface of seed 000:
+//
+//   - <prefix>_execute (execute.go): ordered pipelines on a persistent
+//     connection, replies in lossless RESP3 JSON, pushes apart;
+//   - <prefix>_session (session.go): explicit connections (open, list,
+//     close), send and receive for blocking commands, Pub/Sub and MONITOR,
+//     and raw byte streams;
+//   - <prefix>_commands (commands.go): the target's live command registry;
+//   - <prefix>_result: the core's paging of large results;
+//
+// and the resources <scheme>://capabilities and <scheme>://commands.
+//
+// The wire work (codec, connections, pipelines) is package pkg/resp; this
+// package only translates MCP calls into it and its values back. It never
+// starts or restarts a datastore, never retries or replays a command, and
+// reaches only the configured targets (config.go), never an address from
+// a tool's arguments.
+//
+// A session is one dedicated connection. Each MCP client session has its
+// own default session, dialled on first use and kept (SELECT and an open
+// transaction survive between calls); explicit handles are unguessable and
+// scoped to the caller's principal and MCP client session. A client of the
+// 2026-07-28 era has no session that outlives a request over HTTP, so its
+// default session and handles are scoped to its principal alone and end by
+// idle expiry or close. Calls on one session run one at a time; sessions run
+// in parallel (registry.go).
+package resp
+
+import (
+	"context"
+	"time"
+
+	"github.com/mcpkit/mcpkit/pkg/mcpcore"
+)
+
+func init() {
+	mcpcore.Register(mcpcore.PluginInfo{
+		Name:        "resp",
+		Description: "RESP sidecar: pipelines, sessions, blocking and Pub/Sub, the live command registry of a Redis-protocol datastore",
+		New:         func() mcpcore.Plugin { return new(Plugin) },
+		Limits:      Limits(),
+	})
+}
+
+// Names of the plugin's own limits (the seed's limits table).
+const (
+	LimitMaxSessions    = "max_sessions"
+	LimitMaxLiveHandles = "max_live_handles"
+	LimitSessionIdle    = "session_idle"
+	LimitBatchCommands  = "batch_commands"
+	LimitCommandBytes   = "command_bytes"
+	LimitBatchBytes     = "batch_bytes"
+	LimitReplyBytes     = "reply_bytes"
+	LimitDownloadBytes  = "download_bytes"
+	LimitChildProcesses = "child_processes"
+	LimitChildLogBytes  = "child_log_bytes"
+)
+
+// Limits declares the plugin's own limits, for its registration and for a
+// program that embeds it ([mcpcore.Instance]).
+func Limits() []mcpcore.LimitSpec {
+	return []mcpcore.LimitSpec{
+		{Name: LimitMaxSessions, Kind: mcpcore.LimitCount, Default: 64, Min: 1, Max: 4096, Unit: "sessions",
+			Meaning: "RESP sessions open at once (default sessions and explicit handles; each holds one connection); opening one more fails"},
+		{Name: LimitMaxLiveHandles, Kind: mcpcore.LimitCount, Default: 64, Min: 1, Max: 4096, Unit: "handles",
+			Meaning: "management live (WebSocket) handles open at once, apart from RESP sessions"},
+		{Name: LimitSessionIdle, Kind: mcpcore.LimitDuration, Default: int64(15 * time.Minute), Min: int64(time.Second), Max: int64(24 * time.Hour),
+			Meaning: "how long a RESP session may stay unused before it is closed (a call in progress keeps it alive)"},
+		{Name: LimitBatchCommands, Kind: mcpcore.LimitCount, Default: 1024, Min: 1, Max: 65536, Unit: "commands",
+			Meaning: "commands in one execute or send batch; a larger batch is refused before anything is sent"},
+		{Name: LimitCommandBytes, Kind: mcpcore.LimitBytes, Default: 8 * mcpcore.MiB, Min: 1 * mcpcore.KiB, Max: 512 * mcpcore.MiB,
+			Meaning: "one framed command on the wire; a larger one is refused before anything is sent"},
+		{Name: LimitBatchBytes, Kind: mcpcore.LimitBytes, Default: 16 * mcpcore.MiB, Min: 1 * mcpcore.KiB, Max: 1 * mcpcore.GiB,
+			Meaning: "one framed batch on the wire; a larger one is refused before anything is sent"},
+		{Name: LimitReplyBytes, Kind: mcpcore.LimitBytes, Default: 64 * mcpcore.MiB, Min: 1 * mcpcore.KiB, Max: 1 * mcpcore.GiB,
+			Meaning: "reply bytes one execute or receive may read; beyond it the call fails, the connection is closed and the unread replies have unknown outcomes"},
+		{Name: LimitDownloadBytes, Kind: mcpcore.LimitBytes, Default: 1 * mcpcore.GiB, Min: 1 * mcpcore.KiB, Max: 1 * mcpcore.GiB,
+			Meaning: "one management snapshot download; a larger one fails and its partial file is removed"},
+		{Name: LimitChildProcesses, Kind: mcpcore.LimitCount, Default: 8, Min: 1, Max: 64, Unit: "processes",
+			Meaning: "owned server processes running at once (process tool)"},
+		{Name: LimitChildLogBytes, Kind: mcpcore.LimitBytes, Default: 64 * mcpcore.KiB, Min: 1 * mcpcore.KiB, Max: 64 * mcpcore.MiB,
+			Meaning: "log bytes retained per owned process; older bytes are dropped and counted"},
+	}
+}
+
+// Plugin is the RESP sidecar plugin.
+type Plugin struct {
+	cfg  *settings
+	host *mcpcore.Host
+	reg  *registry
+	cmds *commandCache
+}
+
+var (
+	_ mcpcore.Plugin     = (*Plugin)(nil)
+	_ mcpcore.Configurer = (*Plugin)(nil)
+)
+
+// Configure implements mcpcore.Configurer: it decodes and resolves the
+// [Config] (reading credentials and TLS files), so that a bad configuration
+// stops the start. It connects to nothing.
+func (p *Plugin) Configure(raw []byte) error {
+	cfg, err := parseConfig(raw)
+	if err != nil {
+		return err
+	}
+	p.cfg = cfg
+	return nil
+}
+
+// Attach implements mcpcore.Plugin: it adds the tools and resources and
+// starts the idle reaper. It connects to nothing: the first call that needs
+// a target dials it.
+func (p *Plugin) Attach(ctx context.Context, h *mcpcore.Host) error {
+	if p.cfg == nil {
+		if err := p.Configure([]byte("{}")); err != nil {
+			return err
+		}
+	}
+	p.host = h
+	p.reg = newRegistry(h, p.cfg)
+	p.cmds = new(commandCache)
+	for _, add := range []func() error{p.addExecute, p.addSession, p.addCommands, p.addResources} {
+		if err := add(); err != nil {
+			return err
+		}
+	}
+	h.OnSessionEnd(p.reg.endClientSession)
+	p.reg.startReaper(h.Context())
+	return nil
+}
+
+// Close implements mcpcore.Plugin: it stops the reaper and closes every
+// session's connection.
+func (p *Plugin) Close(context.Context) error {
+	if p.reg == nil {
+		return nil
+	}
+	p.cmds.close()
+	return p.reg.close()
+}

@@ -1,0 +1,698 @@
+package resp
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpkit/mcpkit/internal/redistest"
+	"github.com/mcpkit/mcpkit/pkg/mcpcore"
+	"github.com/mcpkit/mcpkit/pkg/mcpcore/mcptest"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// jv is the JSON form of a RESP value, as a client reads it.
+type jv struct {
+	Type     string          `json:"type"`
+	Encoding string          `json:"encoding,omitempty"`
+	Format   string          `json:"format,omitempty"`
+	Value    json.RawMessage `json:"value,omitempty"`
+	Items    []jv            `json:"items,omitempty"`
+	Entries  [][]jv          `json:"entries,omitempty"`
+}
+
+// str is the value of a string-like frame, decoded.
+func (v jv) str(t *testing.T) string {
+	t.Helper()
+	var s string
+	if err := json.Unmarshal(v.Value, &s); err != nil {
+		t.Fatalf("value %s of a %s: %v", v.Value, v.Type, err)
+	}
+	if v.Encoding == "base64" {
+		b, err := base64.StdEncoding.DecodeString(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	return s
+}
+
+type execReply struct {
+	Session string `json:"session"`
+	Outcome string `json:"outcome"`
+	Replies []jv   `json:"replies"`
+	Pushes  []jv   `json:"pushes"`
+	Unknown int    `json:"unknown"`
+}
+
+type errReply struct {
+	Error   mcpcore.ToolErrorDetail `json:"error"`
+	Partial json.RawMessage         `json:"partial"`
+}
+
+// env is a server with the resp plugin and one client session.
+type env struct {
+	t   *testing.T
+	srv *mcpcore.Server
+	cs  *mcp.ClientSession
+}
+
+// connect serves the resp plugin with the given plugin configuration and
+// limits (JSON objects, "" for none).
+func connect(t *testing.T, config, pluginLimits string, core ...func(*mcpcore.Limits)) *env {
+	t.Helper()
+	t.Setenv(EnvAuth, "")
+	cfg := mcpcore.DefaultConfig()
+	for _, f := range core {
+		f(&cfg.Limits)
+	}
+	pc := mcpcore.PluginConfig{Config: json.RawMessage(config)}
+	if pluginLimits != "" {
+		pc.Limits = json.RawMessage(pluginLimits)
+	}
+	cfg.Plugins = map[string]mcpcore.PluginConfig{"resp": pc}
+	cs, srv, err := mcptest.Connect(t, mcpcore.Options{Plugins: []string{"resp"}, Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{t: t, srv: srv, cs: cs}
+}
+
+// target is the configuration of one target at a test server.
+func targetAt(s *redistest.Server, extra string) string {
+	host, port, _ := net.SplitHostPort(s.Addr)
+	return fmt.Sprintf(`{"targets": {"local": {"host": %q, "port": %s%s}}}`, host, port, extra)
+}
+
+func (e *env) call(cs *mcp.ClientSession, tool string, args any) *mcp.CallToolResult {
+	e.t.Helper()
+	if cs == nil {
+		cs = e.cs
+	}
+	res, err := cs.CallTool(e.t.Context(), &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		e.t.Fatalf("%s: %v", tool, err)
+	}
+	return res
+}
+
+func decode[T any](t *testing.T, res *mcp.CallToolResult) T {
+	t.Helper()
+	var out T
+	b, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatalf("decode %s: %v", b, err)
+	}
+	return out
+}
+
+// exec runs a batch on the default session and wants it to succeed.
+func (e *env) exec(cmds ...[]any) execReply {
+	e.t.Helper()
+	res := e.call(nil, "resp_execute", map[string]any{"commands": cmds})
+	r := decode[execReply](e.t, res)
+	if res.IsError || r.Outcome != OutcomeOK || len(r.Replies) != len(cmds) {
+		b, _ := json.Marshal(res.StructuredContent)
+		e.t.Fatalf("execute %v: %s", cmds, b)
+	}
+	return r
+}
+
+// failure wants an error result of the given kind and returns it.
+func failure(t *testing.T, res *mcp.CallToolResult, kind string) errReply {
+	t.Helper()
+	r := decode[errReply](t, res)
+	if !res.IsError || r.Error.Kind != kind {
+		b, _ := json.Marshal(res.StructuredContent)
+		t.Fatalf("want an error of kind %s, got %s", kind, b)
+	}
+	return r
+}
+
+func cmd(args ...any) []any { return args }
+
+// TestLazyConnect: with the target down, the server starts and lists its
+// tools; a call fails at once with a connection error naming the target.
+func TestLazyConnect(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	e := connect(t, fmt.Sprintf(`{"targets": {"down": {"port": %d}}}`, port), "")
+	tools, err := e.cs.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range tools.Tools {
+		names = append(names, tl.Name)
+	}
+	if got := strings.Join(names, ","); got != "resp_commands,resp_execute,resp_result,resp_session" {
+		t.Fatalf("tools = %s", got)
+	}
+	start := time.Now()
+	r := failure(t, e.call(nil, "resp_execute", map[string]any{"commands": [][]any{{"PING"}}}), KindConnection)
+	if !strings.Contains(r.Error.Message, `"down"`) || !strings.Contains(r.Error.Message, strconv.Itoa(port)) || time.Since(start) > 5*time.Second {
+		t.Fatalf("error %q after %v", r.Error.Message, time.Since(start))
+	}
+	failure(t, e.call(nil, "resp_session", map[string]any{"action": "open"}), KindConnection)
+	failure(t, e.call(nil, "resp_commands", map[string]any{}), KindConnection)
+}
+
+func TestExecute(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	e := connect(t, targetAt(s, ""), "")
+	r := e.exec(cmd("SET", "agent:counter", "41"), cmd("INCR", "agent:counter"), cmd("GET", "agent:counter"))
+	if r.Session != DefaultSession || r.Replies[0].str(t) != "OK" || r.Replies[0].Type != "simple_string" ||
+		r.Replies[1].Type != "integer" || string(r.Replies[1].Value) != `"42"` || r.Replies[2].str(t) != "42" || len(r.Pushes) != 0 {
+		t.Fatalf("reply = %+v", r)
+	}
+	// Integers beyond 2^53 and binary keys round-trip exactly.
+	r = e.exec(cmd("SET", "big", "9007199254740992"), cmd("INCR", "big"), cmd("INCRBY", "big", 9007199254740991),
+		cmd("SET", map[string]string{"base64": "AP8="}, map[string]string{"base64": "gAE="}), cmd("GET", map[string]string{"base64": "AP8="}))
+	if string(r.Replies[1].Value) != `"9007199254740993"` || string(r.Replies[2].Value) != `"18014398509481984"` ||
+		r.Replies[4].Encoding != "base64" || r.Replies[4].str(t) != "\x80\x01" {
+		t.Fatalf("reply = %+v", r)
+	}
+	r = e.exec(cmd("INCRBY", "big", "-18014398509481985"))
+	if string(r.Replies[0].Value) != `"-1"` {
+		t.Fatalf("INCRBY with a decimal string = %s", r.Replies[0].Value)
+	}
+	// A server error is a typed reply among the others: outcome error,
+	// isError, the other commands ran.
+	res := e.call(nil, "resp_execute", map[string]any{"commands": [][]any{{"SET", "k", "v"}, {"INCR", "k"}, {"GET", "k"}}})
+	er := decode[execReply](t, res)
+	if !res.IsError || er.Outcome != OutcomeError || len(er.Replies) != 3 || er.Replies[1].Type != "simple_error" ||
+		!strings.HasPrefix(er.Replies[1].str(t), "ERR") || er.Replies[2].str(t) != "v" {
+		t.Fatalf("error reply = %+v", er)
+	}
+	// The default session is persistent: SELECT and the connection survive.
+	id := e.exec(cmd("CLIENT", "ID"), cmd("SELECT", 2), cmd("SET", "db2", "x")).Replies[0].Value
+	r = e.exec(cmd("CLIENT", "ID"), cmd("GET", "db2"))
+	if string(r.Replies[0].Value) != string(id) || r.Replies[1].str(t) != "x" {
+		t.Fatalf("the default session changed: %s then %+v", id, r)
+	}
+	// Another client session has its own default session.
+	other := mcptest.Session(t, e.srv, nil)
+	or := decode[execReply](t, e.call(other, "resp_execute", map[string]any{"commands": [][]any{{"CLIENT", "ID"}, {"GET", "db2"}}}))
+	if string(or.Replies[0].Value) == string(id) || or.Replies[1].Type != "null" {
+		t.Fatalf("a second client shares the default session: %+v", or)
+	}
+}
+
+// TestExecuteRefusesBeforeSending: structural validation fails the whole
+// batch before any byte is sent.
+func TestExecuteRefusesBeforeSending(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	e := connect(t, targetAt(s, ""), `{"batch_commands": 3, "command_bytes": 1024, "batch_bytes": 2048}`)
+	exec := func(cmds ...[]any) *mcp.CallToolResult {
+		return e.call(nil, "resp_execute", map[string]any{"commands": cmds})
+	}
+	for _, c := range [][]any{{"SUBSCRIBE", "c"}, {"psubscribe", "c*"}, {"SSUBSCRIBE", "c"}, {"MONITOR"}, {"client", "reply", "off"},
+		{"CLIENT", "TRACKING", "on"}, {"SCRIPT", "DEBUG", "yes"}, {"SHUTDOWN"}, {"QUIT"}, {"SYNC"}, {"PSYNC", "?", "-1"}, {"REPLCONF", "x"}} {
+		r := failure(t, exec(cmd("SET", "sent", "1"), c), KindRefused)
+		if !strings.Contains(r.Error.Message, "resp_session") || !strings.Contains(r.Error.Message, "nothing was sent") {
+			t.Errorf("%v: %s", c, r.Error.Message)
+		}
+	}
+	if r := failure(t, exec(cmd("SET", "sent", "1"), cmd("A"), cmd("B"), cmd("C")), mcpcore.KindLimit); r.Error.Limit != LimitBatchCommands || r.Error.Max != 3 {
+		t.Errorf("batch_commands: %+v", r.Error)
+	}
+	if r := failure(t, exec(cmd("SET", "sent", strings.Repeat("x", 1024))), mcpcore.KindLimit); r.Error.Limit != LimitCommandBytes {
+		t.Errorf("command_bytes: %+v", r.Error)
+	}
+	big := strings.Repeat("x", 900)
+	if r := failure(t, exec(cmd("SET", "sent", big), cmd("SET", "sent", big), cmd("SET", "sent", big)), mcpcore.KindLimit); r.Error.Limit != LimitBatchBytes {
+		t.Errorf("batch_bytes: %+v", r.Error)
+	}
+	for args, path := range map[string]string{
+		`[["SET","k",1.5]]`:            "/commands/0/2",
+		`[["GET"],["SET",{"x":1}]]`:    "/commands/1/1",
+		`[["GET"],[]]`:                 "/commands/1",
+		`[]`:                           "/commands",
+		`[["SET","k",{"base64":"!"}]]`: "/commands/0/2",
+	} {
+		r := failure(t, e.call(nil, "resp_execute", map[string]any{"commands": json.RawMessage(args)}), mcpcore.KindBadParams)
+		if r.Error.Path != path {
+			t.Errorf("%s: path %q, want %q (%s)", args, r.Error.Path, path, r.Error.Message)
+		}
+	}
+	if r := e.exec(cmd("EXISTS", "sent")); string(r.Replies[0].Value) != `"0"` {
+		t.Fatal("a refused batch was sent")
+	}
+}
+
+// TestBatchAtTheLimit: 1,024 SETs of 15 KiB values in one execute (just
+// under the 16 MiB batch limit) run in order without deadlock; the same
+// batch one byte over it is refused.
+func TestBatchAtTheLimit(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	e := connect(t, targetAt(s, ""), "")
+	value := strings.Repeat("v", 15*1024)
+	size := func(i, n int) int64 { // the framed SET k:i <n bytes>
+		return int64(len(fmt.Sprintf("*3\r\n$3\r\nSET\r\n$6\r\nk:%04d\r\n$%d\r\n", i, n)) + n + 2)
+	}
+	cmds := make([][]any, 1024)
+	var total int64
+	for i := range cmds {
+		cmds[i] = cmd("SET", fmt.Sprintf("k:%04d", i), value)
+		total += size(i, len(value))
+	}
+	if total > 16*mcpcore.MiB {
+		t.Fatalf("the batch is %d bytes, over the limit", total)
+	}
+	r := e.exec(cmds...)
+	if r.Replies[1023].str(t) != "OK" {
+		t.Fatalf("last reply %+v", r.Replies[1023])
+	}
+	// Grow the last value until the batch is one byte over 16 MiB.
+	want := 16*mcpcore.MiB + 1 - (total - size(1023, len(value)))
+	n := len(value)
+	for size(1023, n) != want {
+		n += int(want - size(1023, n))
+	}
+	cmds[1023] = cmd("SET", "k:1023", strings.Repeat("v", n))
+	res := e.call(nil, "resp_execute", map[string]any{"commands": cmds, "session": ""})
+	if f := failure(t, res, mcpcore.KindLimit); f.Error.Limit != LimitBatchBytes || !strings.Contains(f.Error.Message, fmt.Sprint(16*mcpcore.MiB+1)) {
+		t.Fatalf("one byte over: %+v", f.Error)
+	}
+}
+
+func (e *env) open(cs *mcp.ClientSession, args map[string]any) string {
+	e.t.Helper()
+	if args == nil {
+		args = map[string]any{}
+	}
+	args["action"] = "open"
+	res := e.call(cs, "resp_session", args)
+	info := decode[SessionInfo](e.t, res)
+	if res.IsError || !strings.HasPrefix(info.Session, "rs_") || len(info.Session) != 35 {
+		b, _ := json.Marshal(res.StructuredContent)
+		e.t.Fatalf("open: %s", b)
+	}
+	return info.Session
+}
+
+// execOn runs a batch on a session and returns the raw result.
+func (e *env) execOn(cs *mcp.ClientSession, session string, cmds ...[]any) *mcp.CallToolResult {
+	e.t.Helper()
+	return e.call(cs, "resp_execute", map[string]any{"session": session, "commands": cmds})
+}
+
+func (e *env) list(cs *mcp.ClientSession) []SessionInfo {
+	e.t.Helper()
+	return decode[struct {
+		Sessions []SessionInfo `json:"sessions"`
+	}](e.t, e.call(cs, "resp_session", map[string]any{"action": "list"})).Sessions
+}
+
+// TestSessionsAreScoped: a handle is unknown to another client session,
+// close ends it, and a client session that ends closes its sessions.
+func TestSessionsAreScoped(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	e := connect(t, targetAt(s, `, "database": 1`), "")
+	h := e.open(nil, map[string]any{"database": 3})
+	if r := decode[execReply](t, e.execOn(nil, h, cmd("SET", "in3", "x"))); r.Session != h || r.Outcome != OutcomeOK {
+		t.Fatalf("execute on the handle: %+v", r)
+	}
+	e.exec(cmd("SET", "in1", "y"))
+	if l := e.list(nil); len(l) != 2 || l[0].Session != DefaultSession || l[0].Database != 1 || l[1].Session != h || l[1].Database != 3 || l[1].Target != "local" {
+		t.Fatalf("list = %+v", l)
+	}
+	other := mcptest.Session(t, e.srv, nil)
+	r := failure(t, e.execOn(other, h, cmd("GET", "in3")), KindSessionNotFound)
+	if !strings.Contains(r.Error.Message, h) {
+		t.Fatalf("message %q", r.Error.Message)
+	}
+	failure(t, e.call(other, "resp_session", map[string]any{"action": "close", "session": h}), KindSessionNotFound)
+	failure(t, e.execOn(nil, "rs_00000000000000000000000000000000", cmd("PING")), KindSessionNotFound)
+	if l := e.list(other); len(l) != 0 {
+		t.Fatalf("another client lists %+v", l)
+	}
+	// A second handle of the other client; its session ends: closed.
+	h2 := e.open(other, nil)
+	clients := func() int {
+		r := e.exec(cmd("CLIENT", "LIST"))
+		return strings.Count(r.Replies[0].str(t), "\n")
+	}
+	if n := clients(); n != 3 { // default, h, h2
+		t.Fatalf("%d clients, want 3", n)
+	}
+	other.Close()
+	waitFor(t, func() bool { return clients() == 2 })
+	failure(t, e.execOn(nil, h2, cmd("PING")), KindSessionNotFound)
+	// close
+	if res := e.call(nil, "resp_session", map[string]any{"action": "close", "session": h}); res.IsError {
+		t.Fatal("close failed")
+	}
+	failure(t, e.execOn(nil, h, cmd("PING")), KindSessionNotFound)
+	waitFor(t, func() bool { return clients() == 1 })
+	failure(t, e.call(nil, "resp_session", map[string]any{"action": "open", "target": "nope"}), mcpcore.KindBadParams)
+	failure(t, e.call(nil, "resp_session", map[string]any{"action": "open", "protocol": 4}), mcpcore.KindBadParams)
+	failure(t, e.call(nil, "resp_session", map[string]any{"action": "open", "mode": "x"}), mcpcore.KindBadParams)
+	failure(t, e.call(nil, "resp_session", map[string]any{"action": "dance"}), mcpcore.KindBadParams)
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 5s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestSessionLimits: max_sessions counts every session and fails
+// explicitly; idle sessions expire.
+func TestSessionLimits(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	e := connect(t, targetAt(s, ""), `{"max_sessions": 2, "session_idle": "1s"}`)
+	e.exec(cmd("PING"))
+	h := e.open(nil, nil)
+	r := failure(t, e.call(nil, "resp_session", map[string]any{"action": "open"}), mcpcore.KindLimit)
+	if r.Error.Limit != LimitMaxSessions || r.Error.Max != 2 {
+		t.Fatalf("limit = %+v", r.Error)
+	}
+	other := mcptest.Session(t, e.srv, nil)
+	failure(t, e.call(other, "resp_execute", map[string]any{"commands": [][]any{{"PING"}}}), mcpcore.KindLimit)
+	time.Sleep(1500 * time.Millisecond)
+	waitFor(t, func() bool { return len(e.list(nil)) == 0 })
+	failure(t, e.execOn(nil, h, cmd("PING")), KindSessionNotFound)
+	e.open(other, nil)
+}
+
+// TestTransaction: MULTI/EXEC across calls on a session, and a WATCH
+// conflict caused by another session.
+func TestTransaction(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	e := connect(t, targetAt(s, ""), "")
+	h := e.open(nil, nil)
+	for _, c := range [][]any{{"MULTI"}, {"SET", "agent:transaction", "retained"}, {"INCR", "agent:counter"}} {
+		if res := e.execOn(nil, h, c); res.IsError {
+			t.Fatalf("%v failed", c)
+		}
+	}
+	r := decode[execReply](t, e.execOn(nil, h, cmd("EXEC")))
+	if r.Replies[0].Type != "array" || len(r.Replies[0].Items) != 2 || string(r.Replies[0].Items[1].Value) != `"1"` {
+		t.Fatalf("EXEC = %+v", r)
+	}
+	e.execOn(nil, h, cmd("WATCH", "agent:counter"))
+	e.exec(cmd("INCR", "agent:counter")) // the default session breaks the watch
+	r = decode[execReply](t, e.execOn(nil, h, cmd("MULTI"), cmd("INCR", "agent:counter"), cmd("EXEC")))
+	if r.Replies[2].Type != "null" {
+		t.Fatalf("EXEC after a WATCH conflict = %+v", r.Replies[2])
+	}
+}
+
+type receiveReply struct {
+	Frames   []jv `json:"frames"`
+	TimedOut bool `json:"timed_out"`
+}
+
+// TestSendReceive: a BRPOP consumer fed by LPUSH from another session,
+// SUBSCRIBE then PUBLISH, the one-way switch to manual mode.
+func TestSendReceive(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	e := connect(t, targetAt(s, ""), "")
+	consumer := e.open(nil, nil)
+	send := func(h string, cmds ...[]any) {
+		t.Helper()
+		res := e.call(nil, "resp_session", map[string]any{"action": "send", "session": h, "commands": cmds})
+		if res.IsError || decode[SendReply](t, res).BytesWritten == 0 {
+			t.Fatalf("send: %v", res.StructuredContent)
+		}
+	}
+	receive := func(h string, frames, wait int) receiveReply {
+		t.Helper()
+		res := e.call(nil, "resp_session", map[string]any{"action": "receive", "session": h, "max_frames": frames, "wait_ms": wait})
+		if res.IsError {
+			t.Fatalf("receive: %v", res.StructuredContent)
+		}
+		return decode[receiveReply](t, res)
+	}
+	send(consumer, cmd("BRPOP", "agent:jobs", "0"))
+	if r := receive(consumer, 1, 50); !r.TimedOut || len(r.Frames) != 0 {
+		t.Fatalf("receive before the push = %+v", r)
+	}
+	e.exec(cmd("LPUSH", "agent:jobs", "job-1"))
+	r := receive(consumer, 1, 5000)
+	if len(r.Frames) != 1 || r.Frames[0].Items[1].str(t) != "job-1" {
+		t.Fatalf("BRPOP reply = %+v", r)
+	}
+	f := failure(t, e.execOn(nil, consumer, cmd("PING")), KindRefused)
+	if !strings.Contains(f.Error.Message, "manual") {
+		t.Fatalf("execute on a manual session: %s", f.Error.Message)
+	}
+	sub := e.open(nil, nil)
+	send(sub, cmd("SUBSCRIBE", "news"))
+	if r := receive(sub, 1, 5000); len(r.Frames) != 1 || r.Frames[0].Type != "push" || r.Frames[0].Items[0].str(t) != "subscribe" {
+		t.Fatalf("subscribe ack = %+v", r)
+	}
+	e.exec(cmd("PUBLISH", "news", "one"), cmd("PUBLISH", "news", "two"))
+	var got []string
+	for len(got) < 2 {
+		r := receive(sub, 10, 5000)
+		for _, fr := range r.Frames {
+			got = append(got, fr.Items[2].str(t))
+		}
+	}
+	if strings.Join(got, ",") != "one,two" {
+		t.Fatalf("messages = %v", got)
+	}
+	failure(t, e.call(nil, "resp_session", map[string]any{"action": "send", "commands": [][]any{{"PING"}}}), mcpcore.KindBadParams)
+	failure(t, e.call(nil, "resp_session", map[string]any{"action": "receive", "session": sub, "wait_ms": -1}), mcpcore.KindBadParams)
+}
+
+type rawReply struct {
+	DataBase64 string `json:"data_base64"`
+	Bytes      int    `json:"bytes"`
+	TimedOut   bool   `json:"timed_out"`
+	EOF        bool   `json:"eof"`
+}
+
+// TestRawSession: bytes in, bytes out, and eof when the server closes.
+func TestRawSession(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	e := connect(t, targetAt(s, ""), "")
+	h := e.open(nil, map[string]any{"mode": "raw", "protocol": 2})
+	raw := func(wait int) rawReply {
+		t.Helper()
+		res := e.call(nil, "resp_session", map[string]any{"action": "receive", "session": h, "wait_ms": wait})
+		if res.IsError {
+			t.Fatalf("raw receive: %v", res.StructuredContent)
+		}
+		return decode[rawReply](t, res)
+	}
+	if r := e.call(nil, "resp_session", map[string]any{"action": "send", "session": h, "data_base64": base64.StdEncoding.EncodeToString([]byte("PING\r\n"))}); r.IsError {
+		t.Fatalf("raw send: %v", r.StructuredContent)
+	}
+	var got []byte
+	for len(got) < 7 {
+		r := raw(5000)
+		b, _ := base64.StdEncoding.DecodeString(r.DataBase64)
+		got = append(got, b...)
+	}
+	if string(got) != "+PONG\r\n" {
+		t.Fatalf("raw reply %q", got)
+	}
+	failure(t, e.execOn(nil, h, cmd("PING")), KindRefused)
+	e.call(nil, "resp_session", map[string]any{"action": "send", "session": h, "commands": [][]any{{"QUIT"}}})
+	var eof bool
+	for deadline := time.Now().Add(5 * time.Second); !eof && time.Now().Before(deadline); {
+		eof = raw(1000).EOF
+	}
+	if !eof {
+		t.Fatal("no eof after QUIT")
+	}
+}
+
+type commandsReply struct {
+	Count    int64 `json:"count"`
+	Matching int   `json:"matching"`
+	Commands []struct {
+		Name string `json:"name"`
+		Info jv     `json:"info"`
+		Docs jv     `json:"docs"`
+	} `json:"commands"`
+	NextCursor *string `json:"next_cursor"`
+}
+
+// TestCommands: the live registry, subcommands included, filtered by
+// prefix and paged by cursor in name order; the resources.
+func TestCommands(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	e := connect(t, targetAt(s, ""), "")
+	var names []string
+	args := map[string]any{"prefix": "CONFIG", "limit": 2}
+	for page := 0; ; page++ {
+		res := e.call(nil, "resp_commands", args)
+		r := decode[commandsReply](t, res)
+		if res.IsError || r.Count < 200 || r.Matching < 5 || len(r.Commands) == 0 || len(r.Commands) > 2 {
+			t.Fatalf("page %d: %+v", page, r)
+		}
+		for _, c := range r.Commands {
+			if c.Info.Type != "array" || c.Info.Items[0].str(t) != c.Name || c.Docs.Type != "map" {
+				t.Fatalf("entry %s: info %+v docs %s", c.Name, c.Info.Type, c.Docs.Type)
+			}
+			names = append(names, c.Name)
+		}
+		if r.NextCursor == nil {
+			break
+		}
+		args["cursor"] = *r.NextCursor
+	}
+	if got := strings.Join(names, ","); got != "config,config|get,config|help,config|resetstat,config|rewrite,config|set" {
+		t.Fatalf("config commands = %s", got)
+	}
+	failure(t, e.call(nil, "resp_commands", map[string]any{"limit": 1000}), mcpcore.KindBadParams)
+
+	read := func(uri string) string {
+		res, err := e.cs.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: uri})
+		if err != nil {
+			t.Fatalf("%s: %v", uri, err)
+		}
+		return res.Contents[0].Text
+	}
+	var page commandsReply
+	if err := json.Unmarshal([]byte(read("resp://commands")), &page); err != nil || len(page.Commands) != DefaultCommandsLimit || page.NextCursor == nil {
+		t.Fatalf("resp://commands: %v %+v", err, page.NextCursor)
+	}
+	var caps Capabilities
+	if err := json.Unmarshal([]byte(read("resp://capabilities")), &caps); err != nil {
+		t.Fatal(err)
+	}
+	if caps.DefaultTarget != "local" || len(caps.Targets) != 1 || caps.Targets[0].Address != s.Addr || caps.Privileges.Process ||
+		caps.Access["resp_execute"] == "" || len(caps.Limits) != len(Limits())+len(mcpcore.CoreLimits()) {
+		t.Fatalf("capabilities = %+v", caps)
+	}
+}
+
+// TestLargeResultPaged: a 300 KiB value comes back through the read tool.
+func TestLargeResultPaged(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	e := connect(t, targetAt(s, ""), "")
+	value := strings.Repeat("0123456789abcdef", 300*1024/16)
+	e.exec(cmd("SET", "big", value))
+	res := e.call(nil, "resp_execute", map[string]any{"commands": [][]any{{"GET", "big"}}})
+	ref := decode[struct {
+		ResultID string `json:"result_id"`
+		ReadTool string `json:"read_tool"`
+		Total    int64  `json:"total_bytes"`
+	}](t, res)
+	if res.IsError || ref.ReadTool != "resp_result" || ref.Total < 300*1024 {
+		t.Fatalf("reference = %+v", ref)
+	}
+	var data []byte
+	for off := int64(0); off < ref.Total; {
+		r := decode[struct {
+			DataBase64 string `json:"data_base64"`
+			NextOffset *int64 `json:"next_offset"`
+		}](t, e.call(nil, "resp_result", map[string]any{"result_id": ref.ResultID, "offset": off, "length": 256 * 1024}))
+		b, _ := base64.StdEncoding.DecodeString(r.DataBase64)
+		data = append(data, b...)
+		if r.NextOffset == nil {
+			break
+		}
+		off = *r.NextOffset
+	}
+	var r execReply
+	if err := json.Unmarshal(data, &r); err != nil || r.Replies[0].str(t) != value {
+		t.Fatalf("reassembled result: %v", err)
+	}
+}
+
+// TestTimeoutAfterDispatch: the call times out while a command blocks:
+// the replies received come back, the rest are unknown, the connection is
+// closed, and the next call gets a new default session.
+func TestTimeoutAfterDispatch(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	e := connect(t, targetAt(s, ""), "", func(l *mcpcore.Limits) { l.ToolTimeout = mcpcore.Duration(500 * time.Millisecond) })
+	id := e.exec(cmd("CLIENT", "ID")).Replies[0].Value
+	res := e.call(nil, "resp_execute", map[string]any{"commands": [][]any{{"SET", "t", "1"}, {"BLPOP", "nothing", "5"}, {"SET", "t", "2"}}})
+	r := failure(t, res, mcpcore.KindTimeout)
+	var partial execReply
+	if err := json.Unmarshal(r.Partial, &partial); err != nil || partial.Outcome != OutcomeUnknown || partial.Unknown != 2 ||
+		len(partial.Replies) != 1 || partial.Replies[0].str(t) != "OK" {
+		t.Fatalf("partial = %s", r.Partial)
+	}
+	next := e.exec(cmd("CLIENT", "ID"), cmd("GET", "t"))
+	if string(next.Replies[0].Value) == string(id) || next.Replies[1].str(t) != "1" {
+		t.Fatalf("after the timeout: %+v", next)
+	}
+}
+
+// TestServerKilled: the server dies in the middle of a pipeline: the
+// sidecar stays up, reports unknown outcomes and closes that session; once
+// the server is back, new sessions work.
+func TestServerKilled(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	e := connect(t, targetAt(s, ""), "")
+	h := e.open(nil, nil)
+	done := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		// BLPOP blocks the client, not the server, so the SET's reply is
+		// flushed before the kill.
+		done <- e.execOn(nil, h, cmd("SET", "a", "1"), cmd("BLPOP", "nothing", "5"), cmd("GET", "a"))
+	}()
+	time.Sleep(300 * time.Millisecond)
+	s.Kill()
+	r := failure(t, <-done, KindConnection)
+	var partial execReply
+	if err := json.Unmarshal(r.Partial, &partial); err != nil || partial.Outcome != OutcomeUnknown || partial.Unknown != 2 || len(partial.Replies) != 1 ||
+		!strings.Contains(r.Error.Message, "unknown outcomes") || !strings.Contains(r.Error.Message, `"local"`) {
+		t.Fatalf("error %+v, partial %s", r.Error, r.Partial)
+	}
+	failure(t, e.execOn(nil, h, cmd("PING")), KindSessionNotFound)
+	failure(t, e.call(nil, "resp_execute", map[string]any{"commands": [][]any{{"PING"}}}), KindConnection)
+	if err := s.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	e.exec(cmd("PING"))
+	e.execOn(nil, e.open(nil, nil), cmd("PING"))
+}
+
+// TestTargets: TLS with a generated CA and client certificate, an ACL
+// user whose forbidden command is a typed NOPERM reply, a RESP2 target.
+func TestTargets(t *testing.T) {
+	tlsServer := redistest.Start(t, redistest.Options{TLS: true, RequireClientCert: true})
+	aclServer := redistest.Start(t, redistest.Options{ACL: []string{"user default off", "user agent on >agent-pw ~* +@all -flushall"}})
+	t.Setenv("RESP_TEST_AGENT_PW", "agent-pw")
+	_, tlsPort, _ := net.SplitHostPort(tlsServer.Addr)
+	_, aclPort, _ := net.SplitHostPort(aclServer.Addr)
+	e := connect(t, fmt.Sprintf(`{"default_target": "tls", "targets": {
+		"tls": {"port": %s, "tls": {"ca_cert": %q, "server_name": "localhost", "client_cert": %q, "client_key": %q}},
+		"acl": {"port": %s, "username": "agent", "password_env": "RESP_TEST_AGENT_PW"},
+		"old": {"port": %s, "username": "agent", "password_env": "RESP_TEST_AGENT_PW", "protocol": 2}}}`,
+		tlsPort, tlsServer.CAFile, tlsServer.ClientCertFile, tlsServer.ClientKeyFile, aclPort, aclPort), "")
+	if r := e.exec(cmd("SET", "over", "tls"), cmd("GET", "over")); r.Replies[1].str(t) != "tls" {
+		t.Fatalf("TLS: %+v", r)
+	}
+	acl := e.open(nil, map[string]any{"target": "acl"})
+	res := e.execOn(nil, acl, cmd("SET", "k", "v"), cmd("FLUSHALL"))
+	r := decode[execReply](t, res)
+	if !res.IsError || r.Outcome != OutcomeError || r.Replies[0].str(t) != "OK" || !strings.HasPrefix(r.Replies[1].str(t), "NOPERM") {
+		t.Fatalf("ACL: %+v", r)
+	}
+	old := e.open(nil, map[string]any{"target": "old"})
+	r = decode[execReply](t, e.execOn(nil, old, cmd("HSET", "h", "f", "v"), cmd("HGETALL", "h"), cmd("GET", "missing")))
+	if r.Replies[1].Type != "array" || r.Replies[2].Type != "null" {
+		t.Fatalf("RESP2: %+v", r)
+	}
+	r = decode[execReply](t, e.execOn(nil, acl, cmd("HGETALL", "h")))
+	if r.Replies[0].Type != "map" {
+		t.Fatalf("RESP3 map: %+v", r)
+	}
+}

@@ -1,0 +1,442 @@
+package resp
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/mcpkit/mcpkit/pkg/mcpcore"
+	"github.com/mcpkit/mcpkit/pkg/resp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// DefaultSession is the session name of a caller's default session, as
+// execute reports it and accepts it.
+const DefaultSession = "default"
+
+// Session modes.
+const (
+	ModeRESP = "resp"
+	ModeRaw  = "raw"
+)
+
+// Error kinds of this plugin, besides the core's.
+const (
+	// KindSessionNotFound: an unknown, closed or expired session handle, or
+	// one that belongs to another caller or client session.
+	KindSessionNotFound = "session_not_found"
+	// KindConnection: the target could not be reached, or the connection
+	// failed; nothing was sent when the message says so.
+	KindConnection = "unavailable"
+	// KindRefused: a command that execute does not run (unusual reply
+	// shape), or an operation the session's mode does not allow.
+	KindRefused = "refused"
+)
+
+// errClosedSession is the failure of a call on a session that was closed
+// (by close, idle expiry, the end of its client session or shutdown) while
+// the call waited or ran.
+var errClosedSession = errors.New("the session was closed")
+
+// session is one RESP connection with its owner. Calls on it run one at a
+// time (gate); the fields under the registry's mutex say whether it is busy,
+// when it was last used, and whether it was closed.
+type session struct {
+	id        string // DefaultSession or a handle
+	principal string
+	owner     string // the MCP client session it belongs to; "" for principal-wide
+	target    *target
+	protocol  int
+	database  int
+	mode      string
+	opened    time.Time
+	gate      chan struct{} // one token: held by the call using the session
+
+	// Under registry.mu.
+	conn     *resp.Conn
+	manual   bool // one-way: once send/receive were used, execute is refused
+	busy     int  // calls holding or waiting for the gate
+	lastUsed time.Time
+	closed   bool
+}
+
+// registry holds every session of the plugin.
+type registry struct {
+	host   *mcpcore.Host
+	cfg    *settings
+	max    int
+	idle   time.Duration
+	reaper sync.WaitGroup
+
+	mu       sync.Mutex
+	handles  map[string]*session // explicit handles by id
+	defaults map[string]*session // default sessions by scopeKey
+	pending  int                 // sessions being dialled, counted against max
+	closed   bool
+}
+
+func newRegistry(h *mcpcore.Host, cfg *settings) *registry {
+	return &registry{host: h, cfg: cfg, max: int(h.Limit(LimitMaxSessions)), idle: time.Duration(h.Limit(LimitSessionIdle)),
+		handles: map[string]*session{}, defaults: map[string]*session{}}
+}
+
+// scope is who a session belongs to: the caller's principal and its MCP
+// client session.
+type scope struct{ principal, owner string }
+
+func scopeKey(s scope) string { return s.principal + "\x00" + s.owner }
+
+// scopeOf returns the scope of a request: its principal and its client
+// session, except for a client of the 2026-07-28 era (no initialize), whose
+// session does not outlive a request over HTTP: its scope is its principal
+// alone.
+func (r *registry) scopeOf(req *mcp.CallToolRequest) scope {
+	sc := scope{principal: mcpcore.Principal(req)}
+	if s := r.host.SessionOf(req); s != nil && s.ServerSession().InitializeParams() != nil {
+		sc.owner = s.ID()
+	}
+	return sc
+}
+
+// sessionNotFound is the error for a handle the caller cannot use; it says
+// the same whether the handle never existed or belongs to someone else.
+func sessionNotFound(id string) error {
+	return mcpcore.Errorf(KindSessionNotFound, "session %q is not open for this caller (unknown, closed, expired, or another client's): open one with the session tool's open action, or use the default session", id)
+}
+
+// find returns the session a call names ("" or DefaultSession: the
+// caller's default session, created unconnected on first use).
+func (r *registry) find(sc scope, id string) (*session, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil, mcpcore.Errorf(mcpcore.KindUnavailable, "%w", mcpcore.ErrClosed)
+	}
+	if id == "" || id == DefaultSession {
+		key := scopeKey(sc)
+		if s := r.defaults[key]; s != nil {
+			return s, nil
+		}
+		if err := r.reserveLocked(); err != nil {
+			return nil, err
+		}
+		r.pending--
+		t := r.cfg.targets[r.cfg.defaultTarget]
+		s := r.newSession(DefaultSession, sc, t, t.protocol, t.database, ModeRESP)
+		r.defaults[key] = s
+		return s, nil
+	}
+	s := r.handles[id]
+	if s == nil || s.principal != sc.principal || s.owner != sc.owner {
+		return nil, sessionNotFound(id)
+	}
+	return s, nil
+}
+
+func (r *registry) newSession(id string, sc scope, t *target, protocol, database int, mode string) *session {
+	now := time.Now()
+	return &session{id: id, principal: sc.principal, owner: sc.owner, target: t, protocol: protocol, database: database,
+		mode: mode, opened: now, lastUsed: now, gate: make(chan struct{}, 1)}
+}
+
+// reserveLocked counts one more session against max_sessions.
+func (r *registry) reserveLocked() error {
+	if n := len(r.handles) + len(r.defaults) + r.pending; n >= r.max {
+		return &mcpcore.LimitError{Limit: LimitMaxSessions, Max: int64(r.max), Actual: int64(n + 1),
+			Detail: "every RESP session is in use; close one (session tool, action close) or wait for idle ones to expire"}
+	}
+	r.pending++
+	return nil
+}
+
+// open dials a new explicit session and registers it under a fresh,
+// unguessable handle.
+func (r *registry) open(ctx context.Context, sc scope, t *target, protocol, database int, mode string) (*session, error) {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil, mcpcore.Errorf(mcpcore.KindUnavailable, "%w", mcpcore.ErrClosed)
+	}
+	if err := r.reserveLocked(); err != nil {
+		r.mu.Unlock()
+		return nil, err
+	}
+	r.mu.Unlock()
+	s := r.newSession(newHandle(), sc, t, protocol, database, mode)
+	conn, err := dial(ctx, s)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pending--
+	if err == nil && r.closed {
+		err = mcpcore.Errorf(mcpcore.KindUnavailable, "%w", mcpcore.ErrClosed)
+	}
+	if err != nil {
+		if conn != nil {
+			conn.Close()
+		}
+		return nil, err
+	}
+	s.conn = conn
+	r.handles[s.id] = s
+	return s, nil
+}
+
+// newHandle returns 128 random bits: a handle cannot be guessed.
+func newHandle() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return "rs_" + hex.EncodeToString(b[:])
+}
+
+// dial connects to the session's target. Errors name the target, never a
+// credential.
+func dial(ctx context.Context, s *session) (*resp.Conn, error) {
+	t := s.target
+	opts := resp.DialOptions{Addr: t.addr, Protocol: s.protocol, Username: t.username, Password: t.password(),
+		Database: s.database, ConnectTimeout: connectTimeout}
+	if t.tls != nil {
+		opts.TLS = t.tls.Clone()
+	}
+	conn, err := resp.Dial(ctx, opts)
+	if err != nil {
+		return nil, mcpcore.Errorf(KindConnection, "target %q (%s): cannot connect: %w; nothing was sent", t.name, t.addr, err)
+	}
+	return conn, nil
+}
+
+// acquire waits for the session's gate: calls on one session run one at a
+// time. Waiting is before anything is sent, so a ctx that ends here leaves
+// the session as it was. The caller must call release.
+func (r *registry) acquire(ctx context.Context, s *session) error {
+	r.mu.Lock()
+	if s.closed {
+		r.mu.Unlock()
+		return sessionNotFound(s.id)
+	}
+	s.busy++
+	r.mu.Unlock()
+	select {
+	case s.gate <- struct{}{}:
+	case <-ctx.Done():
+		r.mu.Lock()
+		s.busy--
+		s.lastUsed = time.Now()
+		r.mu.Unlock()
+		return fmt.Errorf("waiting for session %q, busy with another call; nothing was sent: %w", s.id, context.Cause(ctx))
+	}
+	r.mu.Lock()
+	closed := s.closed
+	r.mu.Unlock()
+	if closed {
+		r.release(s)
+		return sessionNotFound(s.id)
+	}
+	return nil
+}
+
+// use finds the session a call names and waits for its gate (see
+// acquire). A default session that a failure closed meanwhile is replaced
+// by a fresh one: nothing had been sent on this call's behalf.
+func (r *registry) use(ctx context.Context, sc scope, id string) (*session, error) {
+	for {
+		s, err := r.find(sc, id)
+		if err != nil {
+			return nil, err
+		}
+		err = r.acquire(ctx, s)
+		if err == nil {
+			return s, nil
+		}
+		if s.id != DefaultSession || ctx.Err() != nil || !r.isClosed(s) {
+			return nil, err
+		}
+	}
+}
+
+func (r *registry) isClosed(s *session) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return s.closed
+}
+
+// isManual reports whether s switched to manual mode.
+func (r *registry) isManual(s *session) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return s.manual
+}
+
+// setManual switches s to manual mode, for good.
+func (r *registry) setManual(s *session) {
+	r.mu.Lock()
+	s.manual = true
+	r.mu.Unlock()
+}
+
+// info describes s.
+func (r *registry) info(s *session) SessionInfo {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return SessionInfo{Session: s.id, Target: s.target.name, Protocol: s.protocol, Database: s.database, Mode: s.mode,
+		Manual: s.manual, Busy: s.busy > 0, IdleMS: time.Since(s.lastUsed).Milliseconds()}
+}
+
+// release ends a call on s.
+func (r *registry) release(s *session) {
+	r.mu.Lock()
+	s.busy--
+	s.lastUsed = time.Now()
+	r.mu.Unlock()
+	<-s.gate
+}
+
+// conn returns the session's connection, dialling the default session's on
+// first use (or after a failure closed it). The caller holds the gate.
+func (r *registry) conn(ctx context.Context, s *session) (*resp.Conn, error) {
+	r.mu.Lock()
+	c := s.conn
+	r.mu.Unlock()
+	if c != nil {
+		return c, nil
+	}
+	c, err := dial(ctx, s)
+	if err != nil {
+		r.broken(s) // a default session without a connection holds no slot
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if s.closed {
+		c.Close()
+		return nil, sessionNotFound(s.id)
+	}
+	s.conn = c
+	return c, nil
+}
+
+// broken closes a session whose connection failed or whose call ended
+// after dispatch: its state is unknown, so it is never reused. A default
+// session is dropped and re-created (and re-dialled) by the next call.
+func (r *registry) broken(s *session) {
+	r.mu.Lock()
+	c := r.removeLocked(s)
+	r.mu.Unlock()
+	if c != nil {
+		c.Close()
+	}
+}
+
+// closeSession closes the session named id of sc's caller.
+func (r *registry) closeSession(sc scope, id string) error {
+	if id == "" || id == DefaultSession {
+		r.mu.Lock()
+		s := r.defaults[scopeKey(sc)]
+		r.mu.Unlock()
+		if s == nil {
+			return nil
+		}
+		r.broken(s)
+		return nil
+	}
+	s, err := r.find(sc, id)
+	if err != nil {
+		return err
+	}
+	r.broken(s)
+	return nil
+}
+
+// removeLocked unregisters s and returns its connection to close (outside
+// the lock), or nil.
+func (r *registry) removeLocked(s *session) *resp.Conn {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	if s.id == DefaultSession {
+		if r.defaults[scopeKey(scope{s.principal, s.owner})] == s {
+			delete(r.defaults, scopeKey(scope{s.principal, s.owner}))
+		}
+	} else {
+		delete(r.handles, s.id)
+	}
+	c := s.conn
+	s.conn = nil
+	return c
+}
+
+// closeWhere closes every session for which match is true.
+func (r *registry) closeWhere(match func(*session) bool) {
+	var conns []*resp.Conn
+	r.mu.Lock()
+	for _, m := range []map[string]*session{r.handles, r.defaults} {
+		for _, s := range m {
+			if match(s) {
+				if c := r.removeLocked(s); c != nil {
+					conns = append(conns, c)
+				}
+			}
+		}
+	}
+	r.mu.Unlock()
+	for _, c := range conns {
+		c.Close()
+	}
+}
+
+// endClientSession closes the sessions of an MCP client session that ended.
+func (r *registry) endClientSession(cs *mcpcore.Session) {
+	r.closeWhere(func(s *session) bool { return s.owner != "" && s.owner == cs.ID() && s.principal == cs.Principal() })
+}
+
+// list returns the caller's sessions, by handle, the default first.
+func (r *registry) list(sc scope) []*session {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []*session
+	if s := r.defaults[scopeKey(sc)]; s != nil {
+		out = append(out, s)
+	}
+	var mine []*session
+	for _, s := range r.handles {
+		if s.principal == sc.principal && s.owner == sc.owner {
+			mine = append(mine, s)
+		}
+	}
+	slices.SortFunc(mine, func(a, b *session) int { return a.opened.Compare(b.opened) })
+	return append(out, mine...)
+}
+
+// startReaper closes sessions idle longer than session_idle, until ctx
+// (the server's lifetime) ends; close waits for it.
+func (r *registry) startReaper(ctx context.Context) {
+	every := min(max(r.idle/4, 50*time.Millisecond), 30*time.Second)
+	r.reaper.Go(func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case now := <-t.C:
+				r.closeWhere(func(s *session) bool { return s.busy == 0 && now.Sub(s.lastUsed) >= r.idle })
+			}
+		}
+	})
+}
+
+// close waits for the reaper (the server's lifetime has ended) and closes
+// every session; later calls find the registry closed.
+func (r *registry) close() error {
+	r.reaper.Wait()
+	r.mu.Lock()
+	r.closed = true
+	r.mu.Unlock()
+	r.closeWhere(func(*session) bool { return true })
+	return nil
+}

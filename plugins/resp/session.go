@@ -1,0 +1,326 @@
+package resp
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/mcpkit/mcpkit/pkg/mcpcore"
+	"github.com/mcpkit/mcpkit/pkg/resp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Actions of the session tool.
+const (
+	ActionOpen    = "open"
+	ActionList    = "list"
+	ActionClose   = "close"
+	ActionSend    = "send"
+	ActionReceive = "receive"
+)
+
+// SessionTimeout is the session tool's own timeout: a receive may wait up
+// to MaxWaitMS for a blocked command or a subscription.
+const SessionTimeout = mcpcore.MaxToolTimeout
+
+// MaxWaitMS bounds a receive's wait_ms, inside [SessionTimeout].
+const MaxWaitMS = 240_000
+
+// Receive defaults.
+const (
+	DefaultWaitMS       = 1000
+	DefaultRawReadBytes = 64 * mcpcore.KiB
+)
+
+// SessionArgs are the session tool's arguments; which apply depends on
+// the action.
+type SessionArgs struct {
+	Action  string `json:"action" jsonschema:"open, list, close, send or receive"`
+	Session string `json:"session,omitempty" jsonschema:"the handle open returned (close, send, receive)"`
+	// open
+	Target   string `json:"target,omitempty" jsonschema:"open: a configured target name (default: the default target)"`
+	Protocol int    `json:"protocol,omitempty" jsonschema:"open: 2 or 3 (default: the target's)"`
+	Database *int   `json:"database,omitempty" jsonschema:"open: the database to SELECT (default: the target's)"`
+	Mode     string `json:"mode,omitempty" jsonschema:"open: resp (framed commands and replies, the default) or raw (bytes)"`
+	// send
+	Commands   [][]json.RawMessage `json:"commands,omitempty"`
+	DataBase64 string              `json:"data_base64,omitempty" jsonschema:"send on a raw session: bytes to write, base64"`
+	// receive
+	MaxFrames int   `json:"max_frames,omitempty" jsonschema:"receive: at most this many frames (default 1)"`
+	MaxBytes  int64 `json:"max_bytes,omitempty" jsonschema:"receive on a raw session: at most this many bytes (default 65536)"`
+	WaitMS    *int  `json:"wait_ms,omitempty" jsonschema:"receive: how long to wait for the first frame or byte, in milliseconds (default 1000, at most 240000); 0 returns at once"`
+}
+
+// SessionInfo describes one session (open, list).
+type SessionInfo struct {
+	Session  string `json:"session"`
+	Target   string `json:"target"`
+	Protocol int    `json:"protocol"`
+	Database int    `json:"database"`
+	Mode     string `json:"mode"`
+	Manual   bool   `json:"manual"`
+	Busy     bool   `json:"busy"`
+	IdleMS   int64  `json:"idle_ms"`
+}
+
+// SessionListReply is list's result.
+type SessionListReply struct {
+	Sessions []SessionInfo `json:"sessions"`
+}
+
+// SessionCloseReply is close's result.
+type SessionCloseReply struct {
+	Session string `json:"session"`
+	Closed  bool   `json:"closed"`
+}
+
+// SendReply is send's result: bytes written, not server acceptance or
+// completion.
+type SendReply struct {
+	Session      string `json:"session"`
+	BytesWritten int64  `json:"bytes_written"`
+	Commands     int    `json:"commands,omitempty"`
+}
+
+// ReceiveReply is receive's result on a resp session.
+type ReceiveReply struct {
+	Session  string       `json:"session"`
+	Frames   []resp.Value `json:"frames"`
+	Bytes    int64        `json:"bytes"`
+	TimedOut bool         `json:"timed_out"`
+}
+
+// RawReceiveReply is receive's result on a raw session.
+type RawReceiveReply struct {
+	Session    string `json:"session"`
+	DataBase64 string `json:"data_base64"`
+	Bytes      int    `json:"bytes"`
+	TimedOut   bool   `json:"timed_out"`
+	EOF        bool   `json:"eof"`
+}
+
+func (p *Plugin) addSession() error {
+	schema, err := schemaFor[SessionArgs]("send: the commands to write, each an array of arguments (as execute takes them)")
+	if err != nil {
+		return fmt.Errorf("session schema: %w", err)
+	}
+	schema.Properties["action"].Enum = []any{ActionOpen, ActionList, ActionClose, ActionSend, ActionReceive}
+	schema.Properties["mode"].Enum = []any{ModeRESP, ModeRaw}
+	mcpcore.AddTool(p.host, &mcp.Tool{Name: "session", InputSchema: schema,
+		Description: "Explicit RESP connections. open {target?, protocol?, database?, mode?: resp|raw} returns a session handle to echo in later calls (never invent one); " +
+			"list; close {session}. send {session, commands} writes commands without reading (blocking commands, SUBSCRIBE, MONITOR) and reports bytes written; " +
+			"receive {session, max_frames?, wait_ms?} returns the frames that arrived. After send/receive a session stays manual: " + p.host.ToolName("execute") +
+			" no longer runs on it. A raw session sends data_base64 (or framed commands) and receives data_base64 with bytes, timed_out and eof."},
+		p.session, mcpcore.ToolOptions{Timeout: SessionTimeout})
+	return nil
+}
+
+func (p *Plugin) session(ctx context.Context, req *mcp.CallToolRequest, in SessionArgs) (any, error) {
+	sc := p.reg.scopeOf(req)
+	switch in.Action {
+	case ActionOpen:
+		return p.open(ctx, sc, in)
+	case ActionList:
+		var out SessionListReply
+		out.Sessions = []SessionInfo{}
+		for _, s := range p.reg.list(sc) {
+			out.Sessions = append(out.Sessions, p.reg.info(s))
+		}
+		return out, nil
+	case ActionClose:
+		if in.Session == "" {
+			return nil, &mcpcore.ParamError{Path: "/session", Reason: "close needs the session to close"}
+		}
+		if err := p.reg.closeSession(sc, in.Session); err != nil {
+			return nil, err
+		}
+		return SessionCloseReply{Session: in.Session, Closed: true}, nil
+	case ActionSend:
+		return p.send(ctx, sc, in)
+	case ActionReceive:
+		return p.receive(ctx, sc, in)
+	}
+	return nil, &mcpcore.ParamError{Path: "/action", Reason: fmt.Sprintf("%q is not open, list, close, send or receive", in.Action)}
+}
+
+func (p *Plugin) open(ctx context.Context, sc scope, in SessionArgs) (any, error) {
+	name := in.Target
+	if name == "" {
+		name = p.cfg.defaultTarget
+	}
+	t := p.cfg.targets[name]
+	if t == nil {
+		return nil, &mcpcore.ParamError{Path: "/target", Reason: fmt.Sprintf("%q is not a configured target (configured: %v)", name, p.cfg.names())}
+	}
+	protocol, database, mode := t.protocol, t.database, in.Mode
+	if in.Protocol != 0 {
+		if in.Protocol != 2 && in.Protocol != 3 {
+			return nil, &mcpcore.ParamError{Path: "/protocol", Reason: fmt.Sprintf("%d is not 2 or 3", in.Protocol)}
+		}
+		protocol = in.Protocol
+	}
+	if in.Database != nil {
+		if *in.Database < 0 {
+			return nil, &mcpcore.ParamError{Path: "/database", Reason: fmt.Sprintf("%d is negative", *in.Database)}
+		}
+		database = *in.Database
+	}
+	switch mode {
+	case "":
+		mode = ModeRESP
+	case ModeRESP, ModeRaw:
+	default:
+		return nil, &mcpcore.ParamError{Path: "/mode", Reason: fmt.Sprintf("%q is not resp or raw", mode)}
+	}
+	s, err := p.reg.open(ctx, sc, t, protocol, database, mode)
+	if err != nil {
+		return nil, err
+	}
+	return p.reg.info(s), nil
+}
+
+// manualSession finds and acquires the explicit session of a send or
+// receive and switches it to manual mode: once the gate is held, for good.
+func (p *Plugin) manualSession(ctx context.Context, sc scope, id string) (*session, *resp.Conn, error) {
+	if id == "" || id == DefaultSession {
+		return nil, nil, &mcpcore.ParamError{Path: "/session", Reason: "send and receive need an explicit session (action open): the default session only runs execute"}
+	}
+	s, err := p.reg.use(ctx, sc, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	p.reg.setManual(s)
+	conn, err := p.reg.conn(ctx, s)
+	if err != nil {
+		p.reg.release(s)
+		return nil, nil, err
+	}
+	return s, conn, nil
+}
+
+func (p *Plugin) send(ctx context.Context, sc scope, in SessionArgs) (any, error) {
+	var b *batch
+	var data []byte
+	switch {
+	case in.DataBase64 != "" && len(in.Commands) > 0:
+		return nil, &mcpcore.ParamError{Path: "/data_base64", Reason: "give commands or data_base64, not both"}
+	case in.DataBase64 != "":
+		var err error
+		if data, err = base64.StdEncoding.DecodeString(in.DataBase64); err != nil {
+			return nil, &mcpcore.ParamError{Path: "/data_base64", Reason: "not standard base64: " + err.Error()}
+		}
+		if max := p.host.Limit(LimitBatchBytes); int64(len(data)) > max {
+			return nil, &mcpcore.LimitError{Limit: LimitBatchBytes, Max: max, Actual: int64(len(data)), Detail: "nothing was sent"}
+		}
+	default:
+		var err error
+		if b, err = p.parseBatch(in.Commands, false); err != nil {
+			return nil, err
+		}
+	}
+	s, conn, err := p.manualSession(ctx, sc, in.Session)
+	if err != nil {
+		return nil, err
+	}
+	defer p.reg.release(s)
+	if data != nil {
+		if s.mode != ModeRaw {
+			return nil, mcpcore.Errorf(KindRefused, "session %q is a resp session: send commands; data_base64 is for raw sessions; nothing was sent", s.id)
+		}
+		n, err := conn.WriteRaw(ctx, data)
+		if err != nil {
+			return nil, p.sendFailed(ctx, s, conn, int64(n), err)
+		}
+		return SendReply{Session: s.id, BytesWritten: int64(n)}, nil
+	}
+	if s.mode == ModeRaw {
+		var framed []byte
+		for _, c := range b.cmds {
+			framed = resp.AppendCommand(framed, c)
+		}
+		n, err := conn.WriteRaw(ctx, framed)
+		if err != nil {
+			return nil, p.sendFailed(ctx, s, conn, int64(n), err)
+		}
+		return SendReply{Session: s.id, BytesWritten: int64(n), Commands: len(b.cmds)}, nil
+	}
+	n, err := conn.Send(ctx, b.cmds)
+	if err != nil {
+		return nil, p.sendFailed(ctx, s, conn, n, err)
+	}
+	return SendReply{Session: s.id, BytesWritten: n, Commands: len(b.cmds)}, nil
+}
+
+// sendFailed reports a send that failed. Before the first byte the
+// connection is kept; after it, it is closed (a partial command cannot be
+// taken back) and the session with it.
+func (p *Plugin) sendFailed(ctx context.Context, s *session, conn *resp.Conn, written int64, err error) error {
+	if written == 0 && !conn.Closed() {
+		return fmt.Errorf("send on session %q: nothing was written, the session is kept: %w", s.id, err)
+	}
+	p.reg.broken(s)
+	msg := fmt.Sprintf("send on session %q failed after %d bytes were written: what reached the server has unknown outcomes; session %q is closed", s.id, written, s.id)
+	if ended(ctx, err) {
+		return mcpcore.ErrorResult(SendReply{Session: s.id, BytesWritten: written})
+	}
+	return mcpcore.Errorf(KindConnection, "%s: %w", msg, err)
+}
+
+func (p *Plugin) receive(ctx context.Context, sc scope, in SessionArgs) (any, error) {
+	wait := time.Duration(DefaultWaitMS) * time.Millisecond
+	if in.WaitMS != nil {
+		if *in.WaitMS < 0 || *in.WaitMS > MaxWaitMS {
+			return nil, &mcpcore.ParamError{Path: "/wait_ms", Reason: fmt.Sprintf("%d is outside [0, %d]", *in.WaitMS, MaxWaitMS)}
+		}
+		wait = time.Duration(*in.WaitMS) * time.Millisecond
+	}
+	s, conn, err := p.manualSession(ctx, sc, in.Session)
+	if err != nil {
+		return nil, err
+	}
+	defer p.reg.release(s)
+	maxReply := p.host.Limit(LimitReplyBytes)
+	if s.mode == ModeRaw {
+		max := in.MaxBytes
+		if max == 0 {
+			max = DefaultRawReadBytes
+		}
+		if max < 0 || max > maxReply {
+			return nil, &mcpcore.ParamError{Path: "/max_bytes", Reason: fmt.Sprintf("%d is outside [1, %d] (limit %s)", max, maxReply, LimitReplyBytes)}
+		}
+		data, timedOut, eof, err := conn.ReadRaw(ctx, int(max), wait)
+		if err != nil && !ended(ctx, err) {
+			p.reg.broken(s)
+			return nil, mcpcore.Errorf(KindConnection, "receive on session %q: %v; the session is closed", s.id, err)
+		}
+		reply := RawReceiveReply{Session: s.id, DataBase64: base64.StdEncoding.EncodeToString(data), Bytes: len(data), TimedOut: timedOut, EOF: eof}
+		if err != nil {
+			return nil, mcpcore.ErrorResult(reply)
+		}
+		return reply, nil
+	}
+	frames := in.MaxFrames
+	if frames == 0 {
+		frames = 1
+	}
+	if maxFrames := p.host.Limit(LimitBatchCommands); frames < 0 || int64(frames) > maxFrames {
+		return nil, &mcpcore.ParamError{Path: "/max_frames", Reason: fmt.Sprintf("%d is outside [1, %d] (limit %s)", frames, maxFrames, LimitBatchCommands)}
+	}
+	res, err := conn.Receive(ctx, resp.ReceiveOptions{MaxFrames: frames, Wait: wait, MaxBytes: maxReply})
+	reply := ReceiveReply{Session: s.id, Frames: res.Frames, Bytes: res.Bytes, TimedOut: res.TimedOut}
+	if reply.Frames == nil {
+		reply.Frames = []resp.Value{}
+	}
+	if err != nil {
+		if ended(ctx, err) {
+			// The parser state and queued frames are kept: a later receive
+			// continues.
+			return nil, mcpcore.ErrorResult(reply)
+		}
+		p.reg.broken(s)
+		return nil, mcpcore.ErrorResult(mcpcore.ToolErrorReply{Error: p.failure(s, err), Partial: reply})
+	}
+	return reply, nil
+}
