@@ -5,21 +5,21 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/mcpkit/mcpkit/pkg/cli.Version=$(VERSION)
 # Every module of the workspace (go.work).
 PKGS := github.com/mcpkit/mcpkit/... github.com/mcpkit/mcpkit/test/... github.com/mcpkit/mcpkit/examples/hello-plugin/...
-RUN_ARGS ?= serve --http 127.0.0.1:8080 --plugins diag
+RUN_ARGS ?= serve --http 127.0.0.1:8080
 FUZZTIME ?= 20s
 BENCHTIME ?= 3000x
 TEST_FLAGS ?= -race -timeout 15m
 
-.PHONY: help build run test deps bench fuzz lint clean
+.PHONY: help build run test deps bench bench-resp fuzz lint clean
 
 help: ## list the targets
-	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
 build: ## build bin/mcpkit
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/mcpkit ./cmd/mcpkit
 
-run: build ## serve MCP over HTTP at http://127.0.0.1:8080/mcp
-	bin/mcpkit $(RUN_ARGS)
+run: build ## serve MCP over HTTP at http://127.0.0.1:8080/mcp (diag, and resp on a disposable redis-server)
+	scripts/run.sh $(RUN_ARGS)
 
 deps: ## install what the tests need (redis-server, the conformance suite)
 	scripts/install-deps.sh
@@ -30,6 +30,9 @@ test: deps build ## lint, then every test of every module with the race detector
 
 bench: build ## benchmarks against their peers, with ratios
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) $(PKGS)
+
+bench-resp: build ## the RESP sidecar over MCP stdio against direct RESP and redis-benchmark, batches 1/16/128
+	cd test && $(GO) test -run '^$$' -bench '^BenchmarkRespSidecar$$' -benchtime 100x -timeout 10m .
 
 fuzz: ## run every fuzz target for FUZZTIME each
 	@set -e; for pkg in $$($(GO) list $(PKGS)); do \
