@@ -253,39 +253,73 @@ func TestExecuteRefusesBeforeSending(t *testing.T) {
 	}
 }
 
-// TestBatchAtTheLimit: 1,024 SETs of 15 KiB values in one execute (just
-// under the 16 MiB batch limit) run in order without deadlock; the same
-// batch one byte over it is refused.
-func TestBatchAtTheLimit(t *testing.T) {
+// setSize is the framed size of SET k:<i> <n bytes>.
+func setSize(i, n int) int64 {
+	return int64(len(fmt.Sprintf("*3\r\n$3\r\nSET\r\n$6\r\nk:%04d\r\n$%d\r\n", i, n)) + n + 2)
+}
+
+// TestBigBatch: 1,024 SETs of 15 KiB values in one execute, just under the
+// 16 MiB batch limit, run in order without deadlock (writes and reads
+// overlap).
+func TestBigBatch(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
 	e := connect(t, targetAt(s, ""), "")
 	value := strings.Repeat("v", 15*1024)
-	size := func(i, n int) int64 { // the framed SET k:i <n bytes>
-		return int64(len(fmt.Sprintf("*3\r\n$3\r\nSET\r\n$6\r\nk:%04d\r\n$%d\r\n", i, n)) + n + 2)
-	}
 	cmds := make([][]any, 1024)
 	var total int64
 	for i := range cmds {
 		cmds[i] = cmd("SET", fmt.Sprintf("k:%04d", i), value)
-		total += size(i, len(value))
+		total += setSize(i, len(value))
 	}
 	if total > 16*mcpcore.MiB {
 		t.Fatalf("the batch is %d bytes, over the limit", total)
 	}
-	r := e.exec(cmds...)
-	if r.Replies[1023].str(t) != "OK" {
-		t.Fatalf("last reply %+v", r.Replies[1023])
+	// Serialized once here: the SDK client would re-encode 16 MiB of
+	// strings on every attempt.
+	args, _ := json.Marshal(map[string]any{"commands": cmds})
+	res := e.call(nil, "resp_execute", json.RawMessage(args))
+	r := decode[execReply](t, res)
+	if res.IsError || len(r.Replies) != 1024 || r.Replies[1023].str(t) != "OK" {
+		t.Fatalf("outcome %s, %d replies", r.Outcome, len(r.Replies))
 	}
-	// Grow the last value until the batch is one byte over 16 MiB.
-	want := 16*mcpcore.MiB + 1 - (total - size(1023, len(value)))
-	n := len(value)
-	for size(1023, n) != want {
-		n += int(want - size(1023, n))
+	if r := e.exec(cmd("STRLEN", "k:1023"), cmd("DBSIZE")); string(r.Replies[0].Value) != `"15360"` || string(r.Replies[1].Value) != `"1024"` {
+		t.Fatalf("after the batch: %+v", r.Replies)
 	}
-	cmds[1023] = cmd("SET", "k:1023", strings.Repeat("v", n))
-	res := e.call(nil, "resp_execute", map[string]any{"commands": cmds, "session": ""})
-	if f := failure(t, res, mcpcore.KindLimit); f.Error.Limit != LimitBatchBytes || !strings.Contains(f.Error.Message, fmt.Sprint(16*mcpcore.MiB+1)) {
+}
+
+// TestBatchBytesBoundary: a batch of exactly batch_bytes runs; one byte
+// more is refused before anything is sent (at a small configured limit;
+// the e2e tests do it at 16 MiB through the binary).
+func TestBatchBytesBoundary(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	const limit = 64 * mcpcore.KiB
+	e := connect(t, targetAt(s, ""), fmt.Sprintf(`{"batch_bytes": %d}`, limit))
+	cmds := make([][]any, 64)
+	var total int64
+	for i := range cmds {
+		cmds[i] = cmd("SET", fmt.Sprintf("k:%04d", i), strings.Repeat("v", 900))
+		total += setSize(i, 900)
+	}
+	// Grow the last value until the batch is exactly at the limit.
+	last := func(extra int64) []any {
+		want := limit + extra - (total - setSize(63, 900))
+		n := 900
+		for setSize(63, n) != want {
+			n += int(want - setSize(63, n))
+		}
+		return cmd("SET", "k:0063", strings.Repeat("v", n))
+	}
+	cmds[63] = last(1)
+	f := failure(t, e.call(nil, "resp_execute", map[string]any{"commands": cmds}), mcpcore.KindLimit)
+	if f.Error.Limit != LimitBatchBytes || f.Error.Max != limit || !strings.Contains(f.Error.Message, fmt.Sprint(limit+1)) || !strings.Contains(f.Error.Message, "nothing was sent") {
 		t.Fatalf("one byte over: %+v", f.Error)
+	}
+	if r := e.exec(cmd("DBSIZE")); string(r.Replies[0].Value) != `"0"` {
+		t.Fatal("a refused batch was sent")
+	}
+	cmds[63] = last(0)
+	if r := e.exec(cmds...); r.Replies[63].str(t) != "OK" {
+		t.Fatalf("at the limit: %+v", r.Replies[63])
 	}
 }
 
