@@ -91,14 +91,19 @@ type scope struct{ principal, owner string }
 
 func scopeKey(s scope) string { return s.principal + "\x00" + s.owner }
 
+// statelessEra is the first MCP protocol version whose clients send every
+// request on its own (no session that outlives it over HTTP).
+const statelessEra = "2026-07-28"
+
 // scopeOf returns the scope of a request: its principal and its client
-// session, except for a client of the 2026-07-28 era (no initialize), whose
-// session does not outlive a request over HTTP: its scope is its principal
-// alone.
+// session, except for a client of the 2026-07-28 era, whose session does
+// not outlive a request over HTTP: its scope is its principal alone.
 func (r *registry) scopeOf(req *mcp.CallToolRequest) scope {
 	sc := scope{principal: mcpcore.Principal(req)}
-	if s := r.host.SessionOf(req); s != nil && s.ServerSession().InitializeParams() != nil {
-		sc.owner = s.ID()
+	if s := r.host.SessionOf(req); s != nil {
+		if ip := s.ServerSession().InitializeParams(); ip != nil && ip.ProtocolVersion < statelessEra {
+			sc.owner = s.ID()
+		}
 	}
 	return sc
 }
