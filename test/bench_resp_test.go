@@ -1,0 +1,166 @@
+package test
+
+import (
+	"fmt"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpkit/mcpkit/internal/redistest"
+	"github.com/mcpkit/mcpkit/pkg/resp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// respBatchSizes are the pipeline lengths BenchmarkRespSidecar measures.
+var respBatchSizes = []int{1, 16, 128}
+
+// Targets of BenchmarkRespSidecar (issue 6): at batch 128 the sidecar keeps
+// at least half of direct RESP's throughput; at batch 1 its median round
+// costs at most 150 µs more than direct RESP's.
+const (
+	respMinThroughputRatio = 0.5
+	respMaxAddedP50        = 150 * time.Microsecond
+)
+
+// respRounds is one side's measured rounds of one batch size.
+type respRounds []time.Duration
+
+// stats returns commands per second over the rounds, and their p50 and p95.
+func (r respRounds) stats(batch int) (perSec float64, p50, p95 time.Duration) {
+	s := slices.Clone(r)
+	slices.Sort(s)
+	var total time.Duration
+	for _, d := range s {
+		total += d
+	}
+	at := func(q float64) time.Duration { return s[min(len(s)-1, int(q*float64(len(s))))] }
+	return float64(batch*len(s)) / total.Seconds(), at(0.50), at(0.95)
+}
+
+// BenchmarkRespSidecar measures, in the style of the seed's
+// benchmarks/mcp.py, a persistent MCP stdio session through `bin/mcpkit
+// resp` (resp_execute) against a direct persistent RESP connection
+// (pkg/resp's pipeline) on the same disposable redis-server, one round (a
+// pipeline of SETs) of each in turn, at batch sizes 1, 16 and 128; b.N is
+// the rounds per side (`make bench-resp` runs 100). It prints commands per
+// second, p50 and p95 round latency and the MCP/direct ratio, with
+// `redis-benchmark -P <batch> -c 1` on the same server as the ceiling of one
+// connection, and fails when a target is missed.
+func BenchmarkRespSidecar(b *testing.B) {
+	srv := redistest.Start(b, redistest.Options{})
+	sidecar := connectCommand(b, exec.Command(binary(b), "resp", "--port", strconv.Itoa(srv.Port), "--log-level", "warn"), "")
+	direct, err := resp.Dial(b.Context(), resp.DialOptions{Addr: srv.Addr})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { direct.Close() })
+
+	// The MCP floor: a round trip of the sidecar that does no datastore I/O.
+	floor := make(respRounds, 0, 200)
+	list := &mcp.CallToolParams{Name: "resp_session", Arguments: map[string]any{"action": "list"}}
+	for i := range 220 {
+		start := time.Now()
+		if res, err := sidecar.CallTool(b.Context(), list); err != nil || res.IsError {
+			b.Fatalf("resp_session list: %v %v", err, res)
+		}
+		if i >= 20 {
+			floor = append(floor, time.Since(start))
+		}
+	}
+	_, floorP50, floorP95 := floor.stats(1)
+
+	var table []string
+	for _, batch := range respBatchSizes {
+		jsonCmds := make([][]any, batch)
+		wireCmds := make([][][]byte, batch)
+		for i := range batch {
+			key, value := fmt.Sprintf("bench:%d", i), fmt.Sprintf("value-%010d", i)
+			jsonCmds[i] = []any{"SET", key, value}
+			wireCmds[i] = [][]byte{[]byte("SET"), []byte(key), []byte(value)}
+		}
+		params := &mcp.CallToolParams{Name: "resp_execute", Arguments: map[string]any{"commands": jsonCmds}}
+		viaMCP := func() {
+			res, err := sidecar.CallTool(b.Context(), params)
+			if err != nil || res.IsError {
+				b.Fatalf("resp_execute: %v %v", err, res)
+			}
+		}
+		viaRESP := func() {
+			res, err := direct.Pipeline(b.Context(), wireCmds, resp.PipelineOptions{})
+			if err != nil || len(res.Replies) != batch {
+				b.Fatalf("pipeline: %v (%d replies)", err, len(res.Replies))
+			}
+		}
+		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
+			for range 20 { // warm-up: connections, caches, the JIT of the branch predictors
+				viaMCP()
+				viaRESP()
+			}
+			mcpRounds, respRounds := make(respRounds, 0, b.N), make(respRounds, 0, b.N)
+			b.ResetTimer()
+			for range b.N {
+				start := time.Now()
+				viaMCP()
+				mid := time.Now()
+				viaRESP()
+				mcpRounds, respRounds = append(mcpRounds, mid.Sub(start)), append(respRounds, time.Since(mid))
+			}
+			b.StopTimer()
+			mcpRate, mcpP50, mcpP95 := mcpRounds.stats(batch)
+			respRate, respP50, respP95 := respRounds.stats(batch)
+			b.ReportMetric(mcpRate, "mcp-cmd/s")
+			b.ReportMetric(respRate, "direct-cmd/s")
+			b.ReportMetric(mcpRate/respRate, "ratio")
+			if b.N < 100 {
+				return // calibration
+			}
+			ceiling := redisBenchmark(b, srv, batch)
+			table = append(table, fmt.Sprintf("%5d  %7d  %10.0f  %10.0f  %5.2f  %9.0f  %8s  %8s  %8s  %8s",
+				batch, b.N, mcpRate, respRate, mcpRate/respRate, ceiling,
+				micros(mcpP50), micros(respP50), micros(mcpP95), micros(respP95)))
+			if batch == 128 && mcpRate < respMinThroughputRatio*respRate {
+				b.Errorf("batch 128: MCP %.0f commands/s is under %.0f%% of direct RESP's %.0f", mcpRate, respMinThroughputRatio*100, respRate)
+			}
+			if batch == 1 && mcpP50 > respP50+respMaxAddedP50 {
+				b.Errorf("batch 1: MCP p50 %v is more than %v above direct RESP's %v", mcpP50, respMaxAddedP50, respP50)
+			}
+		})
+	}
+	if len(table) > 0 {
+		b.Logf("RESP sidecar over MCP stdio vs direct RESP (commands/s; round latency in µs; ceiling: redis-benchmark -P batch -c 1):\n"+
+			"batch   rounds     mcp/s    direct/s  ratio    ceiling   mcp p50  dir p50   mcp p95  dir p95\n%s\n"+
+			"MCP floor (resp_session list, no datastore I/O, 200 calls): p50 %s µs, p95 %s µs",
+			strings.Join(table, "\n"), micros(floorP50), micros(floorP95))
+	}
+}
+
+func micros(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e3, 'f', 0, 64) }
+
+// redisBenchmarkRate is the requests per second of `redis-benchmark -q`.
+var redisBenchmarkRate = regexp.MustCompile(`SET: ([0-9.]+) requests per second`)
+
+// redisBenchmark runs redis-benchmark's SET test with pipelines of batch on
+// one connection against srv, the ceiling of raw RESP on this machine, and
+// returns its commands per second.
+func redisBenchmark(b *testing.B, srv *redistest.Server, batch int) float64 {
+	b.Helper()
+	tool, err := exec.LookPath("redis-benchmark")
+	if err != nil {
+		b.Fatalf("redis-benchmark (Debian's redis-tools, which redis-server depends on) not found: %v", err)
+	}
+	out, err := exec.Command(tool, "-h", "127.0.0.1", "-p", strconv.Itoa(srv.Port), "-t", "set", "-P", strconv.Itoa(batch),
+		"-c", "1", "-n", strconv.Itoa(max(20000, 200*batch)), "-d", "16", "-q").CombinedOutput()
+	m := redisBenchmarkRate.FindSubmatch(out)
+	if err != nil || m == nil {
+		b.Fatalf("redis-benchmark: %v\n%s", err, out)
+	}
+	rate, err := strconv.ParseFloat(string(m[1]), 64)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return rate
+}
