@@ -58,7 +58,7 @@ func TestHTTPEras(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
 	e := connect(t, targetAt(s, ""), "")
 	dial := e.serveHTTP()
-	legacy, stateless := dial("2025-11-25"), dial("2026-07-28")
+	legacy, stateless := dial(legacyVersion), dial(statelessEra)
 	for name, cs := range map[string]*mcp.ClientSession{"legacy": legacy, "stateless": stateless} {
 		id := decode[execReply](t, e.call(cs, "resp_execute", map[string]any{"commands": [][]any{{"CLIENT", "ID"}, {"SELECT", 5}}}))
 		again := decode[execReply](t, e.call(cs, "resp_execute", map[string]any{"commands": [][]any{{"CLIENT", "ID"}, {"SET", "db", name}}}))

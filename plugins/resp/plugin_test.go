@@ -93,6 +93,30 @@ func targetAt(s *redistest.Server, extra string) string {
 	return fmt.Sprintf(`{"targets": {"local": {"host": %q, "port": %s%s}}}`, host, port, extra)
 }
 
+// legacyVersion is a protocol version of the legacy era, whose clients
+// keep one MCP session (the 2026-07-28 era's are scoped to their
+// principal: see TestHTTPEras).
+const legacyVersion = "2025-11-25"
+
+// session connects one more in-memory client, pinned to version.
+func (e *env) session(version string) *mcp.ClientSession {
+	t := e.t
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := e.srv.MCP().Connect(t.Context(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "resp-test"}, nil).Connect(t.Context(), ct, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cs.Close()
+		ss.Wait()
+	})
+	return cs
+}
+
 func (e *env) call(cs *mcp.ClientSession, tool string, args any) *mcp.CallToolResult {
 	e.t.Helper()
 	if cs == nil {
@@ -204,7 +228,7 @@ func TestExecute(t *testing.T) {
 		t.Fatalf("the default session changed: %s then %+v", id, r)
 	}
 	// Another client session has its own default session.
-	other := mcptest.Session(t, e.srv, nil)
+	other := e.session(legacyVersion)
 	or := decode[execReply](t, e.call(other, "resp_execute", map[string]any{"commands": [][]any{{"CLIENT", "ID"}, {"GET", "db2"}}}))
 	if string(or.Replies[0].Value) == string(id) || or.Replies[1].Type != "null" {
 		t.Fatalf("a second client shares the default session: %+v", or)
@@ -356,6 +380,7 @@ func (e *env) list(cs *mcp.ClientSession) []SessionInfo {
 func TestSessionsAreScoped(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
 	e := connect(t, targetAt(s, `, "database": 1`), "")
+	e.cs = e.session(legacyVersion)
 	h := e.open(nil, map[string]any{"database": 3})
 	if r := decode[execReply](t, e.execOn(nil, h, cmd("SET", "in3", "x"))); r.Session != h || r.Outcome != OutcomeOK {
 		t.Fatalf("execute on the handle: %+v", r)
@@ -364,7 +389,7 @@ func TestSessionsAreScoped(t *testing.T) {
 	if l := e.list(nil); len(l) != 2 || l[0].Session != DefaultSession || l[0].Database != 1 || l[1].Session != h || l[1].Database != 3 || l[1].Target != "local" {
 		t.Fatalf("list = %+v", l)
 	}
-	other := mcptest.Session(t, e.srv, nil)
+	other := e.session(legacyVersion)
 	r := failure(t, e.execOn(other, h, cmd("GET", "in3")), KindSessionNotFound)
 	if !strings.Contains(r.Error.Message, h) {
 		t.Fatalf("message %q", r.Error.Message)
@@ -420,7 +445,7 @@ func TestSessionLimits(t *testing.T) {
 	if r.Error.Limit != LimitMaxSessions || r.Error.Max != 2 {
 		t.Fatalf("limit = %+v", r.Error)
 	}
-	other := mcptest.Session(t, e.srv, nil)
+	other := e.session(legacyVersion)
 	failure(t, e.call(other, "resp_execute", map[string]any{"commands": [][]any{{"PING"}}}), mcpcore.KindLimit)
 	time.Sleep(1500 * time.Millisecond)
 	waitFor(t, func() bool { return len(e.list(nil)) == 0 })
