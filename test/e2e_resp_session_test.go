@@ -100,7 +100,7 @@ func TestRespTargets(t *testing.T) {
 	t.Run("acl", func(t *testing.T) {
 		t.Parallel()
 		srv := redistest.Start(t, redistest.Options{ACL: []string{"user default off", "user agent on >agent-secret ~* +@all -flushall"}})
-		cs := startResp(t, nil, "--config", respConfig(t, srv, map[string]any{"username": "agent", "password_file": writeConfig(t, "agent-secret")}))
+		cs := startResp(t, nil, "--config", respConfig(t, srv, map[string]any{"username": "agent", "password_file": writeConfig(t, "agent-secret")}, nil))
 		if got := execute(t, cs, "", []any{"ACL", "WHOAMI"}); got[0].str(t) != "agent" {
 			t.Fatalf("ACL WHOAMI = %+v", got[0])
 		}
@@ -114,14 +114,14 @@ func TestRespTargets(t *testing.T) {
 		t.Parallel()
 		srv := redistest.Start(t, redistest.Options{TLS: true, RequireClientCert: true})
 		cs := startResp(t, nil, "--config", respConfig(t, srv, map[string]any{"tls": map[string]any{
-			"ca_cert": srv.CAFile, "server_name": "localhost", "client_cert": srv.ClientCertFile, "client_key": srv.ClientKeyFile}}))
+			"ca_cert": srv.CAFile, "server_name": "localhost", "client_cert": srv.ClientCertFile, "client_key": srv.ClientKeyFile}}, nil))
 		if got := execute(t, cs, "", []any{"SET", "over", "tls"}, []any{"GET", "over"}); got[1].str(t) != "tls" {
 			t.Fatalf("over TLS: %+v", got)
 		}
 		// Without the CA the server's certificate is not trusted: a
 		// connection error naming the target, not a hang.
 		plain := startResp(t, nil, "--config", respConfig(t, srv, map[string]any{"tls": map[string]any{
-			"client_cert": srv.ClientCertFile, "client_key": srv.ClientKeyFile}}))
+			"client_cert": srv.ClientCertFile, "client_key": srv.ClientKeyFile}}, nil))
 		r, isErr := callAs[execReply](t, plain, "resp_execute", map[string]any{"commands": [][]any{{"PING"}}})
 		if !isErr || r.Error == nil || r.Error.Kind != "unavailable" || !strings.Contains(r.Error.Message, `"local"`) || !strings.Contains(r.Error.Message, "certificate") {
 			t.Fatalf("TLS without the CA: isError=%v %+v", isErr, r.Error)
@@ -130,7 +130,7 @@ func TestRespTargets(t *testing.T) {
 	t.Run("resp2", func(t *testing.T) {
 		t.Parallel()
 		srv := redistest.Start(t, redistest.Options{})
-		cs := startResp(t, nil, "--config", respConfig(t, srv, map[string]any{"protocol": 2}))
+		cs := startResp(t, nil, "--config", respConfig(t, srv, map[string]any{"protocol": 2}, nil))
 		got := execute(t, cs, "", []any{"HSET", "h", "f", "v"}, []any{"HGETALL", "h"}, []any{"GET", "missing"}, []any{"HELLO"})
 		if got[1].Type != "array" || len(got[1].Items) != 2 || got[2].Type != "null" {
 			t.Fatalf("RESP2 replies: %+v", got)

@@ -90,8 +90,9 @@ func startResp(t testing.TB, env []string, args ...string) *mcp.ClientSession {
 }
 
 // respConfig writes a resp plugin configuration (the object `mcpkit resp
-// --config` takes) with one target, "local", for srv plus the given fields.
-func respConfig(t testing.TB, srv *redistest.Server, target map[string]any) string {
+// --config` takes) with one target, "local", for srv plus the given target
+// fields, and the given top-level fields (e.g. "limits").
+func respConfig(t testing.TB, srv *redistest.Server, target, top map[string]any) string {
 	t.Helper()
 	if target == nil {
 		target = map[string]any{}
@@ -104,7 +105,11 @@ func respConfig(t testing.TB, srv *redistest.Server, target map[string]any) stri
 		}
 		target["password_file"] = pw
 	}
-	b, err := json.Marshal(map[string]any{"default_target": "local", "targets": map[string]any{"local": target}})
+	file := map[string]any{"default_target": "local", "targets": map[string]any{"local": target}}
+	for k, v := range top {
+		file[k] = v
+	}
+	b, err := json.Marshal(file)
 	if err != nil {
 		t.Fatal(err)
 	}
