@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -754,4 +755,72 @@ func TestTargets(t *testing.T) {
 	if r.Replies[0].Type != "map" {
 		t.Fatalf("RESP3 map: %+v", r)
 	}
+}
+
+// TestConcurrency: handles run in parallel (a BLPOP on one is served by an
+// LPUSH on another); calls on one handle run one at a time; a call
+// cancelled while it waits for its turn sends nothing and leaves the
+// session's connection as it was.
+func TestConcurrency(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	e := connect(t, targetAt(s, ""), "")
+	h1, h2 := e.open(nil, nil), e.open(nil, nil)
+	id := decode[execReply](t, e.execOn(nil, h1, cmd("CLIENT", "ID"))).Replies[0].Value
+
+	popped := make(chan execReply, 1)
+	go func() { popped <- decode[execReply](t, e.execOn(nil, h1, cmd("BLPOP", "q", "5"))) }()
+	time.Sleep(100 * time.Millisecond)
+	start := time.Now()
+	e.execOn(nil, h2, cmd("LPUSH", "q", "job"))
+	if r := <-popped; r.Replies[0].Type != "array" || r.Replies[0].Items[1].str(t) != "job" || time.Since(start) > 2*time.Second {
+		t.Fatalf("BLPOP on h1 fed by h2: %+v after %v", r, time.Since(start))
+	}
+
+	// One at a time on h1: the PING waits for the BLPOP to time out.
+	blocked := make(chan time.Time, 1)
+	go func() {
+		r := decode[execReply](t, e.execOn(nil, h1, cmd("BLPOP", "q", "0.5")))
+		if r.Replies[0].Type != "null" {
+			t.Errorf("BLPOP = %+v", r.Replies[0])
+		}
+		blocked <- time.Now()
+	}()
+	time.Sleep(100 * time.Millisecond)
+	if r := decode[execReply](t, e.execOn(nil, h1, cmd("PING"))); r.Replies[0].str(t) != "PONG" {
+		t.Fatalf("PING = %+v", r.Replies[0])
+	}
+	pinged := time.Now()
+	if first := <-blocked; pinged.Before(first) {
+		t.Fatal("the PING on h1 ran while the BLPOP on h1 was blocked")
+	}
+
+	// Cancelled while waiting for its turn: nothing sent, connection kept.
+	go func() { blocked <- time.Now(); e.execOn(nil, h1, cmd("BLPOP", "q", "1")) }()
+	<-blocked
+	time.Sleep(100 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := e.cs.CallTool(ctx, &mcp.CallToolParams{Name: "resp_execute", Arguments: map[string]any{"session": h1, "commands": [][]any{{"SET", "cancelled", "1"}}}}); err == nil {
+		t.Fatal("the cancelled call returned a result")
+	}
+	r := decode[execReply](t, e.execOn(nil, h1, cmd("CLIENT", "ID"), cmd("EXISTS", "cancelled")))
+	if string(r.Replies[0].Value) != string(id) || string(r.Replies[1].Value) != `"0"` {
+		t.Fatalf("after a cancelled wait: %+v (connection %s before)", r.Replies, id)
+	}
+}
+
+// TestReplyBudget: replies beyond reply_bytes fail the call explicitly
+// with the replies read so far; the connection is closed and the rest are
+// unknown.
+func TestReplyBudget(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	e := connect(t, targetAt(s, ""), `{"reply_bytes": 2048}`)
+	e.exec(cmd("SET", "big", strings.Repeat("x", 3000)))
+	r := failure(t, e.call(nil, "resp_execute", map[string]any{"commands": [][]any{{"PING"}, {"GET", "big"}, {"PING"}}}), mcpcore.KindLimit)
+	var partial execReply
+	if err := json.Unmarshal(r.Partial, &partial); err != nil || r.Error.Limit != LimitReplyBytes || r.Error.Max != 2048 ||
+		partial.Outcome != OutcomeUnknown || len(partial.Replies) != 1 || partial.Unknown != 2 {
+		t.Fatalf("error %+v, partial %s", r.Error, r.Partial)
+	}
+	e.exec(cmd("PING"))
 }
