@@ -62,9 +62,10 @@ type errReply struct {
 
 // env is a server with the resp plugin and one client session.
 type env struct {
-	t   *testing.T
-	srv *mcpcore.Server
-	cs  *mcp.ClientSession
+	t      *testing.T
+	srv    *mcpcore.Server
+	plugin *Plugin
+	cs     *mcp.ClientSession
 }
 
 // connect serves the resp plugin with the given plugin configuration and
@@ -81,11 +82,14 @@ func connect(t *testing.T, config, pluginLimits string, core ...func(*mcpcore.Li
 		pc.Limits = json.RawMessage(pluginLimits)
 	}
 	cfg.Plugins = map[string]mcpcore.PluginConfig{"resp": pc}
-	cs, srv, err := mcptest.Connect(t, mcpcore.Options{Plugins: []string{"resp"}, Config: cfg})
+	// Embedded rather than registered, so that a test can look inside;
+	// NewServer configures and attaches both alike.
+	p := new(Plugin)
+	cs, srv, err := mcptest.Connect(t, mcpcore.Options{Config: cfg, Instances: []mcpcore.Instance{{Name: "resp", Plugin: p, Limits: Limits()}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{t: t, srv: srv, cs: cs}
+	return &env{t: t, srv: srv, plugin: p, cs: cs}
 }
 
 // target is the configuration of one target at a test server.
@@ -174,7 +178,16 @@ func TestLazyConnect(t *testing.T) {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	e := connect(t, fmt.Sprintf(`{"targets": {"down": {"port": %d}}}`, port), "")
+	// Through the registry, as `mcpkit serve --plugins resp` with
+	// plugins.resp.config.
+	t.Setenv(EnvAuth, "")
+	cfg := mcpcore.DefaultConfig()
+	cfg.Plugins = map[string]mcpcore.PluginConfig{"resp": {Config: json.RawMessage(fmt.Sprintf(`{"targets": {"down": {"port": %d}}}`, port))}}
+	cs, srv, err := mcptest.Connect(t, mcpcore.Options{Plugins: []string{"resp"}, Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, srv: srv, cs: cs}
 	tools, err := e.cs.ListTools(t.Context(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -823,4 +836,37 @@ func TestReplyBudget(t *testing.T) {
 		t.Fatalf("error %+v, partial %s", r.Error, r.Partial)
 	}
 	e.exec(cmd("PING"))
+}
+
+// TestCommandsCache: the registry is listed once and kept while COMMAND
+// COUNT stays the same; a different count (a module loaded; simulated
+// here, as the test server has no module) lists it again.
+func TestCommandsCache(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	e := connect(t, targetAt(s, ""), "")
+	calls := func(sub string) string {
+		info := e.exec(cmd("INFO", "commandstats")).Replies[0].str(t)
+		for line := range strings.Lines(info) {
+			if rest, ok := strings.CutPrefix(line, "cmdstat_command|"+sub+":calls="); ok {
+				return rest[:strings.IndexByte(rest, ',')]
+			}
+		}
+		return "0"
+	}
+	for range 3 {
+		if res := e.call(nil, "resp_commands", map[string]any{"prefix": "get"}); res.IsError {
+			t.Fatal(res.StructuredContent)
+		}
+	}
+	if l, c := calls("list"), calls("count"); l != "1" || c != "3" {
+		t.Fatalf("COMMAND LIST %s times, COUNT %s times; want 1 and 3", l, c)
+	}
+	tc := e.plugin.cmds.of("local")
+	tc.mu.Lock()
+	tc.count = -1
+	tc.mu.Unlock()
+	e.call(nil, "resp_commands", map[string]any{"prefix": "get"})
+	if l := calls("list"); l != "2" {
+		t.Fatalf("COMMAND LIST %s times after the count changed, want 2", l)
+	}
 }
