@@ -51,6 +51,7 @@ type CommandsReply struct {
 type commandCache struct {
 	mu      sync.Mutex
 	targets map[string]*targetCommands
+	closed  bool
 }
 
 type targetCommands struct {
@@ -61,9 +62,13 @@ type targetCommands struct {
 	entries map[string]CommandEntry // filled page by page
 }
 
+// of returns the cache of a target, or nil once the plugin is closed.
 func (c *commandCache) of(name string) *targetCommands {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
 	if c.targets == nil {
 		c.targets = map[string]*targetCommands{}
 	}
@@ -75,10 +80,12 @@ func (c *commandCache) of(name string) *targetCommands {
 	return tc
 }
 
-// close closes the lookup connections.
+// close closes the lookup connections; a lookup in progress finishes
+// first, and none starts after.
 func (c *commandCache) close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.closed = true
 	for _, tc := range c.targets {
 		tc.mu.Lock()
 		if tc.conn != nil {
@@ -118,6 +125,9 @@ func (p *Plugin) commandsPage(ctx context.Context, in CommandsArgs) (CommandsRep
 		return CommandsReply{}, &mcpcore.ParamError{Path: "/limit", Reason: fmt.Sprintf("%d is outside [1, %d]", limit, MaxCommandsLimit)}
 	}
 	tc := p.cmds.of(name)
+	if tc == nil {
+		return CommandsReply{}, mcpcore.Errorf(mcpcore.KindUnavailable, "%w", mcpcore.ErrClosed)
+	}
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
 	out, err := tc.page(ctx, t, strings.ToLower(in.Prefix), in.Cursor, limit)
