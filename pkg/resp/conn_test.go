@@ -152,6 +152,17 @@ func TestDialTLS(t *testing.T) {
 	if v := do(t, c, "PING"); string(v.Str) != "PONG" {
 		t.Fatalf("PING = %#v", v)
 	}
+	// A receive timeout keeps a TLS connection usable.
+	if _, err := c.Send(ctxT(t), [][][]byte{args("BRPOP", "q", "0")}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := c.Receive(ctxT(t), ReceiveOptions{MaxFrames: 1, Wait: 50 * time.Millisecond}); err != nil || !res.TimedOut {
+		t.Fatalf("TLS receive: %+v, %v", res, err)
+	}
+	do(t, dial(t, DialOptions{Addr: srv.Addr, Password: "tls-pw", TLS: srv.TLSConfig()}), "LPUSH", "q", "x")
+	if res, err := c.Receive(ctxT(t), ReceiveOptions{MaxFrames: 1, Wait: 5 * time.Second}); err != nil || len(res.Frames) != 1 {
+		t.Fatalf("TLS receive after the timeout: %+v, %v", res, err)
+	}
 	// Without the client certificate the server refuses the connection.
 	noCert := srv.TLSConfig()
 	noCert.Certificates = nil

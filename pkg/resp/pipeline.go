@@ -36,7 +36,8 @@ type PipelineResult struct {
 
 // Pipeline sends cmds and reads their replies concurrently (a writer
 // goroutine it owns and waits for, and the calling goroutine reading), so
-// that no batch can deadlock on full socket buffers. Each command is a list
+// that no batch can deadlock on full socket buffers; a batch of at most
+// 64 KiB is written by the caller before it reads. Each command is a list
 // of arguments, the command name first.
 //
 // Before anything is sent, an ended ctx, a closed connection or raw mode
@@ -58,13 +59,18 @@ func (c *Conn) Pipeline(ctx context.Context, cmds [][][]byte, opts PipelineOptio
 	stop := c.watch(ctx, time.Time{}, true, true)
 	defer stop()
 	werr := make(chan error, 1)
-	go func() {
+	write := func() {
 		_, err := c.writeCommands(cmds)
 		if err != nil {
 			c.Close() // the reader would otherwise wait for replies never asked for
 		}
 		werr <- err
-	}()
+	}
+	if fitsOneWrite(cmds) {
+		write() // too small to block on a server that reads; saves a goroutine hand-off per round trip
+	} else {
+		go write()
+	}
 	for len(res.Replies) < len(cmds) {
 		var limit int64
 		if opts.MaxReplyBytes > 0 {
@@ -99,6 +105,19 @@ func (c *Conn) Pipeline(ctx context.Context, cmds [][][]byte, opts PipelineOptio
 		return res, c.fail(ctx, fmt.Sprintf("pipeline (%d of %d replies) to", len(res.Replies), len(cmds)), err)
 	}
 	return res, nil
+}
+
+// fitsOneWrite reports whether cmds encode to at most writeChunk bytes: a
+// batch the kernel's socket buffers take at once while the server reads,
+// so that writing it before reading cannot deadlock.
+func fitsOneWrite(cmds [][][]byte) bool {
+	var n int64
+	for _, cmd := range cmds {
+		if n += CommandSize(cmd); n > writeChunk {
+			return false
+		}
+	}
+	return true
 }
 
 // writeCommands encodes and writes cmds in chunks; it holds the write side.

@@ -1,0 +1,60 @@
+package resp
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/mcpkit/mcpkit/internal/redistest"
+)
+
+// BenchmarkPipeline pipelines batches of SET and GET through Conn and
+// through go-redis on the same server; compare ns/op per batch size.
+//
+//	go test -run XXX -bench Pipeline -benchtime 2000x ./pkg/resp
+func BenchmarkPipeline(b *testing.B) {
+	srv := redistest.Start(b, redistest.Options{})
+	ctx := context.Background()
+	c, err := Dial(ctx, DialOptions{Addr: srv.Addr})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	rc := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 1})
+	defer rc.Close()
+	value := make([]byte, 64)
+	for _, batch := range []int{1, 16, 128} {
+		cmds := make([][][]byte, batch)
+		for i := range cmds {
+			if i%2 == 0 {
+				cmds[i] = [][]byte{[]byte("SET"), fmt.Appendf(nil, "k%d", i), value}
+			} else {
+				cmds[i] = [][]byte{[]byte("GET"), fmt.Appendf(nil, "k%d", i-1)}
+			}
+		}
+		b.Run(fmt.Sprintf("resp/batch=%d", batch), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := c.Pipeline(ctx, cmds, PipelineOptions{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("goredis/batch=%d", batch), func(b *testing.B) {
+			for b.Loop() {
+				p := rc.Pipeline()
+				for _, cmd := range cmds {
+					a := make([]any, len(cmd))
+					for i, x := range cmd {
+						a[i] = x
+					}
+					p.Do(ctx, a...)
+				}
+				if _, err := p.Exec(ctx); err != nil && err != redis.Nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
