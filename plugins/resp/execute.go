@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -43,6 +44,49 @@ type ExecuteReply struct {
 	Unknown int `json:"unknown,omitempty"`
 }
 
+// MarshalJSON writes the reply with each value's own JSON appended as is:
+// encoding/json would re-scan and compact every value's output, which
+// dominates the cost of a large batch.
+func (r ExecuteReply) MarshalJSON() ([]byte, error) {
+	b := append(make([]byte, 0, 64+64*len(r.Replies)), `{"session":`...)
+	b = strconv.AppendQuote(b, r.Session) // a handle or "default": ASCII letters, digits and _
+	b = append(b, `,"outcome":"`...)
+	b = append(b, r.Outcome...)
+	b = append(b, '"')
+	var err error
+	for _, list := range []struct {
+		key    string
+		values []resp.Value
+	}{{`,"replies":[`, r.Replies}, {`,"pushes":[`, r.Pushes}} {
+		b = append(b, list.key...)
+		for i, v := range list.values {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var vb []byte
+			if vb, err = v.MarshalJSON(); err != nil {
+				return nil, err
+			}
+			b = append(b, vb...)
+		}
+		b = append(b, ']')
+	}
+	if r.Unknown > 0 {
+		b = append(b, `,"unknown":`...)
+		b = strconv.AppendInt(b, int64(r.Unknown), 10)
+	}
+	return append(b, '}'), nil
+}
+
+// raw serializes the reply once, for the host to serve as is.
+func (r ExecuteReply) raw() (json.RawMessage, error) {
+	b, err := r.MarshalJSON()
+	if err != nil {
+		return nil, fmt.Errorf("serialize the replies: %w", err)
+	}
+	return b, nil
+}
+
 // refused lists the commands whose replies do not follow the
 // one-command-one-reply shape of a pipeline; execute refuses them before
 // sending anything, and the session tool's send/receive runs them. A key
@@ -71,13 +115,13 @@ func refusedName(args [][]byte) string {
 // commandsSchema is the schema of a batch: an array of commands, each a
 // non-empty array of arguments.
 func commandsSchema(desc string) *jsonschema.Schema {
-	arg := &jsonschema.Schema{AnyOf: []*jsonschema.Schema{
-		{Type: "string", Description: "a UTF-8 argument"},
-		{Type: "integer", Description: "a safe integer (beyond ±9007199254740991 use a decimal string)"},
-		{Type: "object", Description: "arbitrary bytes", Required: []string{"base64"},
-			Properties:           map[string]*jsonschema.Schema{"base64": {Type: "string", Description: "standard base64"}},
-			AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}}},
-	}}
+	// One type list rather than anyOf: the object keywords apply to objects
+	// only, and a validator need not try (and fail) a branch per argument.
+	arg := &jsonschema.Schema{Types: []string{"string", "integer", "object"},
+		Description:          "a UTF-8 string; a safe integer (beyond ±9007199254740991 use a decimal string); or {\"base64\": \"...\"} for arbitrary bytes",
+		Required:             []string{"base64"},
+		Properties:           map[string]*jsonschema.Schema{"base64": {Type: "string", Description: "standard base64"}},
+		AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}}}
 	return &jsonschema.Schema{Type: "array", Description: desc,
 		Items: &jsonschema.Schema{Type: "array", MinItems: new(1), Items: arg, Description: "one command: its name, then its arguments"}}
 }
@@ -201,10 +245,14 @@ func (p *Plugin) execute(ctx context.Context, req *mcp.CallToolRequest, in Execu
 		}
 		return nil, mcpcore.ErrorResult(mcpcore.ToolErrorReply{Error: p.failure(s, err), Partial: reply})
 	}
-	if reply.Outcome == OutcomeError {
-		return nil, mcpcore.ErrorResult(reply)
+	raw, err := reply.raw()
+	if err != nil {
+		return nil, err
 	}
-	return reply, nil
+	if reply.Outcome == OutcomeError {
+		return nil, mcpcore.ErrorResult(raw)
+	}
+	return raw, nil
 }
 
 // ended reports whether err is the end of ctx (timeout or cancellation).

@@ -276,7 +276,7 @@ func TestExecuteRefusesBeforeSending(t *testing.T) {
 	}
 	for args, path := range map[string]string{
 		`[["SET","k",1.5]]`:            "/commands/0/2",
-		`[["GET"],["SET",{"x":1}]]`:    "/commands/1/1",
+		`[["GET"],["SET",{"x":1}]]`:    "/commands/1/1/x",
 		`[["GET"],[]]`:                 "/commands/1",
 		`[]`:                           "/commands",
 		`[["SET","k",{"base64":"!"}]]`: "/commands/0/2",
