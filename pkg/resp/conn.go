@@ -275,6 +275,9 @@ func (c *Conn) watch(ctx context.Context, deadline time.Time, read, write bool) 
 // fail closes the connection after a failure and wraps err for op,
 // preferring the context's error when ctx ended.
 func (c *Conn) fail(ctx context.Context, op string, err error) error {
+	if errors.Is(err, net.ErrClosed) && c.closed.Load() {
+		err = ErrClosed // Close was called while the operation ran
+	}
 	c.Close()
 	return fmt.Errorf("resp: %s %s: %w (connection closed)", op, c.addr, ctxErr(ctx, err))
 }

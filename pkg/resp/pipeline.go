@@ -40,8 +40,8 @@ type PipelineResult struct {
 // 64 KiB is written by the caller before it reads. Each command is a list
 // of arguments, the command name first.
 //
-// Before anything is sent, an ended ctx, a closed connection or raw mode
-// fail with the connection kept. Once sending has started, any failure
+// Before anything is sent, an ended ctx, a closed connection, raw mode or
+// a frame partly received by Receive fail with the connection kept. Once sending has started, any failure
 // (ctx ended, network error, [*LimitError], [*ProtocolError]) closes the
 // connection and returns the replies received so far with the error; the
 // commands without a reply have unknown outcomes. Server error replies are
@@ -55,6 +55,9 @@ func (c *Conn) Pipeline(ctx context.Context, cmds [][][]byte, opts PipelineOptio
 	defer release()
 	if len(cmds) == 0 {
 		return res, nil
+	}
+	if !c.rd.betweenFrames() {
+		return res, fmt.Errorf("resp: pipeline to %s: a received frame is partly decoded (finish it with Receive)", c.addr)
 	}
 	stop := c.watch(ctx, time.Time{}, true, true)
 	defer stop()

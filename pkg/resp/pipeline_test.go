@@ -214,6 +214,9 @@ func TestReceiveResumesPartialFrame(t *testing.T) {
 	if _, err := srv.Write([]byte("world\r\n:7\r\n+next\r\n")); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := c.Pipeline(ctxT(t), [][][]byte{args("PING")}, PipelineOptions{}); err == nil || c.Closed() {
+		t.Fatalf("pipeline while a frame is partly received: %v, closed %v", err, c.Closed())
+	}
 	res, err = c.Receive(ctxT(t), ReceiveOptions{MaxFrames: 1, Wait: 5 * time.Second})
 	if err != nil || len(res.Frames) != 1 {
 		t.Fatalf("rest of the frame: %+v, %v", res, err)
@@ -365,5 +368,17 @@ func TestRaw(t *testing.T) {
 	}
 	if string(got) != "+OK\r\n" || !c.Closed() {
 		t.Fatalf("after QUIT: %q, closed %v", got, c.Closed())
+	}
+}
+
+// Close from another goroutine ends a blocked pipeline with ErrClosed.
+func TestPipelineClosedWhileRunning(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t, redistest.Options{})
+	c := dial(t, DialOptions{Addr: srv.Addr})
+	time.AfterFunc(100*time.Millisecond, func() { c.Close() })
+	res, err := c.Pipeline(ctxT(t), [][][]byte{args("PING"), args("BLPOP", "empty", "0")}, PipelineOptions{})
+	if !errors.Is(err, ErrClosed) || len(res.Replies) != 1 {
+		t.Fatalf("%d replies, %v, want ErrClosed", len(res.Replies), err)
 	}
 }
