@@ -382,3 +382,31 @@ func TestPipelineClosedWhileRunning(t *testing.T) {
 		t.Fatalf("%d replies, %v, want ErrClosed", len(res.Replies), err)
 	}
 }
+
+// A caller waiting for a side held by another operation gives up when its
+// context ends and leaves the connection (and the other operation) alone.
+func TestWaitForSideKeepsConn(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t, redistest.Options{})
+	c := dial(t, DialOptions{Addr: srv.Addr})
+	done := make(chan error, 1)
+	var res PipelineResult
+	go func() {
+		var err error
+		res, err = c.Pipeline(ctxT(t), [][][]byte{args("BLPOP", "q", "0")}, PipelineOptions{})
+		done <- err
+	}()
+	time.Sleep(100 * time.Millisecond) // the pipeline holds both sides
+	ctx, cancel := context.WithTimeout(ctxT(t), 100*time.Millisecond)
+	defer cancel()
+	if _, err := c.Send(ctx, [][][]byte{args("PING")}); !errors.Is(err, context.DeadlineExceeded) || c.Closed() {
+		t.Fatalf("Send waiting for the write side: %v, closed %v", err, c.Closed())
+	}
+	if _, err := c.Receive(ctx, ReceiveOptions{MaxFrames: 1}); !errors.Is(err, context.DeadlineExceeded) || c.Closed() {
+		t.Fatalf("Receive waiting for the read side: %v, closed %v", err, c.Closed())
+	}
+	do(t, dial(t, DialOptions{Addr: srv.Addr}), "LPUSH", "q", "x")
+	if err := <-done; err != nil || len(res.Replies) != 1 || len(res.Replies[0].Elems) != 2 {
+		t.Fatalf("the pipeline: %+v, %v", res, err)
+	}
+}

@@ -12,7 +12,7 @@ import (
 // Defaults for the zero fields of [ReaderOptions].
 const (
 	DefaultMaxBulkLen      = 512 << 20 // Redis's own proto-max-bulk-len default
-	DefaultMaxAggregateLen = 1 << 22
+	DefaultMaxAggregateLen = 1 << 20   // a decoded Value is ~90 bytes: up to ~90 MiB per aggregate
 	DefaultMaxDepth        = 64
 )
 
