@@ -24,8 +24,9 @@
 // scoped to the caller's principal and MCP client session. A client of the
 // 2026-07-28 era has no session that outlives a request over HTTP, so its
 // default session and handles are scoped to its principal alone and end by
-// idle expiry or close. Calls on one session run one at a time; sessions run
-// in parallel (registry.go).
+// idle expiry or close. Sessions run in parallel; calls on one session run
+// one at a time, except that in manual mode a send and a receive overlap
+// (registry.go, session.go).
 package resp
 
 import (

@@ -545,6 +545,16 @@ func TestSendReceive(t *testing.T) {
 	if strings.Join(got, ",") != "one,two" {
 		t.Fatalf("messages = %v", got)
 	}
+	// A receive waiting for a message does not hold up a send on the same
+	// session: the send's SUBSCRIBE acknowledgement ends the wait.
+	waiting := make(chan receiveReply, 1)
+	go func() { waiting <- receive(sub, 1, 10000) }()
+	time.Sleep(200 * time.Millisecond)
+	start := time.Now()
+	send(sub, cmd("SUBSCRIBE", "more"))
+	if r := <-waiting; time.Since(start) > 3*time.Second || len(r.Frames) != 1 || r.Frames[0].Items[1].str(t) != "more" {
+		t.Fatalf("receive during a send: %+v after %v", r, time.Since(start))
+	}
 	failure(t, e.call(nil, "resp_session", map[string]any{"action": "send", "commands": [][]any{{"PING"}}}), mcpcore.KindBadParams)
 	failure(t, e.call(nil, "resp_session", map[string]any{"action": "receive", "session": sub, "wait_ms": -1}), mcpcore.KindBadParams)
 }

@@ -293,11 +293,16 @@ func (r *registry) info(s *session) SessionInfo {
 
 // release ends a call on s.
 func (r *registry) release(s *session) {
+	<-s.gate
+	r.done(s)
+}
+
+// done ends a call on s that already gave its gate back (a manual one).
+func (r *registry) done(s *session) {
 	r.mu.Lock()
 	s.busy--
 	s.lastUsed = time.Now()
 	r.mu.Unlock()
-	<-s.gate
 }
 
 // conn returns the session's connection, dialling the default session's on

@@ -181,8 +181,12 @@ func (p *Plugin) open(ctx context.Context, sc scope, in SessionArgs) (any, error
 	return p.reg.info(s), nil
 }
 
-// manualSession finds and acquires the explicit session of a send or
-// receive and switches it to manual mode: once the gate is held, for good.
+// manualSession finds the explicit session of a send or receive and
+// passes its gate, the manual-transition gate: once through, the session
+// is manual for good, and the gate is given back at once, so that a send
+// and a receive on one session overlap (the connection orders each side:
+// a receive waiting for a message does not hold up a send). The caller
+// must call p.reg.done(s).
 func (p *Plugin) manualSession(ctx context.Context, sc scope, id string) (*session, *resp.Conn, error) {
 	if id == "" || id == DefaultSession {
 		return nil, nil, &mcpcore.ParamError{Path: "/session", Reason: "send and receive need an explicit session (action open): the default session only runs execute"}
@@ -193,8 +197,9 @@ func (p *Plugin) manualSession(ctx context.Context, sc scope, id string) (*sessi
 	}
 	p.reg.setManual(s)
 	conn, err := p.reg.conn(ctx, s)
+	<-s.gate
 	if err != nil {
-		p.reg.release(s)
+		p.reg.done(s)
 		return nil, nil, err
 	}
 	return s, conn, nil
@@ -224,7 +229,7 @@ func (p *Plugin) send(ctx context.Context, sc scope, in SessionArgs) (any, error
 	if err != nil {
 		return nil, err
 	}
-	defer p.reg.release(s)
+	defer p.reg.done(s)
 	if data != nil {
 		if s.mode != ModeRaw {
 			return nil, mcpcore.Errorf(KindRefused, "session %q is a resp session: send commands; data_base64 is for raw sessions; nothing was sent", s.id)
@@ -280,7 +285,7 @@ func (p *Plugin) receive(ctx context.Context, sc scope, in SessionArgs) (any, er
 	if err != nil {
 		return nil, err
 	}
-	defer p.reg.release(s)
+	defer p.reg.done(s)
 	maxReply := p.host.Limit(LimitReplyBytes)
 	if s.mode == ModeRaw {
 		max := in.MaxBytes
