@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -38,14 +37,10 @@ const (
 	KindRefused = "refused"
 )
 
-// errClosedSession is the failure of a call on a session that was closed
-// (by close, idle expiry, the end of its client session or shutdown) while
-// the call waited or ran.
-var errClosedSession = errors.New("the session was closed")
-
-// session is one RESP connection with its owner. Calls on it run one at a
-// time (gate); the fields under the registry's mutex say whether it is busy,
-// when it was last used, and whether it was closed.
+// session is one RESP connection with its owner. Calls on it pass its gate
+// one at a time (an execute holds it throughout; a send or receive only
+// passes it); the fields under the registry's mutex say whether it is
+// busy, when it was last used, and whether it was closed.
 type session struct {
 	id        string // DefaultSession or a handle
 	principal string
@@ -55,12 +50,12 @@ type session struct {
 	database  int
 	mode      string
 	opened    time.Time
-	gate      chan struct{} // one token: held by the call using the session
+	gate      chan struct{} // one token: see above
 
 	// Under registry.mu.
 	conn     *resp.Conn
 	manual   bool // one-way: once send/receive were used, execute is refused
-	busy     int  // calls holding or waiting for the gate
+	busy     int  // calls in progress or waiting for the gate
 	lastUsed time.Time
 	closed   bool
 }
