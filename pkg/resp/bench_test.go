@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"testing"
@@ -57,4 +58,39 @@ func BenchmarkPipeline(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkDecodeAndJSON decodes 128 replies of 64-byte bulk strings and
+// renders them as JSON, the work per reply of a pipeline served over MCP.
+func BenchmarkDecodeAndJSON(b *testing.B) {
+	var wire []byte
+	for range 128 {
+		wire = AppendValue(wire, Value{Kind: KindBulkString, Str: bytes.Repeat([]byte("x"), 64)})
+	}
+	b.SetBytes(int64(len(wire)))
+	r := NewReader(&repeat{b: wire}, ReaderOptions{})
+	var js []byte
+	for b.Loop() {
+		for range 128 {
+			v, _, err := r.ReadValue()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if js, err = appendJSON(js[:0], &v); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// repeat reads b over and over.
+type repeat struct {
+	b   []byte
+	off int
+}
+
+func (r *repeat) Read(p []byte) (int, error) {
+	n := copy(p, r.b[r.off:])
+	r.off = (r.off + n) % len(r.b)
+	return n, nil
 }

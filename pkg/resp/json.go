@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"unicode/utf8"
+	"unsafe"
 
 	segjson "github.com/segmentio/encoding/json"
 )
@@ -112,7 +113,8 @@ func appendJSON(b []byte, v *Value) ([]byte, error) {
 func appendText(b, s []byte) []byte {
 	if utf8.Valid(s) {
 		b = append(b, `,"encoding":"utf8","value":`...)
-		return segjson.AppendEscape(b, string(s), 0)
+		// A view of s, not a copy: AppendEscape only reads it, during the call.
+		return segjson.AppendEscape(b, unsafe.String(unsafe.SliceData(s), len(s)), 0)
 	}
 	b = append(b, `,"encoding":"base64","value":"`...)
 	b = base64.StdEncoding.AppendEncode(b, s)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"strconv"
 )
@@ -250,7 +251,8 @@ func (r *Reader) next(limit int64) (v Value, ok bool, need int, err error) {
 	case KindSimpleString, KindSimpleError:
 		v.Str = clone(line)
 	case KindInteger:
-		if v.Int, err = strconv.ParseInt(string(line), 10, 64); err != nil {
+		var ok bool
+		if v.Int, ok = parseInt(line); !ok {
 			return v, false, 0, &ProtocolError{Msg: fmt.Sprintf("integer %q", clip(line))}
 		}
 	case KindDouble:
@@ -356,9 +358,9 @@ func (r *Reader) consume(limit int64, size int) error {
 // length parses a length header: -1 (a RESP2 null, for '$' and '*' only) or
 // 0..max.
 func (r *Reader) length(t Kind, line []byte, max int64, limit string) (int64, error) {
-	n, err := strconv.ParseInt(string(line), 10, 64)
+	n, ok := parseInt(line)
 	switch {
-	case err != nil || n < -1 || (n == -1 && t != KindBulkString && t != KindArray):
+	case !ok || n < -1 || (n == -1 && t != KindBulkString && t != KindArray):
 		return 0, &ProtocolError{Msg: fmt.Sprintf("%s length %q", t, clip(line))}
 	case n > max:
 		return 0, &LimitError{Limit: limit, Max: max}
@@ -390,6 +392,33 @@ func (r *Reader) deliver(v Value) (top Value, done bool) {
 		r.stack = r.stack[:len(r.stack)-1]
 	}
 	return v, true
+}
+
+// parseInt parses a signed decimal int64: an optional + or -, then 1 to 19
+// digits (strconv.ParseInt without the string conversion; servers send no
+// longer zero padding).
+func parseInt(s []byte) (int64, bool) {
+	neg := false
+	if len(s) > 0 && (s[0] == '-' || s[0] == '+') {
+		neg, s = s[0] == '-', s[1:]
+	}
+	if len(s) == 0 || len(s) > 19 {
+		return 0, false
+	}
+	var u uint64
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		u = u*10 + uint64(c-'0')
+	}
+	switch {
+	case !neg && u <= math.MaxInt64:
+		return int64(u), true
+	case neg && u <= -math.MinInt64:
+		return -int64(u), true
+	}
+	return 0, false
 }
 
 func isBigNumber(s []byte) bool {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -295,5 +296,16 @@ func TestReadBufferedRewinds(t *testing.T) {
 	}
 	if v, _, err := r.read(0, false); err != nil || string(v.Str) != "abcdef" {
 		t.Fatalf("after a refused non-blocking read: %#v, %v", v, err)
+	}
+}
+
+func TestParseInt(t *testing.T) {
+	for _, s := range []string{"0", "-0", "+5", "42", "-42", "9223372036854775807", "-9223372036854775808",
+		"9223372036854775808", "-9223372036854775809", "99999999999999999999", "", "-", "+", "1a", " 1", "1 ", "--1", "0x10", "1_000"} {
+		want, err := strconv.ParseInt(s, 10, 64)
+		got, ok := parseInt([]byte(s))
+		if ok != (err == nil) || got != want && ok {
+			t.Errorf("parseInt(%q) = %d, %v; strconv: %d, %v", s, got, ok, want, err)
+		}
 	}
 }
