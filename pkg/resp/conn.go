@@ -21,13 +21,14 @@ type DialOptions struct {
 	// Addr is "host:port".
 	Addr string
 	// Protocol is 3 (the default when 0): HELLO 3 negotiates RESP3, with
-	// AUTH when Password is set; or 2: RESP2, with AUTH when Password is set
-	// and no HELLO, so it also works with servers that predate HELLO.
+	// AUTH when credentials are set; or 2: RESP2, with AUTH when credentials
+	// are set and no HELLO, so it also works with servers that predate HELLO.
 	// A server that refuses HELLO 3 fails the dial with a [*ServerError]:
 	// there is no silent fallback to RESP2, which would lose types the
 	// caller asked for. Ask for protocol 2 instead.
 	Protocol int
-	// Username and Password authenticate (Username empty: the default user).
+	// Username and Password authenticate when either is set (Username
+	// empty: the default user; Password empty: a nopass user).
 	Username, Password string
 	// Database, when not 0, is selected with SELECT.
 	Database int
@@ -156,12 +157,13 @@ func (c *Conn) handshake(ctx context.Context, opts DialOptions) error {
 	if user == "" {
 		user = "default"
 	}
+	auth := opts.Password != "" || opts.Username != ""
 	switch {
-	case c.proto == 3 && opts.Password != "":
+	case c.proto == 3 && auth:
 		add("HELLO", "3", "AUTH", user, opts.Password)
 	case c.proto == 3:
 		add("HELLO", "3")
-	case opts.Password != "":
+	case auth:
 		add("AUTH", user, opts.Password)
 	}
 	if opts.Database != 0 {

@@ -105,7 +105,14 @@ func TestDialACLUser(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{ACL: []string{
 		"user default off",
 		"user agent on >agent-pw ~* +@all -flushall",
+		"user free on nopass ~* +@all",
 	}})
+	for _, proto := range []int{3, 2} {
+		free := dial(t, DialOptions{Addr: srv.Addr, Username: "free", Protocol: proto})
+		if v := do(t, free, "ACL", "WHOAMI"); string(v.Str) != "free" {
+			t.Fatalf("RESP%d nopass user: WHOAMI = %#v", proto, v)
+		}
+	}
 	c := dial(t, DialOptions{Addr: srv.Addr, Username: "agent", Password: "agent-pw"})
 	if v := do(t, c, "ACL", "WHOAMI"); string(v.Str) != "agent" {
 		t.Fatalf("WHOAMI = %#v", v)
