@@ -275,11 +275,12 @@ func TestExecuteRefusesBeforeSending(t *testing.T) {
 		t.Errorf("batch_bytes: %+v", r.Error)
 	}
 	for args, path := range map[string]string{
-		`[["SET","k",1.5]]`:            "/commands/0/2",
-		`[["GET"],["SET",{"x":1}]]`:    "/commands/1/1/x",
-		`[["GET"],[]]`:                 "/commands/1",
-		`[]`:                           "/commands",
-		`[["SET","k",{"base64":"!"}]]`: "/commands/0/2",
+		`[["SET","k",1.5]]`:              "/commands/0/2",
+		`[["SET","k",9007199254740993]]`: "/commands/0/2",
+		`[["GET"],["SET",{"x":1}]]`:      "/commands/1/1/x",
+		`[["GET"],[]]`:                   "/commands/1",
+		`[]`:                             "/commands",
+		`[["SET","k",{"base64":"!"}]]`:   "/commands/0/2",
 	} {
 		r := failure(t, e.call(nil, "resp_execute", map[string]any{"commands": json.RawMessage(args)}), mcpcore.KindBadParams)
 		if r.Error.Path != path {
