@@ -41,10 +41,11 @@ type PipelineResult struct {
 // of arguments, the command name first.
 //
 // Before anything is sent, an ended ctx, a closed connection, raw mode or
-// a frame partly received by Receive fail with the connection kept. Once sending has started, any failure
-// (ctx ended, network error, [*LimitError], [*ProtocolError]) closes the
-// connection and returns the replies received so far with the error; the
-// commands without a reply have unknown outcomes. Server error replies are
+// a frame partly received by Receive fail with the connection kept. Once
+// sending has started, any failure (ctx ended, network error,
+// [*LimitError], [*ProtocolError]) closes the connection and returns the
+// replies received so far with the error; the commands without a reply
+// have unknown outcomes. Server error replies are
 // replies, not failures: see [Value.IsError].
 func (c *Conn) Pipeline(ctx context.Context, cmds [][][]byte, opts PipelineOptions) (PipelineResult, error) {
 	var res PipelineResult
