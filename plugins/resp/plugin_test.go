@@ -731,7 +731,8 @@ func TestServerKilled(t *testing.T) {
 		// flushed before the kill.
 		done <- e.execOn(nil, h, cmd("SET", "a", "1"), cmd("BLPOP", "nothing", "5"), cmd("GET", "a"))
 	}()
-	time.Sleep(300 * time.Millisecond)
+	waitFor(t, func() bool { return strings.Contains(e.exec(cmd("INFO", "clients")).Replies[0].str(t), "blocked_clients:1") })
+	time.Sleep(50 * time.Millisecond) // the SET's reply on its way
 	s.Kill()
 	r := failure(t, <-done, KindConnection)
 	var partial execReply
@@ -793,40 +794,44 @@ func TestConcurrency(t *testing.T) {
 
 	popped := make(chan execReply, 1)
 	go func() { popped <- decode[execReply](t, e.execOn(nil, h1, cmd("BLPOP", "q", "5"))) }()
-	time.Sleep(100 * time.Millisecond)
+	blocked := func() bool { return strings.Contains(e.exec(cmd("INFO", "clients")).Replies[0].str(t), "blocked_clients:1") }
+	waitFor(t, blocked)
 	start := time.Now()
 	e.execOn(nil, h2, cmd("LPUSH", "q", "job"))
 	if r := <-popped; r.Replies[0].Type != "array" || r.Replies[0].Items[1].str(t) != "job" || time.Since(start) > 2*time.Second {
 		t.Fatalf("BLPOP on h1 fed by h2: %+v after %v", r, time.Since(start))
 	}
 
-	// One at a time on h1: the PING waits for the BLPOP to time out.
-	blocked := make(chan time.Time, 1)
+	// One at a time on h1: a PING sent while the BLPOP blocks (the server
+	// says so) returns only after the BLPOP's 1 s timeout.
+	blpopDone := make(chan struct{})
+	start = time.Now()
 	go func() {
-		r := decode[execReply](t, e.execOn(nil, h1, cmd("BLPOP", "q", "0.5")))
+		defer close(blpopDone)
+		r := decode[execReply](t, e.execOn(nil, h1, cmd("BLPOP", "q", "1")))
 		if r.Replies[0].Type != "null" {
 			t.Errorf("BLPOP = %+v", r.Replies[0])
 		}
-		blocked <- time.Now()
 	}()
-	time.Sleep(100 * time.Millisecond)
+	waitFor(t, blocked)
 	if r := decode[execReply](t, e.execOn(nil, h1, cmd("PING"))); r.Replies[0].str(t) != "PONG" {
 		t.Fatalf("PING = %+v", r.Replies[0])
 	}
-	pinged := time.Now()
-	if first := <-blocked; pinged.Before(first) {
-		t.Fatal("the PING on h1 ran while the BLPOP on h1 was blocked")
+	if d := time.Since(start); d < 900*time.Millisecond {
+		t.Fatalf("the PING on h1 returned %v after the BLPOP on h1 started, before its 1 s timeout", d)
 	}
+	<-blpopDone
 
 	// Cancelled while waiting for its turn: nothing sent, connection kept.
-	go func() { blocked <- time.Now(); e.execOn(nil, h1, cmd("BLPOP", "q", "1")) }()
-	<-blocked
-	time.Sleep(100 * time.Millisecond)
+	blpopDone = make(chan struct{})
+	go func() { defer close(blpopDone); e.execOn(nil, h1, cmd("BLPOP", "q", "1")) }()
+	waitFor(t, blocked)
 	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 	defer cancel()
 	if _, err := e.cs.CallTool(ctx, &mcp.CallToolParams{Name: "resp_execute", Arguments: map[string]any{"session": h1, "commands": [][]any{{"SET", "cancelled", "1"}}}}); err == nil {
 		t.Fatal("the cancelled call returned a result")
 	}
+	<-blpopDone
 	r := decode[execReply](t, e.execOn(nil, h1, cmd("CLIENT", "ID"), cmd("EXISTS", "cancelled")))
 	if string(r.Replies[0].Value) != string(id) || string(r.Replies[1].Value) != `"0"` {
 		t.Fatalf("after a cancelled wait: %+v (connection %s before)", r.Replies, id)
