@@ -731,7 +731,9 @@ func TestServerKilled(t *testing.T) {
 		// flushed before the kill.
 		done <- e.execOn(nil, h, cmd("SET", "a", "1"), cmd("BLPOP", "nothing", "5"), cmd("GET", "a"))
 	}()
-	waitFor(t, func() bool { return strings.Contains(e.exec(cmd("INFO", "clients")).Replies[0].str(t), "blocked_clients:1") })
+	waitFor(t, func() bool {
+		return strings.Contains(e.exec(cmd("INFO", "clients")).Replies[0].str(t), "blocked_clients:1")
+	})
 	time.Sleep(50 * time.Millisecond) // the SET's reply on its way
 	s.Kill()
 	r := failure(t, <-done, KindConnection)
@@ -794,7 +796,9 @@ func TestConcurrency(t *testing.T) {
 
 	popped := make(chan execReply, 1)
 	go func() { popped <- decode[execReply](t, e.execOn(nil, h1, cmd("BLPOP", "q", "5"))) }()
-	blocked := func() bool { return strings.Contains(e.exec(cmd("INFO", "clients")).Replies[0].str(t), "blocked_clients:1") }
+	blocked := func() bool {
+		return strings.Contains(e.exec(cmd("INFO", "clients")).Replies[0].str(t), "blocked_clients:1")
+	}
 	waitFor(t, blocked)
 	start := time.Now()
 	e.execOn(nil, h2, cmd("LPUSH", "q", "job"))
