@@ -438,6 +438,11 @@ func TestSessionsAreScoped(t *testing.T) {
 	failure(t, e.call(nil, "resp_session", map[string]any{"action": "dance"}), mcpcore.KindBadParams)
 }
 
+// blocked reports whether the server has one client blocked (BLPOP).
+func (e *env) blocked() bool {
+	return strings.Contains(e.exec(cmd("INFO", "clients")).Replies[0].str(e.t), "blocked_clients:1")
+}
+
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
@@ -731,9 +736,7 @@ func TestServerKilled(t *testing.T) {
 		// flushed before the kill.
 		done <- e.execOn(nil, h, cmd("SET", "a", "1"), cmd("BLPOP", "nothing", "5"), cmd("GET", "a"))
 	}()
-	waitFor(t, func() bool {
-		return strings.Contains(e.exec(cmd("INFO", "clients")).Replies[0].str(t), "blocked_clients:1")
-	})
+	waitFor(t, e.blocked)
 	time.Sleep(50 * time.Millisecond) // the SET's reply on its way
 	s.Kill()
 	r := failure(t, <-done, KindConnection)
@@ -796,10 +799,7 @@ func TestConcurrency(t *testing.T) {
 
 	popped := make(chan execReply, 1)
 	go func() { popped <- decode[execReply](t, e.execOn(nil, h1, cmd("BLPOP", "q", "5"))) }()
-	blocked := func() bool {
-		return strings.Contains(e.exec(cmd("INFO", "clients")).Replies[0].str(t), "blocked_clients:1")
-	}
-	waitFor(t, blocked)
+	waitFor(t, e.blocked)
 	start := time.Now()
 	e.execOn(nil, h2, cmd("LPUSH", "q", "job"))
 	if r := <-popped; r.Replies[0].Type != "array" || r.Replies[0].Items[1].str(t) != "job" || time.Since(start) > 2*time.Second {
@@ -817,7 +817,7 @@ func TestConcurrency(t *testing.T) {
 			t.Errorf("BLPOP = %+v", r.Replies[0])
 		}
 	}()
-	waitFor(t, blocked)
+	waitFor(t, e.blocked)
 	if r := decode[execReply](t, e.execOn(nil, h1, cmd("PING"))); r.Replies[0].str(t) != "PONG" {
 		t.Fatalf("PING = %+v", r.Replies[0])
 	}
@@ -829,7 +829,7 @@ func TestConcurrency(t *testing.T) {
 	// Cancelled while waiting for its turn: nothing sent, connection kept.
 	blpopDone = make(chan struct{})
 	go func() { defer close(blpopDone); e.execOn(nil, h1, cmd("BLPOP", "q", "1")) }()
-	waitFor(t, blocked)
+	waitFor(t, e.blocked)
 	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 	defer cancel()
 	if _, err := e.cs.CallTool(ctx, &mcp.CallToolParams{Name: "resp_execute", Arguments: map[string]any{"session": h1, "commands": [][]any{{"SET", "cancelled", "1"}}}}); err == nil {
