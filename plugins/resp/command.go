@@ -25,7 +25,7 @@ const (
 )
 
 const commandDoc = `Serves the RESP plugin alone: what an MCP client launches to reach one
-Redis-protocol datastore (the seed's ffkv-mcp). It never starts the datastore
+Redis-protocol datastore. It never starts the datastore
 and connects lazily: it starts, and lists its tools, while the target is down.
 
 --host and --port set the default target's address (default 127.0.0.1:6379,
@@ -38,8 +38,8 @@ tool_timeout, ...), each applied where it belongs. MCPKIT_RESP_AUTH supplies
 the default target's password when the configuration gives none.
 
 --tool-prefix names the tools <prefix>_execute, <prefix>_session,
-<prefix>_commands and <prefix>_result (default resp; --tool-prefix ffkv gives
-the seed's names). Over stdio by default; --http ADDR serves streamable HTTP on
+<prefix>_commands and <prefix>_result (default resp, e.g. resp_execute).
+Over stdio by default; --http ADDR serves streamable HTTP on
 loopback (for tokens and TLS use 'mcpkit serve --plugins resp --config').`
 
 func init() {

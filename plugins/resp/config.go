@@ -18,8 +18,7 @@ import (
 )
 
 // EnvAuth names the environment variable that supplies the default
-// target's RESP password when the configuration gives that target none (the
-// seed's FFKV_MCP_AUTH).
+// target's RESP password when the configuration gives that target none.
 const EnvAuth = "MCPKIT_RESP_AUTH"
 
 // Default target, used when the configuration names none.
@@ -33,8 +32,8 @@ const (
 // connectTimeout bounds one dial (TCP, TLS, HELLO, SELECT).
 const connectTimeout = 5 * time.Second
 
-// Config is the plugin's configuration: the seed's "Operator
-// configuration" object, under "plugins.resp.config" in an `mcpkit serve`
+// Config is the plugin's configuration (targets, file root, process
+// control, limits), under "plugins.resp.config" in an `mcpkit serve`
 // file, or the whole file of `mcpkit resp --config` (whose "limits" the
 // command splits off first: see the command's documentation). It is decoded
 // strictly; relative paths are resolved from the working directory.

@@ -1,6 +1,6 @@
 // Package resp is mcpkit's RESP sidecar plugin: complete agent access to a
 // Redis-protocol datastore (Redis, Valkey, any RESP server) through a few
-// tools rather than one per command, the MCP surface of seed 000:
+// tools rather than one per command:
 //
 //   - <prefix>_execute (execute.go): ordered pipelines on a persistent
 //     connection, replies in lossless RESP3 JSON, pushes apart;
@@ -45,7 +45,7 @@ func init() {
 	})
 }
 
-// Names of the plugin's own limits (the seed's limits table).
+// Names of the plugin's own limits.
 const (
 	LimitMaxSessions    = "max_sessions"
 	LimitMaxLiveHandles = "max_live_handles"
