@@ -168,7 +168,7 @@ func TestSessionState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := mcptest.Session(t, srv, nil)
+	b := mcptest.Session(t, srv, nil, nil)
 	whoami := func(cs *mcp.ClientSession) WhoamiReply {
 		var w WhoamiReply
 		if err := json.Unmarshal([]byte(text(call(t, cs, "diag_whoami", struct{}{}))), &w); err != nil {
@@ -208,11 +208,11 @@ func TestNotify(t *testing.T) {
 			got <- req.Params.Data.(string)
 		}
 	}}
-	listener := mcptest.Session(t, srv, opts)
+	listener := mcptest.Session(t, srv, opts, nil)
 	if err := listener.SetLoggingLevel(t.Context(), &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
 		t.Fatal(err)
 	}
-	sender := mcptest.Session(t, srv, nil) // sets no level: receives nothing
+	sender := mcptest.Session(t, srv, nil, nil) // sets no level: receives nothing
 	var reply NotifyReply
 	if err := json.Unmarshal([]byte(text(call(t, sender, "diag_notify", NotifyArgs{Message: "now"}))), &reply); err != nil || reply.Sessions != 2 {
 		t.Fatalf("notify now: %+v %v", reply, err)

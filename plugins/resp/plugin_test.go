@@ -105,21 +105,7 @@ const legacyVersion = "2025-11-25"
 
 // session connects one more in-memory client, pinned to version.
 func (e *env) session(version string) *mcp.ClientSession {
-	t := e.t
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := e.srv.MCP().Connect(t.Context(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "resp-test"}, nil).Connect(t.Context(), ct, &mcp.ClientSessionOptions{ProtocolVersion: version})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cs.Close()
-		ss.Wait()
-	})
-	return cs
+	return mcptest.Session(e.t, e.srv, nil, &mcp.ClientSessionOptions{ProtocolVersion: version})
 }
 
 func (e *env) call(cs *mcp.ClientSession, tool string, args any) *mcp.CallToolResult {

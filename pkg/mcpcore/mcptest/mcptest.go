@@ -27,21 +27,22 @@ func Connect(t testing.TB, opts mcpcore.Options) (*mcp.ClientSession, *mcpcore.S
 			t.Errorf("mcptest: close server: %v", err)
 		}
 	})
-	return Session(t, srv, nil), srv, nil
+	return Session(t, srv, nil, nil), srv, nil
 }
 
 // Session connects one more client session to srv, with the client options
-// given (nil for none: set handlers there to receive notifications), and
-// closes it when the test ends, before the server. A plugin test uses it to
+// given (nil for none: set handlers there to receive notifications) and the
+// session options (nil for none: set ProtocolVersion there to pin an era),
+// and closes it when the test ends, before the server. A plugin test uses it to
 // check per-session state and notifications across sessions.
-func Session(t testing.TB, srv *mcpcore.Server, opts *mcp.ClientOptions) *mcp.ClientSession {
+func Session(t testing.TB, srv *mcpcore.Server, opts *mcp.ClientOptions, sopts *mcp.ClientSessionOptions) *mcp.ClientSession {
 	t.Helper()
 	st, ct := mcp.NewInMemoryTransports()
 	ss, err := srv.MCP().Connect(t.Context(), st, nil)
 	if err != nil {
 		t.Fatalf("mcptest: server connect: %v", err)
 	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "mcptest"}, opts).Connect(t.Context(), ct, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "mcptest"}, opts).Connect(t.Context(), ct, sopts)
 	if err != nil {
 		ss.Close()
 		t.Fatalf("mcptest: client connect: %v", err)
