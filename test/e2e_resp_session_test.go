@@ -229,7 +229,7 @@ func TestRespFailures(t *testing.T) {
 		if b, err := json.Marshal(res.StructuredContent); err != nil || json.Unmarshal(b, &r) != nil {
 			t.Fatalf("killed mid-pipeline: %s", resultText(res))
 		}
-		if p := r.Partial; !res.IsError || r.Error == nil || r.Error.Kind != "unavailable" || p == nil ||
+		if p := r.Partial; !res.IsError || r.Error == nil || r.Error.Kind != "connection_lost" || p == nil ||
 			p.Outcome != "unknown" || p.Unknown != 2 || len(p.Replies) != 1 || p.Replies[0].str(t) != "OK" {
 			t.Fatalf("killed mid-pipeline: isError=%v %s", res.IsError, resultText(res))
 		}
@@ -249,7 +249,7 @@ func TestRespFailures(t *testing.T) {
 		// database and transaction state): its next call reports the broken
 		// connection and an unknown outcome, and the one after that works.
 		r, isErr := callAs[execReply](t, cs, "resp_execute", map[string]any{"commands": [][]any{{"PING"}}})
-		if !isErr || r.Error == nil || r.Error.Kind != "unavailable" || !strings.Contains(r.Error.Message, "new default session") || r.Partial == nil || r.Partial.Unknown != 1 {
+		if !isErr || r.Error == nil || r.Error.Kind != "connection_lost" || !strings.Contains(r.Error.Message, "new default session") || r.Partial == nil || r.Partial.Unknown != 1 {
 			t.Fatalf("default session after the restart: isError=%v %+v %+v", isErr, r.Error, r.Partial)
 		}
 		if got := execute(t, cs, "", []any{"PING"}); got[0].str(t) != "PONG" {

@@ -725,13 +725,17 @@ func TestServerKilled(t *testing.T) {
 	waitFor(t, e.blocked)
 	time.Sleep(50 * time.Millisecond) // the SET's reply on its way
 	s.Kill()
-	r := failure(t, <-done, KindConnection)
+	r := failure(t, <-done, KindConnectionLost)
 	var partial execReply
 	if err := json.Unmarshal(r.Partial, &partial); err != nil || partial.Outcome != OutcomeUnknown || partial.Unknown != 2 || len(partial.Replies) != 1 ||
 		!strings.Contains(r.Error.Message, "unknown outcomes") || !strings.Contains(r.Error.Message, `"local"`) {
 		t.Fatalf("error %+v, partial %s", r.Error, r.Partial)
 	}
 	failure(t, e.execOn(nil, h, cmd("PING")), KindSessionNotFound)
+	// The default session's connection died too: the PING was written to it
+	// and its outcome is unknown.
+	failure(t, e.call(nil, "resp_execute", map[string]any{"commands": [][]any{{"PING"}}}), KindConnectionLost)
+	// Now nothing is connected: the next call cannot connect, and sends nothing.
 	failure(t, e.call(nil, "resp_execute", map[string]any{"commands": [][]any{{"PING"}}}), KindConnection)
 	if err := s.Restart(); err != nil {
 		t.Fatal(err)

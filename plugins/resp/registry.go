@@ -29,9 +29,13 @@ const (
 	// KindSessionNotFound: an unknown, closed or expired session handle, or
 	// one that belongs to another caller or client session.
 	KindSessionNotFound = "session_not_found"
-	// KindConnection: the target could not be reached, or the connection
-	// failed; nothing was sent when the message says so.
+	// KindConnection: the target could not be reached (or failed a
+	// read-only registry query); nothing was written.
 	KindConnection = "unavailable"
+	// KindConnectionLost: the connection failed after commands were written
+	// to it: what reached the server has unknown outcomes (the partial
+	// result says how many), the connection is closed, nothing is retried.
+	KindConnectionLost = "connection_lost"
 	// KindRefused: a command that execute does not run (unusual reply
 	// shape), or an operation the session's mode does not allow.
 	KindRefused = "refused"

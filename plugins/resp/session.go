@@ -270,7 +270,7 @@ func (p *Plugin) sendFailed(ctx context.Context, s *session, conn *resp.Conn, wr
 	if ended(ctx, err) {
 		return mcpcore.ErrorResult(SendReply{Session: s.id, BytesWritten: written})
 	}
-	return mcpcore.Errorf(KindConnection, "%s: %w", msg, err)
+	return mcpcore.Errorf(KindConnectionLost, "%s: %w", msg, err)
 }
 
 func (p *Plugin) receive(ctx context.Context, sc scope, in SessionArgs) (any, error) {
@@ -298,7 +298,7 @@ func (p *Plugin) receive(ctx context.Context, sc scope, in SessionArgs) (any, er
 		data, timedOut, eof, err := conn.ReadRaw(ctx, int(max), wait)
 		if err != nil && !ended(ctx, err) {
 			p.reg.broken(s)
-			return nil, mcpcore.Errorf(KindConnection, "receive on session %q: %v; the session is closed", s.id, err)
+			return nil, mcpcore.Errorf(KindConnectionLost, "receive on session %q: %v; the session is closed", s.id, err)
 		}
 		reply := RawReceiveReply{Session: s.id, DataBase64: base64.StdEncoding.EncodeToString(data), Bytes: len(data), TimedOut: timedOut, EOF: eof}
 		if err != nil {
