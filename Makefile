@@ -28,8 +28,10 @@ test: deps build ## lint, then every test of every module with the race detector
 	$(MAKE) lint
 	$(GO) test $(TEST_FLAGS) $(PKGS)
 
-bench: build ## benchmarks against their peers, with ratios
-	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) $(PKGS)
+# bench leaves BenchmarkRespSidecar to bench-resp: it runs 100 rounds per
+# batch size by design, and fails while its targets are unmet.
+bench: build ## benchmarks against their peers, with ratios (bench-resp apart)
+	$(GO) test -run '^$$' -bench . -skip '^BenchmarkRespSidecar$$' -benchtime $(BENCHTIME) $(PKGS)
 
 bench-resp: build ## the RESP sidecar over MCP stdio against direct RESP and redis-benchmark, batches 1/16/128
 	cd test && $(GO) test -run '^$$' -bench '^BenchmarkRespSidecar$$' -benchtime 100x -timeout 10m .
