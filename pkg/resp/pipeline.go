@@ -15,9 +15,11 @@ const writeChunk = 64 << 10
 
 // PipelineOptions bounds one [Conn.Pipeline].
 type PipelineOptions struct {
-	// MaxReplyBytes, when > 0, bounds the wire bytes of all the replies and
-	// pushes the pipeline reads; the frame that would exceed it fails the
-	// pipeline with a [*LimitError] ("reply_bytes").
+	// MaxReplyBytes, when > 0, bounds the decoded size of all the replies
+	// and pushes the pipeline reads: their wire bytes plus about 100 bytes
+	// per value (array elements included), so that it bounds memory too;
+	// the frame that would exceed it fails the pipeline with a
+	// [*LimitError] ("reply_bytes").
 	MaxReplyBytes int64
 }
 
@@ -75,15 +77,16 @@ func (c *Conn) Pipeline(ctx context.Context, cmds [][][]byte, opts PipelineOptio
 	} else {
 		go write()
 	}
+	var spent int64 // decoded size read so far
 	for len(res.Replies) < len(cmds) {
 		var limit int64
 		if opts.MaxReplyBytes > 0 {
-			if limit = opts.MaxReplyBytes - res.ReplyBytes; limit <= 0 {
+			if limit = opts.MaxReplyBytes - spent; limit <= 0 {
 				err = &LimitError{Limit: "reply_bytes", Max: opts.MaxReplyBytes}
 				break
 			}
 		}
-		v, n, rerr := c.rd.read(limit, true)
+		v, n, cost, rerr := c.rd.read(limit, true)
 		if rerr != nil {
 			var le *LimitError
 			if errors.As(rerr, &le) && le.Limit == "reply_bytes" {
@@ -93,6 +96,7 @@ func (c *Conn) Pipeline(ctx context.Context, cmds [][][]byte, opts PipelineOptio
 			break
 		}
 		res.ReplyBytes += n
+		spent += cost
 		if v.Kind == KindPush {
 			res.Pushes = append(res.Pushes, v)
 		} else {
@@ -184,7 +188,8 @@ type ReceiveOptions struct {
 	// Wait is how long to wait for the first frame; 0 returns only frames
 	// already read from the network.
 	Wait time.Duration
-	// MaxBytes, when > 0, bounds the wire bytes returned. A frame that
+	// MaxBytes, when > 0, bounds the decoded size returned (wire bytes plus
+	// about 100 bytes per value, as PipelineOptions.MaxReplyBytes). A frame that
 	// would exceed it is left for a later Receive, unless it is the first:
 	// then it fails with a [*LimitError] and the connection is closed.
 	MaxBytes int64
@@ -219,7 +224,7 @@ func (c *Conn) Receive(ctx context.Context, opts ReceiveOptions) (ReceiveResult,
 	defer release()
 	stop := c.watch(ctx, time.Now().Add(opts.Wait), true, false)
 	defer stop()
-	v, n, err := c.rd.read(opts.MaxBytes, true)
+	v, n, spent, err := c.rd.read(opts.MaxBytes, true)
 	if err != nil {
 		if isTimeout(err) {
 			if ended := ctxEnded(ctx, err); ended != nil {
@@ -235,11 +240,11 @@ func (c *Conn) Receive(ctx context.Context, opts ReceiveOptions) (ReceiveResult,
 	for len(res.Frames) < opts.MaxFrames {
 		var limit int64
 		if opts.MaxBytes > 0 {
-			if limit = opts.MaxBytes - res.Bytes; limit <= 0 {
+			if limit = opts.MaxBytes - spent; limit <= 0 {
 				break
 			}
 		}
-		v, n, err := c.rd.read(limit, false)
+		v, n, cost, err := c.rd.read(limit, false)
 		if err != nil {
 			var le *LimitError
 			if err == errNotBuffered || errors.As(err, &le) {
@@ -249,6 +254,7 @@ func (c *Conn) Receive(ctx context.Context, opts ReceiveOptions) (ReceiveResult,
 		}
 		res.Frames = append(res.Frames, v)
 		res.Bytes += n
+		spent += cost
 	}
 	return res, nil
 }

@@ -91,9 +91,10 @@ func TestPipelineReplyBudget(t *testing.T) {
 	if _, err := c.Do(ctxT(t), args("PING")...); !errors.Is(err, ErrClosed) {
 		t.Fatalf("after the failure: %v, want ErrClosed", err)
 	}
-	// Exactly at the budget passes.
+	// Exactly at the budget passes: each reply is 100,011 bytes on the wire
+	// and one decoded value.
 	c2 := dial(t, DialOptions{Addr: srv.Addr})
-	if _, err := c2.Pipeline(ctxT(t), cmds, PipelineOptions{MaxReplyBytes: 4 * 100_011}); err != nil {
+	if _, err := c2.Pipeline(ctxT(t), cmds, PipelineOptions{MaxReplyBytes: 4 * (100_011 + valueCost)}); err != nil {
 		t.Fatalf("at the budget: %v", err)
 	}
 }
@@ -246,9 +247,12 @@ func TestReceiveMaxBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(50 * time.Millisecond) // let all three replies arrive
-	res, err := c.Receive(ctxT(t), ReceiveOptions{MaxFrames: 10, Wait: time.Second, MaxBytes: 15})
+	// Each "+PONG" is 7 bytes on the wire and one decoded value: room for
+	// two and a bit.
+	max := 2*(7+valueCost) + 1
+	res, err := c.Receive(ctxT(t), ReceiveOptions{MaxFrames: 10, Wait: time.Second, MaxBytes: max})
 	if err != nil || len(res.Frames) != 2 || res.Bytes != 14 {
-		t.Fatalf("MaxBytes 15: %+v, %v", res, err)
+		t.Fatalf("MaxBytes %d: %+v, %v", max, res, err)
 	}
 	res, err = c.Receive(ctxT(t), ReceiveOptions{MaxFrames: 10, Wait: time.Second})
 	if err != nil || len(res.Frames) != 1 {

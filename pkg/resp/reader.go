@@ -8,6 +8,7 @@ import (
 	"math"
 	"net"
 	"strconv"
+	"unsafe"
 )
 
 // Defaults for the zero fields of [ReaderOptions].
@@ -94,8 +95,15 @@ type Reader struct {
 	scanned int     // bytes of buf[r:w] known to hold no '\n'
 	stack   []frame // aggregates being decoded, outermost first
 	n       int64   // wire bytes of the current top-level value decoded so far
+	cost    int64   // its decoded size so far: n plus valueCost per value
 	err     error
 }
+
+// valueCost is what one decoded value costs in memory beyond its payload
+// (the Value itself, about 100 bytes): a budget that bounded wire bytes
+// alone would let a reply of many tiny elements (":1\r\n" is 4 bytes)
+// take 25 times its budget in memory.
+const valueCost = int64(unsafe.Sizeof(Value{}))
 
 // frame is an aggregate being decoded.
 type frame struct {
@@ -114,45 +122,48 @@ func NewReader(r io.Reader, opts ReaderOptions) *Reader {
 // the frame's size on the wire. At the end of input between frames it
 // returns io.EOF, inside a frame io.ErrUnexpectedEOF.
 func (r *Reader) ReadValue() (v Value, wireBytes int64, err error) {
-	return r.read(0, true)
+	v, wireBytes, _, err = r.read(0, true)
+	return v, wireBytes, err
 }
 
-// read decodes the next frame. limit > 0 bounds its wire bytes ("reply_bytes").
+// read decodes the next frame and returns it with its wire size and its
+// decoded size (see valueCost). limit > 0 bounds the decoded size
+// ("reply_bytes"), so that a budget bounds memory.
 // Without block it does not read from the source, and it is all or nothing:
 // when the buffered bytes do not complete the frame (errNotBuffered) or the
 // frame exceeds limit (a *LimitError), the frame is left unread for a later
 // call. It must then be called between frames.
-func (r *Reader) read(limit int64, block bool) (Value, int64, error) {
+func (r *Reader) read(limit int64, block bool) (Value, int64, int64, error) {
 	if r.err != nil {
-		return Value{}, 0, r.err
+		return Value{}, 0, 0, r.err
 	}
 	start := r.r
 	for {
 		v, ok, need, err := r.next(limit)
 		var le *LimitError
 		if !block && (need > 0 || errors.As(err, &le)) {
-			r.r, r.n, r.scanned = start, 0, 0
+			r.r, r.n, r.cost, r.scanned = start, 0, 0, 0
 			clear(r.stack)
 			r.stack = r.stack[:0]
 			if err == nil {
 				err = errNotBuffered
 			}
-			return Value{}, 0, err
+			return Value{}, 0, 0, err
 		}
 		if err != nil {
 			r.err = err
-			return Value{}, 0, err
+			return Value{}, 0, 0, err
 		}
 		if need > 0 {
 			if err := r.fill(need); err != nil {
 				if isTimeout(err) {
-					return Value{}, 0, err
+					return Value{}, 0, 0, err
 				}
 				if errors.Is(err, io.EOF) && (len(r.stack) > 0 || r.w > r.r) {
 					err = io.ErrUnexpectedEOF
 				}
 				r.err = err
-				return Value{}, 0, err
+				return Value{}, 0, 0, err
 			}
 			continue
 		}
@@ -160,10 +171,10 @@ func (r *Reader) read(limit int64, block bool) (Value, int64, error) {
 			continue
 		}
 		if top, done := r.deliver(v); done {
-			n := r.n
-			r.n = 0
+			n, cost := r.n, r.cost
+			r.n, r.cost = 0, 0
 			r.shrink()
-			return top, n, nil
+			return top, n, cost, nil
 		}
 	}
 }
@@ -338,19 +349,21 @@ func (r *Reader) next(limit int64) (v Value, ok bool, need int, err error) {
 // need returns n as the bytes to buffer, or a LimitError when they would
 // exceed limit.
 func (r *Reader) need(limit int64, n int) (int, error) {
-	if limit > 0 && r.n+int64(n) > limit {
+	if limit > 0 && r.cost+int64(n) > limit {
 		return 0, &LimitError{Limit: "reply_bytes", Max: limit}
 	}
 	return n, nil
 }
 
-// consume marks size buffered bytes as decoded.
+// consume marks size buffered bytes, one value, as decoded.
 func (r *Reader) consume(limit int64, size int) error {
-	if limit > 0 && r.n+int64(size) > limit {
+	cost := int64(size) + valueCost
+	if limit > 0 && r.cost+cost > limit {
 		return &LimitError{Limit: "reply_bytes", Max: limit}
 	}
 	r.r += size
 	r.n += int64(size)
+	r.cost += cost
 	r.scanned = 0
 	return nil
 }

@@ -76,7 +76,7 @@ func Limits() []mcpcore.LimitSpec {
 		{Name: LimitBatchBytes, Kind: mcpcore.LimitBytes, Default: 16 * mcpcore.MiB, Min: 1 * mcpcore.KiB, Max: 1 * mcpcore.GiB,
 			Meaning: "one framed batch on the wire; a larger one is refused before anything is sent"},
 		{Name: LimitReplyBytes, Kind: mcpcore.LimitBytes, Default: 64 * mcpcore.MiB, Min: 1 * mcpcore.KiB, Max: 1 * mcpcore.GiB,
-			Meaning: "reply bytes one execute or receive may read; beyond it the call fails, the connection is closed and the unread replies have unknown outcomes"},
+			Meaning: "decoded size of the replies one execute or receive may read (wire bytes plus about 100 bytes per value, so that it bounds memory); beyond it the call fails, the connection is closed and the unread replies have unknown outcomes"},
 		{Name: LimitDownloadBytes, Kind: mcpcore.LimitBytes, Default: 1 * mcpcore.GiB, Min: 1 * mcpcore.KiB, Max: 1 * mcpcore.GiB,
 			Meaning: "one management snapshot download; a larger one fails and its partial file is removed"},
 		{Name: LimitChildProcesses, Kind: mcpcore.LimitCount, Default: 8, Min: 1, Max: 64, Unit: "processes",
