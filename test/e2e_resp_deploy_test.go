@@ -21,7 +21,7 @@ func TestRespDeployExamples(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{Password: "deploy-example-pw"})
 	cfg := filepath.Join("..", "deploy", "resp.json")
 	cs := startResp(t, []string{"MCPKIT_REDIS_PASSWORD=deploy-example-pw"}, "--config", cfg, "--port", strconv.Itoa(srv.Port))
-	if got := execute(t, cs, "", []any{"PING"}); got[0].str(t) != "PONG" {
+	if got := execute(t, cs, "", []any{"PING"}); got[0].Str(t) != "PONG" {
 		t.Fatalf("%s: PING = %+v", cfg, got[0])
 	}
 	defaults := startResp(t, []string{"MCPKIT_RESP_AUTH=deploy-example-pw"}, "--port", strconv.Itoa(srv.Port))

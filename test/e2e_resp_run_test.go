@@ -42,7 +42,7 @@ func TestRunScript(t *testing.T) {
 	reply := decode[execReply](t, callTool(t, cs, "resp_execute", map[string]any{
 		"commands": [][]any{{"SET", "run:greeting", "hello"}, {"GET", "run:greeting"}},
 	}))
-	if reply.Outcome != "ok" || len(reply.Replies) != 2 || reply.Replies[1].str(t) != "hello" {
+	if reply.Outcome != "ok" || len(reply.Replies) != 2 || reply.Replies[1].Str(t) != "hello" {
 		t.Fatalf("resp_execute = %+v", reply)
 	}
 	cs.Close()

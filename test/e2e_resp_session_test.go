@@ -3,6 +3,7 @@ package test
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/mcpkit/mcpkit/internal/resptest"
 	"net"
 	"net/http"
 	"slices"
@@ -33,14 +34,14 @@ func TestRespSessions(t *testing.T) {
 	execute(t, cs, tx, []any{"WATCH", "watched"}, []any{"GET", "watched"})
 	execute(t, cs, "", []any{"SET", "watched", "changed elsewhere"})
 	got := execute(t, cs, tx, []any{"MULTI"}, []any{"SET", "watched", "2"}, []any{"INCR", "counter"}, []any{"EXEC"})
-	if got[1].str(t) != "QUEUED" || got[3].Type != "null" {
+	if got[1].Str(t) != "QUEUED" || got[3].Type != "null" {
 		t.Fatalf("conflicting transaction: %+v, want QUEUED and a null EXEC", got)
 	}
-	if got := execute(t, cs, "", []any{"GET", "watched"}, []any{"EXISTS", "counter"}); got[0].str(t) != "changed elsewhere" || got[1].str(t) != "0" {
+	if got := execute(t, cs, "", []any{"GET", "watched"}, []any{"EXISTS", "counter"}); got[0].Str(t) != "changed elsewhere" || got[1].Str(t) != "0" {
 		t.Fatalf("after the aborted transaction: %+v", got)
 	}
 	got = execute(t, cs, tx, []any{"WATCH", "watched"}, []any{"MULTI"}, []any{"SET", "watched", "2"}, []any{"INCR", "counter"}, []any{"EXEC"})
-	if exec := got[4]; exec.Type != "array" || len(exec.Items) != 2 || exec.Items[0].str(t) != "OK" || exec.Items[1].str(t) != "1" {
+	if exec := got[4]; exec.Type != "array" || len(exec.Items) != 2 || exec.Items[0].Str(t) != "OK" || exec.Items[1].Str(t) != "1" {
 		t.Fatalf("committed transaction: EXEC = %+v", exec)
 	}
 
@@ -51,7 +52,7 @@ func TestRespSessions(t *testing.T) {
 	}
 	execute(t, cs, "", []any{"LPUSH", "jobs", "job-1"})
 	r := session(t, cs, map[string]any{"action": "receive", "session": consumer, "wait_ms": 5000})
-	if r.TimedOut || len(r.Frames) != 1 || len(r.Frames[0].Items) != 2 || r.Frames[0].Items[0].str(t) != "jobs" || r.Frames[0].Items[1].str(t) != "job-1" {
+	if r.TimedOut || len(r.Frames) != 1 || len(r.Frames[0].Items) != 2 || r.Frames[0].Items[0].Str(t) != "jobs" || r.Frames[0].Items[1].Str(t) != "job-1" {
 		t.Fatalf("BRPOP reply: %+v", r)
 	}
 	// A session that used send/receive stays manual: execute is refused.
@@ -62,22 +63,22 @@ func TestRespSessions(t *testing.T) {
 	sub := session(t, cs, map[string]any{"action": "open"}).Session
 	session(t, cs, map[string]any{"action": "send", "session": sub, "commands": [][]any{{"SUBSCRIBE", "news"}}})
 	r = session(t, cs, map[string]any{"action": "receive", "session": sub, "wait_ms": 5000})
-	if len(r.Frames) != 1 || r.Frames[0].Type != "push" || r.Frames[0].Items[0].str(t) != "subscribe" || r.Frames[0].Items[1].str(t) != "news" {
+	if len(r.Frames) != 1 || r.Frames[0].Type != "push" || r.Frames[0].Items[0].Str(t) != "subscribe" || r.Frames[0].Items[1].Str(t) != "news" {
 		t.Fatalf("SUBSCRIBE acknowledgement: %+v", r)
 	}
-	if got := execute(t, cs, "", []any{"PUBLISH", "news", "hello"}); got[0].str(t) != "1" {
-		t.Fatalf("PUBLISH reached %s subscribers, want 1", got[0].str(t))
+	if got := execute(t, cs, "", []any{"PUBLISH", "news", "hello"}); got[0].Str(t) != "1" {
+		t.Fatalf("PUBLISH reached %s subscribers, want 1", got[0].Str(t))
 	}
 	r = session(t, cs, map[string]any{"action": "receive", "session": sub, "wait_ms": 5000})
 	if len(r.Frames) != 1 || r.Frames[0].Type != "push" || len(r.Frames[0].Items) != 3 ||
-		r.Frames[0].Items[0].str(t) != "message" || r.Frames[0].Items[2].str(t) != "hello" {
+		r.Frames[0].Items[0].Str(t) != "message" || r.Frames[0].Items[2].Str(t) != "hello" {
 		t.Fatalf("published message: %+v", r)
 	}
 	// execute refuses SUBSCRIBE before sending anything.
 	if res, isErr := callAs[execReply](t, cs, "resp_execute", map[string]any{"commands": [][]any{{"SUBSCRIBE", "news"}}}); !isErr || res.Error == nil || res.Error.Kind != "refused" {
 		t.Fatalf("SUBSCRIBE through execute: isError=%v %+v", isErr, res)
 	}
-	if got := execute(t, cs, "", []any{"PUBSUB", "NUMSUB", "news"}); got[0].Items[1].str(t) != "1" {
+	if got := execute(t, cs, "", []any{"PUBSUB", "NUMSUB", "news"}); got[0].Items[1].Str(t) != "1" {
 		t.Fatalf("subscribers of news after the refused SUBSCRIBE: %+v", got[0])
 	}
 
@@ -101,12 +102,12 @@ func TestRespTargets(t *testing.T) {
 		t.Parallel()
 		srv := redistest.Start(t, redistest.Options{ACL: []string{"user default off", "user agent on >agent-secret ~* +@all -flushall"}})
 		cs := startResp(t, nil, "--config", respConfig(t, srv, map[string]any{"username": "agent", "password_file": writeConfig(t, "agent-secret")}, nil))
-		if got := execute(t, cs, "", []any{"ACL", "WHOAMI"}); got[0].str(t) != "agent" {
+		if got := execute(t, cs, "", []any{"ACL", "WHOAMI"}); got[0].Str(t) != "agent" {
 			t.Fatalf("ACL WHOAMI = %+v", got[0])
 		}
 		r, isErr := callAs[execReply](t, cs, "resp_execute", map[string]any{"commands": [][]any{{"SET", "k", "v"}, {"FLUSHALL"}, {"GET", "k"}}})
 		if !isErr || r.Outcome != "error" || len(r.Replies) != 3 || r.Replies[1].Type != "simple_error" ||
-			!strings.HasPrefix(r.Replies[1].str(t), "NOPERM") || r.Replies[2].str(t) != "v" {
+			!strings.HasPrefix(r.Replies[1].Str(t), "NOPERM") || r.Replies[2].Str(t) != "v" {
 			t.Fatalf("forbidden FLUSHALL: isError=%v %+v", isErr, r)
 		}
 	})
@@ -115,7 +116,7 @@ func TestRespTargets(t *testing.T) {
 		srv := redistest.Start(t, redistest.Options{TLS: true, RequireClientCert: true})
 		cs := startResp(t, nil, "--config", respConfig(t, srv, map[string]any{"tls": map[string]any{
 			"ca_cert": srv.CAFile, "server_name": "localhost", "client_cert": srv.ClientCertFile, "client_key": srv.ClientKeyFile}}, nil))
-		if got := execute(t, cs, "", []any{"SET", "over", "tls"}, []any{"GET", "over"}); got[1].str(t) != "tls" {
+		if got := execute(t, cs, "", []any{"SET", "over", "tls"}, []any{"GET", "over"}); got[1].Str(t) != "tls" {
 			t.Fatalf("over TLS: %+v", got)
 		}
 		// Without the CA the server's certificate is not trusted: a
@@ -148,7 +149,7 @@ func TestRespTargets(t *testing.T) {
 		t.Parallel()
 		srv := redistest.Start(t, redistest.Options{Password: "env-pass-1234"})
 		cs := startResp(t, []string{"MCPKIT_RESP_AUTH=env-pass-1234"}, "--port", strconv.Itoa(srv.Port))
-		if got := execute(t, cs, "", []any{"PING"}); got[0].str(t) != "PONG" {
+		if got := execute(t, cs, "", []any{"PING"}); got[0].Str(t) != "PONG" {
 			t.Fatalf("PING = %+v", got[0])
 		}
 	})
@@ -156,16 +157,16 @@ func TestRespTargets(t *testing.T) {
 
 // helloField returns a field of HELLO's reply, a map (RESP3) or a flat
 // array of names and values (RESP2).
-func helloField(t testing.TB, hello respFrame, name string) string {
+func helloField(t testing.TB, hello resptest.Frame, name string) string {
 	t.Helper()
 	for _, e := range hello.Entries {
-		if e[0].str(t) == name {
-			return e[1].str(t)
+		if e[0].Str(t) == name {
+			return e[1].Str(t)
 		}
 	}
 	for i := 0; i+1 < len(hello.Items); i += 2 {
-		if hello.Items[i].str(t) == name {
-			return hello.Items[i+1].str(t)
+		if hello.Items[i].Str(t) == name {
+			return hello.Items[i+1].Str(t)
 		}
 	}
 	t.Fatalf("HELLO reply has no %q: %+v", name, hello)
@@ -221,7 +222,7 @@ func TestRespFailures(t *testing.T) {
 		}()
 		eventually(t, 5*time.Second, "the BLPOP to block", func() bool {
 			got := execute(t, cs, "", []any{"INFO", "clients"})
-			return strings.Contains(got[0].str(t), "blocked_clients:1")
+			return strings.Contains(got[0].Str(t), "blocked_clients:1")
 		})
 		srv.Kill()
 		res := <-done
@@ -230,7 +231,7 @@ func TestRespFailures(t *testing.T) {
 			t.Fatalf("killed mid-pipeline: %s", resultText(res))
 		}
 		if p := r.Partial; !res.IsError || r.Error == nil || r.Error.Kind != "connection_lost" || p == nil ||
-			p.Outcome != "unknown" || p.Unknown != 2 || len(p.Replies) != 1 || p.Replies[0].str(t) != "OK" {
+			p.Outcome != "unknown" || p.Unknown != 2 || len(p.Replies) != 1 || p.Replies[0].Str(t) != "OK" {
 			t.Fatalf("killed mid-pipeline: isError=%v %s", res.IsError, resultText(res))
 		}
 		ping(t, cs)
@@ -241,7 +242,7 @@ func TestRespFailures(t *testing.T) {
 			t.Fatal(err)
 		}
 		h2 := session(t, cs, map[string]any{"action": "open"}).Session
-		if got := execute(t, cs, h2, []any{"EXISTS", "before"}, []any{"PING"}); got[1].str(t) != "PONG" {
+		if got := execute(t, cs, h2, []any{"EXISTS", "before"}, []any{"PING"}); got[1].Str(t) != "PONG" {
 			t.Fatalf("after the restart: %+v", got)
 		}
 		// The default session's connection died with the server too; the
@@ -252,7 +253,7 @@ func TestRespFailures(t *testing.T) {
 		if !isErr || r.Error == nil || r.Error.Kind != "connection_lost" || !strings.Contains(r.Error.Message, "new default session") || r.Partial == nil || r.Partial.Unknown != 1 {
 			t.Fatalf("default session after the restart: isError=%v %+v %+v", isErr, r.Error, r.Partial)
 		}
-		if got := execute(t, cs, "", []any{"PING"}); got[0].str(t) != "PONG" {
+		if got := execute(t, cs, "", []any{"PING"}); got[0].Str(t) != "PONG" {
 			t.Fatalf("the new default session: %+v", got)
 		}
 	})
@@ -296,7 +297,7 @@ func TestRespHandleScope(t *testing.T) {
 			}
 		}
 	}
-	if got := execute(t, owner, h, []any{"PING"}); got[0].str(t) != "PONG" {
+	if got := execute(t, owner, h, []any{"PING"}); got[0].Str(t) != "PONG" {
 		t.Fatalf("the owner's handle: %+v", got)
 	}
 }

@@ -3,6 +3,7 @@ package test
 import (
 	"encoding/base64"
 	"encoding/json"
+	"github.com/mcpkit/mcpkit/internal/resptest"
 	"net/http"
 	"strconv"
 	"strings"
@@ -28,8 +29,8 @@ func TestRespSurface(t *testing.T) {
 		Count    int64 `json:"count"`
 		Matching int   `json:"matching"`
 		Commands []struct {
-			Name string    `json:"name"`
-			Info respFrame `json:"info"`
+			Name string         `json:"name"`
+			Info resptest.Frame `json:"info"`
 		} `json:"commands"`
 		NextCursor *string `json:"next_cursor"`
 	}
@@ -118,13 +119,13 @@ func TestRespClientSessionEnd(t *testing.T) {
 	observer := hp.connect(t, legacyEra, &http.Client{})
 	clients := func() int {
 		got := execute(t, observer, "", []any{"INFO", "clients"})
-		for line := range strings.Lines(got[0].str(t)) {
+		for line := range strings.Lines(got[0].Str(t)) {
 			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "connected_clients:"); ok {
 				n, _ := strconv.Atoi(v)
 				return n
 			}
 		}
-		t.Fatalf("INFO clients: %s", got[0].str(t))
+		t.Fatalf("INFO clients: %s", got[0].Str(t))
 		return 0
 	}
 	before := clients()

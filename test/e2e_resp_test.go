@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/mcpkit/mcpkit/internal/resptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,41 +17,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// respFrame is the JSON form of one RESP value, decoded here independently
-// of pkg/resp's types.
-type respFrame struct {
-	Type     string          `json:"type"`
-	Encoding string          `json:"encoding"`
-	Format   string          `json:"format"`
-	Value    json.RawMessage `json:"value"`
-	Items    []respFrame     `json:"items"`
-	Entries  [][2]respFrame  `json:"entries"`
-}
-
-// str returns a text frame's value (decoded from base64 when so encoded).
-func (f respFrame) str(t testing.TB) string {
-	t.Helper()
-	var s string
-	if err := json.Unmarshal(f.Value, &s); err != nil {
-		t.Fatalf("frame %+v has no string value: %v", f, err)
-	}
-	if f.Encoding == "base64" {
-		b, err := base64.StdEncoding.DecodeString(s)
-		if err != nil {
-			t.Fatalf("frame %+v: %v", f, err)
-		}
-		return string(b)
-	}
-	return s
-}
-
 // execReply is the execute tool's result, also as the partial result of an
 // error reply.
 type execReply struct {
 	Session string                   `json:"session"`
 	Outcome string                   `json:"outcome"`
-	Replies []respFrame              `json:"replies"`
-	Pushes  []respFrame              `json:"pushes"`
+	Replies []resptest.Frame         `json:"replies"`
+	Pushes  []resptest.Frame         `json:"pushes"`
 	Unknown int                      `json:"unknown"`
 	Error   *mcpcore.ToolErrorDetail `json:"error"`
 	Partial *execReply               `json:"partial"`
@@ -58,10 +31,10 @@ type execReply struct {
 
 // sessionReply is the session tool's result, for every action.
 type sessionReply struct {
-	Session  string      `json:"session"`
-	Frames   []respFrame `json:"frames"`
-	TimedOut bool        `json:"timed_out"`
-	Closed   bool        `json:"closed"`
+	Session  string           `json:"session"`
+	Frames   []resptest.Frame `json:"frames"`
+	TimedOut bool             `json:"timed_out"`
+	Closed   bool             `json:"closed"`
 	Sessions []struct {
 		Session string `json:"session"`
 	} `json:"sessions"`
@@ -171,7 +144,7 @@ func callAs[T any](t testing.TB, cs *mcp.ClientSession, tool string, args any) (
 
 // execute runs commands on session ("" for the default one) and fails the
 // test unless every reply came back without an error reply.
-func execute(t testing.TB, cs *mcp.ClientSession, session string, cmds ...[]any) []respFrame {
+func execute(t testing.TB, cs *mcp.ClientSession, session string, cmds ...[]any) []resptest.Frame {
 	t.Helper()
 	args := map[string]any{"commands": cmds}
 	if session != "" {
@@ -222,33 +195,33 @@ func TestRespExecute(t *testing.T) {
 			t.Fatalf("reply %d = %+v, want type %s", i, f, want[i])
 		}
 	}
-	if got[1].str(t) != "v" || got[2].str(t) != "1" || len(got[3].Entries) != 1 || got[3].Entries[0][0].str(t) != "f" || got[3].Entries[0][1].str(t) != "1" {
+	if got[1].Str(t) != "v" || got[2].Str(t) != "1" || len(got[3].Entries) != 1 || got[3].Entries[0][0].Str(t) != "f" || got[3].Entries[0][1].Str(t) != "1" {
 		t.Fatalf("replies = %+v", got)
 	}
 
 	r, isErr := callAs[execReply](t, cs, "resp_execute", map[string]any{"commands": [][]any{{"INCR", "k"}, {"SET", "after", "yes"}}})
 	if !isErr || r.Outcome != "error" || len(r.Replies) != 2 || r.Replies[0].Type != "simple_error" ||
-		!strings.HasPrefix(r.Replies[0].str(t), "ERR value is not an integer") || r.Replies[1].str(t) != "OK" {
+		!strings.HasPrefix(r.Replies[0].Str(t), "ERR value is not an integer") || r.Replies[1].Str(t) != "OK" {
 		t.Fatalf("error reply: isError=%v %+v", isErr, r)
 	}
 
 	// 9007199254740993 = 2^53+1, which a float64 cannot hold.
 	got = execute(t, cs, "", []any{"SET", "n", "9007199254740992"}, []any{"INCR", "n"}, []any{"INCRBY", "n", "9007199254740993"})
-	if got[1].Type != "integer" || got[1].str(t) != "9007199254740993" || got[2].str(t) != "18014398509481986" {
+	if got[1].Type != "integer" || got[1].Str(t) != "9007199254740993" || got[2].Str(t) != "18014398509481986" {
 		t.Fatalf("big integers = %+v", got)
 	}
 	r, isErr = callAs[execReply](t, cs, "resp_execute", map[string]any{"commands": [][]any{{"SET", "unsafe", int64(9007199254740993)}}})
 	if !isErr || r.Error == nil || r.Error.Kind != "bad_params" || r.Error.Path != "/commands/0/2" {
 		t.Fatalf("unsafe integer argument: isError=%v %+v", isErr, r)
 	}
-	if got := execute(t, cs, "", []any{"EXISTS", "unsafe"}); got[0].str(t) != "0" {
+	if got := execute(t, cs, "", []any{"EXISTS", "unsafe"}); got[0].Str(t) != "0" {
 		t.Fatalf("the refused command ran: EXISTS = %+v", got[0])
 	}
 
 	key := []byte{0, 0xff, 'k', 0x80, '\r', '\n'}
 	b64 := map[string]any{"base64": base64.StdEncoding.EncodeToString(key)}
 	got = execute(t, cs, "", []any{"SET", b64, b64}, []any{"GET", b64}, []any{"KEYS", map[string]any{"base64": base64.StdEncoding.EncodeToString([]byte("*k\x80*"))}})
-	if got[1].Encoding != "base64" || got[1].str(t) != string(key) || len(got[2].Items) != 1 || got[2].Items[0].str(t) != string(key) {
+	if got[1].Encoding != "base64" || got[1].Str(t) != string(key) || len(got[2].Items) != 1 || got[2].Items[0].Str(t) != string(key) {
 		t.Fatalf("binary key: %+v", got)
 	}
 
@@ -256,7 +229,7 @@ func TestRespExecute(t *testing.T) {
 	execute(t, cs, "", []any{"SET", "big", big})
 	raw, isErr := call(t, cs, "resp_execute", map[string]any{"commands": [][]any{{"GET", "big"}}})
 	var paged execReply
-	if err := json.Unmarshal(raw, &paged); err != nil || isErr || len(paged.Replies) != 1 || paged.Replies[0].str(t) != big {
+	if err := json.Unmarshal(raw, &paged); err != nil || isErr || len(paged.Replies) != 1 || paged.Replies[0].Str(t) != big {
 		t.Fatalf("300 KiB value through paging: %v isError=%v, %d replies", err, isErr, len(paged.Replies))
 	}
 	if first := callTool(t, cs, "resp_execute", map[string]any{"commands": [][]any{{"GET", "big"}}}); !strings.Contains(resultText(first), `"read_tool":"resp_result"`) {
@@ -303,17 +276,17 @@ func TestRespBatchLimit(t *testing.T) {
 	if !isErr || r.Error == nil || r.Error.Kind != "limit" || r.Error.Limit != "batch_bytes" || r.Error.Max != limit {
 		t.Fatalf("over-limit batch: isError=%v %+v", isErr, r.Error)
 	}
-	if got := execute(t, cs, "", []any{"DBSIZE"}); got[0].str(t) != "0" {
-		t.Fatalf("DBSIZE after the refused batch = %s, want 0: something was sent", got[0].str(t))
+	if got := execute(t, cs, "", []any{"DBSIZE"}); got[0].Str(t) != "0" {
+		t.Fatalf("DBSIZE after the refused batch = %s, want 0: something was sent", got[0].Str(t))
 	}
 
 	got := execute(t, cs, "", cmds...)
 	for i, f := range got {
-		if f.str(t) != "OK" {
+		if f.Str(t) != "OK" {
 			t.Fatalf("reply %d = %+v", i, f)
 		}
 	}
-	if got := execute(t, cs, "", []any{"DBSIZE"}, []any{"STRLEN", "key:0512"}); got[0].str(t) != "1024" || got[1].str(t) != "15360" {
-		t.Fatalf("after the batch: DBSIZE %s, STRLEN %s", got[0].str(t), got[1].str(t))
+	if got := execute(t, cs, "", []any{"DBSIZE"}, []any{"STRLEN", "key:0512"}); got[0].Str(t) != "1024" || got[1].Str(t) != "15360" {
+		t.Fatalf("after the batch: DBSIZE %s, STRLEN %s", got[0].Str(t), got[1].Str(t))
 	}
 }

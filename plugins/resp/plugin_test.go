@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/mcpkit/mcpkit/internal/resptest"
 	"net"
 	"strconv"
 	"strings"
@@ -20,39 +21,12 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// jv is the JSON form of a RESP value, as a client reads it.
-type jv struct {
-	Type     string          `json:"type"`
-	Encoding string          `json:"encoding,omitempty"`
-	Format   string          `json:"format,omitempty"`
-	Value    json.RawMessage `json:"value,omitempty"`
-	Items    []jv            `json:"items,omitempty"`
-	Entries  [][]jv          `json:"entries,omitempty"`
-}
-
-// str is the value of a string-like frame, decoded.
-func (v jv) str(t *testing.T) string {
-	t.Helper()
-	var s string
-	if err := json.Unmarshal(v.Value, &s); err != nil {
-		t.Fatalf("value %s of a %s: %v", v.Value, v.Type, err)
-	}
-	if v.Encoding == "base64" {
-		b, err := base64.StdEncoding.DecodeString(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(b)
-	}
-	return s
-}
-
 type execReply struct {
-	Session string `json:"session"`
-	Outcome string `json:"outcome"`
-	Replies []jv   `json:"replies"`
-	Pushes  []jv   `json:"pushes"`
-	Unknown int    `json:"unknown"`
+	Session string           `json:"session"`
+	Outcome string           `json:"outcome"`
+	Replies []resptest.Frame `json:"replies"`
+	Pushes  []resptest.Frame `json:"pushes"`
+	Unknown int              `json:"unknown"`
 }
 
 type errReply struct {
@@ -198,15 +172,15 @@ func TestExecute(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
 	e := connect(t, targetAt(s, ""), "")
 	r := e.exec(cmd("SET", "agent:counter", "41"), cmd("INCR", "agent:counter"), cmd("GET", "agent:counter"))
-	if r.Session != DefaultSession || r.Replies[0].str(t) != "OK" || r.Replies[0].Type != "simple_string" ||
-		r.Replies[1].Type != "integer" || string(r.Replies[1].Value) != `"42"` || r.Replies[2].str(t) != "42" || len(r.Pushes) != 0 {
+	if r.Session != DefaultSession || r.Replies[0].Str(t) != "OK" || r.Replies[0].Type != "simple_string" ||
+		r.Replies[1].Type != "integer" || string(r.Replies[1].Value) != `"42"` || r.Replies[2].Str(t) != "42" || len(r.Pushes) != 0 {
 		t.Fatalf("reply = %+v", r)
 	}
 	// Integers beyond 2^53 and binary keys round-trip exactly.
 	r = e.exec(cmd("SET", "big", "9007199254740992"), cmd("INCR", "big"), cmd("INCRBY", "big", 9007199254740991),
 		cmd("SET", map[string]string{"base64": "AP8="}, map[string]string{"base64": "gAE="}), cmd("GET", map[string]string{"base64": "AP8="}))
 	if string(r.Replies[1].Value) != `"9007199254740993"` || string(r.Replies[2].Value) != `"18014398509481984"` ||
-		r.Replies[4].Encoding != "base64" || r.Replies[4].str(t) != "\x80\x01" {
+		r.Replies[4].Encoding != "base64" || r.Replies[4].Str(t) != "\x80\x01" {
 		t.Fatalf("reply = %+v", r)
 	}
 	r = e.exec(cmd("INCRBY", "big", "-18014398509481985"))
@@ -218,13 +192,13 @@ func TestExecute(t *testing.T) {
 	res := e.call(nil, "resp_execute", map[string]any{"commands": [][]any{{"SET", "k", "v"}, {"INCR", "k"}, {"GET", "k"}}})
 	er := decode[execReply](t, res)
 	if !res.IsError || er.Outcome != OutcomeError || len(er.Replies) != 3 || er.Replies[1].Type != "simple_error" ||
-		!strings.HasPrefix(er.Replies[1].str(t), "ERR") || er.Replies[2].str(t) != "v" {
+		!strings.HasPrefix(er.Replies[1].Str(t), "ERR") || er.Replies[2].Str(t) != "v" {
 		t.Fatalf("error reply = %+v", er)
 	}
 	// The default session is persistent: SELECT and the connection survive.
 	id := e.exec(cmd("CLIENT", "ID"), cmd("SELECT", 2), cmd("SET", "db2", "x")).Replies[0].Value
 	r = e.exec(cmd("CLIENT", "ID"), cmd("GET", "db2"))
-	if string(r.Replies[0].Value) != string(id) || r.Replies[1].str(t) != "x" {
+	if string(r.Replies[0].Value) != string(id) || r.Replies[1].Str(t) != "x" {
 		t.Fatalf("the default session changed: %s then %+v", id, r)
 	}
 	// Another client session has its own default session.
@@ -304,7 +278,7 @@ func TestBigBatch(t *testing.T) {
 	args, _ := json.Marshal(map[string]any{"commands": cmds})
 	res := e.call(nil, "resp_execute", json.RawMessage(args))
 	r := decode[execReply](t, res)
-	if res.IsError || len(r.Replies) != 1024 || r.Replies[1023].str(t) != "OK" {
+	if res.IsError || len(r.Replies) != 1024 || r.Replies[1023].Str(t) != "OK" {
 		t.Fatalf("outcome %s, %d replies", r.Outcome, len(r.Replies))
 	}
 	if r := e.exec(cmd("STRLEN", "k:1023"), cmd("DBSIZE")); string(r.Replies[0].Value) != `"15360"` || string(r.Replies[1].Value) != `"1024"` {
@@ -343,7 +317,7 @@ func TestBatchBytesBoundary(t *testing.T) {
 		t.Fatal("a refused batch was sent")
 	}
 	cmds[63] = last(0)
-	if r := e.exec(cmds...); r.Replies[63].str(t) != "OK" {
+	if r := e.exec(cmds...); r.Replies[63].Str(t) != "OK" {
 		t.Fatalf("at the limit: %+v", r.Replies[63])
 	}
 }
@@ -404,7 +378,7 @@ func TestSessionsAreScoped(t *testing.T) {
 	h2 := e.open(other, nil)
 	clients := func() int {
 		r := e.exec(cmd("CLIENT", "LIST"))
-		return strings.Count(r.Replies[0].str(t), "\n")
+		return strings.Count(r.Replies[0].Str(t), "\n")
 	}
 	if n := clients(); n != 3 { // default, h, h2
 		t.Fatalf("%d clients, want 3", n)
@@ -426,7 +400,7 @@ func TestSessionsAreScoped(t *testing.T) {
 
 // blocked reports whether the server has one client blocked (BLPOP).
 func (e *env) blocked() bool {
-	return strings.Contains(e.exec(cmd("INFO", "clients")).Replies[0].str(e.t), "blocked_clients:1")
+	return strings.Contains(e.exec(cmd("INFO", "clients")).Replies[0].Str(e.t), "blocked_clients:1")
 }
 
 func waitFor(t *testing.T, cond func() bool) {
@@ -483,8 +457,8 @@ func TestTransaction(t *testing.T) {
 }
 
 type receiveReply struct {
-	Frames   []jv `json:"frames"`
-	TimedOut bool `json:"timed_out"`
+	Frames   []resptest.Frame `json:"frames"`
+	TimedOut bool             `json:"timed_out"`
 }
 
 // TestSendReceive: a BRPOP consumer fed by LPUSH from another session,
@@ -514,7 +488,7 @@ func TestSendReceive(t *testing.T) {
 	}
 	e.exec(cmd("LPUSH", "agent:jobs", "job-1"))
 	r := receive(consumer, 1, 5000)
-	if len(r.Frames) != 1 || r.Frames[0].Items[1].str(t) != "job-1" {
+	if len(r.Frames) != 1 || r.Frames[0].Items[1].Str(t) != "job-1" {
 		t.Fatalf("BRPOP reply = %+v", r)
 	}
 	f := failure(t, e.execOn(nil, consumer, cmd("PING")), KindRefused)
@@ -523,7 +497,7 @@ func TestSendReceive(t *testing.T) {
 	}
 	sub := e.open(nil, nil)
 	send(sub, cmd("SUBSCRIBE", "news"))
-	if r := receive(sub, 1, 5000); len(r.Frames) != 1 || r.Frames[0].Type != "push" || r.Frames[0].Items[0].str(t) != "subscribe" {
+	if r := receive(sub, 1, 5000); len(r.Frames) != 1 || r.Frames[0].Type != "push" || r.Frames[0].Items[0].Str(t) != "subscribe" {
 		t.Fatalf("subscribe ack = %+v", r)
 	}
 	e.exec(cmd("PUBLISH", "news", "one"), cmd("PUBLISH", "news", "two"))
@@ -531,7 +505,7 @@ func TestSendReceive(t *testing.T) {
 	for len(got) < 2 {
 		r := receive(sub, 10, 5000)
 		for _, fr := range r.Frames {
-			got = append(got, fr.Items[2].str(t))
+			got = append(got, fr.Items[2].Str(t))
 		}
 	}
 	if strings.Join(got, ",") != "one,two" {
@@ -544,7 +518,7 @@ func TestSendReceive(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	start := time.Now()
 	send(sub, cmd("SUBSCRIBE", "more"))
-	if r := <-waiting; time.Since(start) > 3*time.Second || len(r.Frames) != 1 || r.Frames[0].Items[1].str(t) != "more" {
+	if r := <-waiting; time.Since(start) > 3*time.Second || len(r.Frames) != 1 || r.Frames[0].Items[1].Str(t) != "more" {
 		t.Fatalf("receive during a send: %+v after %v", r, time.Since(start))
 	}
 	failure(t, e.call(nil, "resp_session", map[string]any{"action": "send", "commands": [][]any{{"PING"}}}), mcpcore.KindBadParams)
@@ -598,9 +572,9 @@ type commandsReply struct {
 	Count    int64 `json:"count"`
 	Matching int   `json:"matching"`
 	Commands []struct {
-		Name string `json:"name"`
-		Info jv     `json:"info"`
-		Docs jv     `json:"docs"`
+		Name string         `json:"name"`
+		Info resptest.Frame `json:"info"`
+		Docs resptest.Frame `json:"docs"`
 	} `json:"commands"`
 	NextCursor *string `json:"next_cursor"`
 }
@@ -619,7 +593,7 @@ func TestCommands(t *testing.T) {
 			t.Fatalf("page %d: %+v", page, r)
 		}
 		for _, c := range r.Commands {
-			if c.Info.Type != "array" || c.Info.Items[0].str(t) != c.Name || c.Docs.Type != "map" {
+			if c.Info.Type != "array" || c.Info.Items[0].Str(t) != c.Name || c.Docs.Type != "map" {
 				t.Fatalf("entry %s: info %+v docs %s", c.Name, c.Info.Type, c.Docs.Type)
 			}
 			names = append(names, c.Name)
@@ -684,7 +658,7 @@ func TestLargeResultPaged(t *testing.T) {
 		off = *r.NextOffset
 	}
 	var r execReply
-	if err := json.Unmarshal(data, &r); err != nil || r.Replies[0].str(t) != value {
+	if err := json.Unmarshal(data, &r); err != nil || r.Replies[0].Str(t) != value {
 		t.Fatalf("reassembled result: %v", err)
 	}
 }
@@ -700,11 +674,11 @@ func TestTimeoutAfterDispatch(t *testing.T) {
 	r := failure(t, res, mcpcore.KindTimeout)
 	var partial execReply
 	if err := json.Unmarshal(r.Partial, &partial); err != nil || partial.Outcome != OutcomeUnknown || partial.Unknown != 2 ||
-		len(partial.Replies) != 1 || partial.Replies[0].str(t) != "OK" {
+		len(partial.Replies) != 1 || partial.Replies[0].Str(t) != "OK" {
 		t.Fatalf("partial = %s", r.Partial)
 	}
 	next := e.exec(cmd("CLIENT", "ID"), cmd("GET", "t"))
-	if string(next.Replies[0].Value) == string(id) || next.Replies[1].str(t) != "1" {
+	if string(next.Replies[0].Value) == string(id) || next.Replies[1].Str(t) != "1" {
 		t.Fatalf("after the timeout: %+v", next)
 	}
 }
@@ -757,13 +731,13 @@ func TestTargets(t *testing.T) {
 		"acl": {"port": %s, "username": "agent", "password_env": "RESP_TEST_AGENT_PW"},
 		"old": {"port": %s, "username": "agent", "password_env": "RESP_TEST_AGENT_PW", "protocol": 2}}}`,
 		tlsPort, tlsServer.CAFile, tlsServer.ClientCertFile, tlsServer.ClientKeyFile, aclPort, aclPort), "")
-	if r := e.exec(cmd("SET", "over", "tls"), cmd("GET", "over")); r.Replies[1].str(t) != "tls" {
+	if r := e.exec(cmd("SET", "over", "tls"), cmd("GET", "over")); r.Replies[1].Str(t) != "tls" {
 		t.Fatalf("TLS: %+v", r)
 	}
 	acl := e.open(nil, map[string]any{"target": "acl"})
 	res := e.execOn(nil, acl, cmd("SET", "k", "v"), cmd("FLUSHALL"))
 	r := decode[execReply](t, res)
-	if !res.IsError || r.Outcome != OutcomeError || r.Replies[0].str(t) != "OK" || !strings.HasPrefix(r.Replies[1].str(t), "NOPERM") {
+	if !res.IsError || r.Outcome != OutcomeError || r.Replies[0].Str(t) != "OK" || !strings.HasPrefix(r.Replies[1].Str(t), "NOPERM") {
 		t.Fatalf("ACL: %+v", r)
 	}
 	old := e.open(nil, map[string]any{"target": "old"})
@@ -792,7 +766,7 @@ func TestConcurrency(t *testing.T) {
 	waitFor(t, e.blocked)
 	start := time.Now()
 	e.execOn(nil, h2, cmd("LPUSH", "q", "job"))
-	if r := <-popped; r.Replies[0].Type != "array" || r.Replies[0].Items[1].str(t) != "job" || time.Since(start) > 2*time.Second {
+	if r := <-popped; r.Replies[0].Type != "array" || r.Replies[0].Items[1].Str(t) != "job" || time.Since(start) > 2*time.Second {
 		t.Fatalf("BLPOP on h1 fed by h2: %+v after %v", r, time.Since(start))
 	}
 
@@ -808,7 +782,7 @@ func TestConcurrency(t *testing.T) {
 		}
 	}()
 	waitFor(t, e.blocked)
-	if r := decode[execReply](t, e.execOn(nil, h1, cmd("PING"))); r.Replies[0].str(t) != "PONG" {
+	if r := decode[execReply](t, e.execOn(nil, h1, cmd("PING"))); r.Replies[0].Str(t) != "PONG" {
 		t.Fatalf("PING = %+v", r.Replies[0])
 	}
 	if d := time.Since(start); d < 900*time.Millisecond {
@@ -855,7 +829,7 @@ func TestCommandsCache(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
 	e := connect(t, targetAt(s, ""), "")
 	calls := func(sub string) string {
-		info := e.exec(cmd("INFO", "commandstats")).Replies[0].str(t)
+		info := e.exec(cmd("INFO", "commandstats")).Replies[0].Str(t)
 		for line := range strings.Lines(info) {
 			if rest, ok := strings.CutPrefix(line, "cmdstat_command|"+sub+":calls="); ok {
 				return rest[:strings.IndexByte(rest, ',')]
