@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -38,7 +39,7 @@ func startRawStdio(t testing.TB, args ...string) *rawStdio {
 	rs := &rawStdio{t: t, proc: p, in: inW, out: bufio.NewReaderSize(outR, 1<<20)}
 	t.Cleanup(func() {
 		inW.Close() // EOF: the server ends once every reply is written
-		go func() { rs.out.WriteTo(discard{}); outR.Close() }()
+		go func() { rs.out.WriteTo(io.Discard); outR.Close() }()
 		select {
 		case <-p.done:
 		case <-time.After(10 * time.Second): // proc's own cleanup interrupts it
@@ -51,10 +52,6 @@ func startRawStdio(t testing.TB, args ...string) *rawStdio {
 	}
 	return rs
 }
-
-type discard struct{}
-
-func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
 func (rs *rawStdio) write(s string) {
 	rs.t.Helper()
