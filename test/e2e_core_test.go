@@ -164,17 +164,7 @@ func TestCoreSessionsOverHTTP(t *testing.T) {
 		t.Fatalf("a second delivery (to b?): %q", msg)
 	case <-time.After(200 * time.Millisecond):
 	}
-	state := func() diag.State {
-		res, err := b.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: "diag://state"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var st diag.State
-		if err := json.Unmarshal([]byte(res.Contents[0].Text), &st); err != nil {
-			t.Fatal(err)
-		}
-		return st
-	}
+	state := func() diag.State { return readResource[diag.State](t, b, "diag://state") }
 	if st := state(); st.SessionsTracked != 3 {
 		t.Fatalf("state %+v, want 3 sessions tracked", st)
 	}

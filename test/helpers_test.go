@@ -382,15 +382,21 @@ func decode[T any](t testing.TB, res *mcp.CallToolResult) T {
 // info reads mcpkit://info.
 func info(t testing.TB, cs *mcp.ClientSession) mcpcore.Info {
 	t.Helper()
-	res, err := cs.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: mcpcore.InfoURI})
+	return readResource[mcpcore.Info](t, cs, mcpcore.InfoURI)
+}
+
+// readResource reads a JSON resource and decodes it into T.
+func readResource[T any](t testing.TB, cs *mcp.ClientSession, uri string) T {
+	t.Helper()
+	res, err := cs.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: uri})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var in mcpcore.Info
-	if err := json.Unmarshal([]byte(res.Contents[0].Text), &in); err != nil {
+	var v T
+	if err := json.Unmarshal([]byte(res.Contents[0].Text), &v); err != nil {
 		t.Fatal(err)
 	}
-	return in
+	return v
 }
 
 // eventually polls cond until it holds or the timeout passes.
