@@ -68,10 +68,12 @@ func FuzzReader(f *testing.F) {
 	})
 }
 
-// FuzzParseArgs: arguments from JSON never panic, and a refused one is an
-// *ArgError.
+// FuzzParseArgs: arguments from JSON never panic, a refused one is an
+// *ArgError, and a string argument is exactly what encoding/json decodes
+// (the plain-string fast path included).
 func FuzzParseArgs(f *testing.F) {
-	for _, s := range []string{`"a"`, `{"base64":"AP8="}`, `12`, `-9007199254740991`, `1.5`, `true`, `{"base64":1}`, `[1]`} {
+	for _, s := range []string{`"a"`, `{"base64":"AP8="}`, `12`, `-9007199254740991`, `1.5`, `true`, `{"base64":1}`, `[1]`,
+		`"caf\u00e9"`, "\"\xff\"", "\"\xc3\xa9\"", `"a\"b"`, "\"\t\""} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, arg []byte) {
@@ -82,6 +84,10 @@ func FuzzParseArgs(f *testing.F) {
 		}
 		if err == nil && len(out) != 1 {
 			t.Fatalf("%q: %d args", arg, len(out))
+		}
+		var want string
+		if json.Unmarshal(arg, &want) == nil && (err != nil || string(out[0]) != want) {
+			t.Fatalf("%q: got %q, %v; encoding/json decodes %q", arg, out, err, want)
 		}
 	})
 }

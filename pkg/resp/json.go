@@ -144,56 +144,89 @@ func (e *ArgError) Error() string { return fmt.Sprintf("argument %d: %s", e.Inde
 // decimal strings.
 func ParseArgs(raw []json.RawMessage) ([][]byte, error) {
 	out := make([][]byte, len(raw))
+	// One buffer holds every argument: a decoded argument is rarely longer
+	// than its JSON (only invalid UTF-8 grows, and append copes).
+	size := 0
+	for _, r := range raw {
+		size += len(r)
+	}
+	buf := make([]byte, 0, size)
 	for i, r := range raw {
-		arg, reason := parseArg(bytes.TrimSpace(r))
-		if reason != "" {
+		start := len(buf)
+		var reason string
+		if buf, reason = appendArg(buf, bytes.TrimSpace(r)); reason != "" {
 			return nil, &ArgError{Index: i, Reason: reason}
 		}
-		out[i] = arg
+		out[i] = buf[start:len(buf):len(buf)]
 	}
 	return out, nil
 }
 
-func parseArg(r []byte) ([]byte, string) {
+// appendArg appends the bytes of the JSON argument r to buf, or says why r
+// is refused.
+func appendArg(buf, r []byte) ([]byte, string) {
 	if len(r) == 0 {
-		return nil, "empty JSON value"
+		return buf, "empty JSON value"
 	}
 	switch c := r[0]; {
 	case c == '"':
+		if s, ok := plainString(r); ok {
+			return append(buf, s...), ""
+		}
 		var s string
 		if err := json.Unmarshal(r, &s); err != nil {
-			return nil, "invalid JSON string: " + err.Error()
+			return buf, "invalid JSON string: " + err.Error()
 		}
-		return []byte(s), ""
+		return append(buf, s...), ""
 	case c == '{':
 		var obj map[string]json.RawMessage
 		if err := json.Unmarshal(r, &obj); err != nil {
-			return nil, "invalid JSON object: " + err.Error()
+			return buf, "invalid JSON object: " + err.Error()
 		}
 		enc, ok := obj["base64"]
 		if !ok || len(obj) != 1 {
-			return nil, `an object argument must be exactly {"base64": "..."}`
+			return buf, `an object argument must be exactly {"base64": "..."}`
 		}
 		var s string
 		if err := json.Unmarshal(enc, &s); err != nil {
-			return nil, `"base64" must be a string`
+			return buf, `"base64" must be a string`
 		}
-		b, err := base64.StdEncoding.DecodeString(s)
+		b, err := base64.StdEncoding.AppendDecode(buf, []byte(s))
 		if err != nil {
-			return nil, "invalid base64 (standard alphabet, padded): " + err.Error()
+			return buf, "invalid base64 (standard alphabet, padded): " + err.Error()
 		}
 		return b, ""
 	case c == '-' || (c >= '0' && c <= '9'):
 		if bytes.ContainsAny(r, ".eE") {
-			return nil, "a JSON number argument must be an integer; send " + string(r) + " as a decimal string"
+			return buf, "a JSON number argument must be an integer; send " + string(r) + " as a decimal string"
 		}
 		n, err := strconv.ParseInt(string(r), 10, 64)
 		if err != nil || n > MaxSafeInteger || n < -MaxSafeInteger {
-			return nil, "integer outside ±9007199254740991 (JSON readers may round it); send it as a decimal string"
+			return buf, "integer outside ±9007199254740991 (JSON readers may round it); send it as a decimal string"
 		}
-		return strconv.AppendInt(nil, n, 10), ""
+		return strconv.AppendInt(buf, n, 10), ""
 	}
-	return nil, `want a string, {"base64": "..."} or an integer, got ` + jsonType(r[0])
+	return buf, `want a string, {"base64": "..."} or an integer, got ` + jsonType(r[0])
+}
+
+// plainString returns the content of the JSON string r when it has no
+// escape, no control character and only valid UTF-8: then its bytes are
+// the string's, and decoding it would only copy them.
+func plainString(r []byte) ([]byte, bool) {
+	if len(r) < 2 || r[len(r)-1] != '"' {
+		return nil, false
+	}
+	s := r[1 : len(r)-1]
+	ascii := true
+	for _, c := range s {
+		if c == '"' || c == '\\' || c < 0x20 {
+			return nil, false
+		}
+		if c >= utf8.RuneSelf {
+			ascii = false
+		}
+	}
+	return s, ascii || utf8.Valid(s)
 }
 
 func jsonType(c byte) string {
