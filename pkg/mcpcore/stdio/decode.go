@@ -5,67 +5,71 @@ import (
 
 	"github.com/mcpkit/mcpkit/pkg/mcpcore/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	segjson "github.com/segmentio/encoding/json"
 )
-
-// largeValueBytes is the size from which a request's params or a response's
-// result is not copied by decoding (see decodeLarge). It equals the read
-// buffer's size, so a line holding such a value is never decoded in place
-// in the read buffer: it is in the line-assembly buffer, which the decoded
-// message then owns.
-const largeValueBytes = readBufferBytes
 
 // sdkMaxDepth is the deepest nesting the SDK's decoder accepts.
 const sdkMaxDepth = 1000
 
-// decodeLarge decodes msg, one JSON object, as jsonrpc.DecodeMessage does,
-// but without copying a request's "params" or a response's "result" of at
-// least min bytes: the decoded message's Params or Result is that value's
-// subslice of msg, which the caller must then leave alone. The SDK's decoder
-// costs about five times a value's size in allocations (it buffers the
-// input and copies the value); this costs a scan and a validation.
+// wireMessage is the form in which the SDK decodes a JSON-RPC message (its
+// jsonrpc2.wireDecode): "method" stays raw so that its presence shows.
+type wireMessage struct {
+	VersionTag string          `json:"jsonrpc"`
+	ID         any             `json:"id,omitempty"`
+	Method     json.RawMessage `json:"method"`
+	Params     json.RawMessage `json:"params,omitempty"`
+	Result     json.RawMessage `json:"result,omitempty"`
+	Error      *jsonrpc.Error  `json:"error,omitempty"`
+}
+
+// decodeMessage decodes msg, one JSON object and nothing after it, as
+// jsonrpc.DecodeMessage does: the same decoder (segmentio's, which the SDK
+// wraps) with the same flags, depth limit and checks. What it saves is the
+// SDK's per-message stream decoder, whose 32 KiB buffer is allocated and
+// zeroed for every message (twice: the message, then its method): on a
+// small call that costs more than the decoding itself, and it drives the
+// garbage collector.
 //
-// It reports false when msg has no such value, or when msg is not one the
-// SDK accepts: the caller then decodes it with DecodeMessage, which reports
-// the error. The SDK decodes a skeleton of msg in which the value is
-// replaced by 0, so every other member is checked exactly as before; the
-// value itself is checked for validity and nesting depth as the SDK would.
-func decodeLarge(msg []byte, min int) (jsonrpc.Message, bool) {
-	var (
-		hasMethod      bool
-		params, result []byte
-		pAt, rAt       int
-	)
-	m := wire.NewMembers(msg)
-	for m.Next() {
-		switch {
-		case wire.KeyIs(m.Key, "method"):
-			hasMethod = true
-		case wire.KeyIs(m.Key, "params"):
-			params, pAt = m.Value, m.ValueAt
-		case wire.KeyIs(m.Key, "result"):
-			result, rAt = m.Value, m.ValueAt
-		}
-	}
-	v, at := result, rAt
-	if hasMethod {
-		v, at = params, pAt
-	}
-	if m.End() < 0 || len(v) < min || len(v) == 0 || !json.Valid(v) || 1+wire.Depth(v) > sdkMaxDepth {
+// When owned, msg belongs to the message: its strings and its params or
+// result alias msg instead of being copied, so a large frame is not
+// copied at all. Otherwise they are copied (msg is the read buffer).
+//
+// It reports false when msg is not a message the SDK accepts; the caller
+// then decodes it with DecodeMessage, which says why (and would decide
+// for itself, were the two ever to differ: FuzzDecodeMessage checks they
+// do not).
+func decodeMessage(msg []byte, owned bool) (jsonrpc.Message, bool) {
+	if wire.Depth(msg) > sdkMaxDepth {
 		return nil, false
 	}
-	skeleton := make([]byte, 0, len(msg)-len(v)+1)
-	skeleton = append(skeleton, msg[:at]...)
-	skeleton = append(skeleton, '0')
-	skeleton = append(skeleton, msg[at+len(v):]...)
-	dec, err := jsonrpc.DecodeMessage(skeleton)
+	flags := segjson.DontMatchCaseInsensitiveStructFields
+	if owned {
+		flags |= segjson.ZeroCopy
+	}
+	var w wireMessage
+	if rest, err := segjson.Parse(msg, &w, flags); err != nil || wire.SkipWS(rest, 0) != len(rest) {
+		return nil, false
+	}
+	if w.VersionTag != "2.0" {
+		return nil, false
+	}
+	id, err := jsonrpc.MakeID(w.ID)
 	if err != nil {
 		return nil, false
 	}
-	switch dec := dec.(type) {
-	case *jsonrpc.Request:
-		dec.Params = v
-	case *jsonrpc.Response:
-		dec.Result = v
+	if len(w.Method) > 0 {
+		var method string
+		if _, err := segjson.Parse(w.Method, &method, flags); err != nil {
+			return nil, false
+		}
+		return &jsonrpc.Request{Method: method, ID: id, Params: w.Params}, true
 	}
-	return dec, true
+	if !id.IsValid() {
+		return nil, false
+	}
+	res := &jsonrpc.Response{ID: id, Result: w.Result}
+	if w.Error != nil {
+		res.Error = w.Error
+	}
+	return res, true
 }

@@ -54,49 +54,60 @@ var decodeSeeds = []string{
 	`{"jsonrpc":"2.0","id":1,"method":"x","params":{"a":-01}}`,
 }
 
-// FuzzDecodeLarge checks decodeLarge against the SDK's decoder: whenever it
-// decodes a message (here with no size threshold), the SDK decodes the same
-// message to the same id, method, params, result and error.
-func FuzzDecodeLarge(f *testing.F) {
+// FuzzDecodeMessage checks decodeMessage against the SDK's decoder, owned
+// or not: both accept the same messages, decoded to the same id, method,
+// params, result and error.
+func FuzzDecodeMessage(f *testing.F) {
 	for _, s := range decodeSeeds {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, msg []byte) {
-		got, ok := decodeLarge(msg, 0)
-		if !ok {
-			return
+		if !onlySpaceAfterObject(msg) {
+			return // decode does not call it
 		}
 		want, err := jsonrpc.DecodeMessage(msg)
-		if err != nil {
-			t.Fatalf("decodeLarge accepted %q, which the SDK refuses: %v", msg, err)
-		}
-		if diff := sameMessage(got, want); diff != "" {
-			t.Fatalf("decodeLarge(%q) differs from the SDK: %s", msg, diff)
+		for _, owned := range []bool{false, true} {
+			got, ok := decodeMessage(bytes.Clone(msg), owned)
+			switch {
+			case ok && err != nil:
+				t.Fatalf("decodeMessage(owned %v) accepted %q, which the SDK refuses: %v", owned, msg, err)
+			case !ok && err == nil:
+				t.Fatalf("decodeMessage(owned %v) refused %q, which the SDK accepts", owned, msg)
+			case ok:
+				if diff := sameMessage(got, want); diff != "" {
+					t.Fatalf("decodeMessage(%q, owned %v) differs from the SDK: %s", msg, owned, diff)
+				}
+			}
 		}
 	})
 }
 
-// TestDecodeLargeUsed: a large value is decoded without the SDK's copies,
-// and aliases the line.
-func TestDecodeLargeUsed(t *testing.T) { // not parallel: it counts allocations
+// TestDecodeMessageAllocations: an owned frame's params alias it, so a
+// large frame is not copied; a small call costs a few hundred bytes, where
+// the SDK's decoder allocates 64 KiB (two 32 KiB stream buffers).
+func TestDecodeMessageAllocations(t *testing.T) { // not parallel: it counts allocations
 	line := []byte(bigRequest("1", 1<<20, true))
-	msg, ok := decodeLarge(line, largeValueBytes)
+	msg, ok := decodeMessage(line, true)
 	if !ok {
-		t.Fatal("a request with 1 MiB of params was not decoded by decodeLarge")
+		t.Fatal("a request with 1 MiB of params was not decoded")
 	}
 	params := msg.(*jsonrpc.Request).Params
 	if i := bytes.Index(line, []byte(`"params":`)) + len(`"params":`); &line[i] != &params[0] {
-		t.Error("params do not alias the line")
+		t.Error("params do not alias the owned line")
 	}
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	decodeLarge(line, largeValueBytes)
-	runtime.ReadMemStats(&after)
-	if n := after.TotalAlloc - before.TotalAlloc; n > 256<<10 { // the SDK decoder: about 5 MiB
-		t.Errorf("decoding 1 MiB of params allocated %d bytes", n)
+	allocated := func(line []byte, owned bool) uint64 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		decodeMessage(line, owned)
+		runtime.ReadMemStats(&after)
+		return after.TotalAlloc - before.TotalAlloc
 	}
-	if _, ok := decodeLarge([]byte(bigRequest("1", 100, true)), largeValueBytes); ok {
-		t.Error("a small request went through decodeLarge")
+	if n := allocated(line, true); n > 4<<10 { // the SDK decoder: about 5 MiB
+		t.Errorf("decoding 1 MiB of owned params allocated %d bytes", n)
+	}
+	small := []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"resp_session","arguments":{"action":"list"}}}`)
+	if n := allocated(small, false); n > 1<<10 {
+		t.Errorf("decoding a small call allocated %d bytes", n)
 	}
 }
 

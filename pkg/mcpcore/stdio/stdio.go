@@ -105,7 +105,7 @@ type conn struct {
 	acc     []byte          // assembles a line longer than the bufio buffer, up to keepAccBytes
 	parts   [][]byte        // the rest of a line longer than keepAccBytes, copied chunk by chunk
 	partsN  int             // bytes in parts
-	inAcc   bool            // the last line read is in acc
+	inPlace bool            // the last line read is in br's buffer (decoding copies what it keeps)
 	head    [headBytes]byte // start of an oversized line
 	maxAcc  int             // largest cap(acc) seen, for tests
 	readErr error           // set before readDone is closed
@@ -364,7 +364,7 @@ func (c *conn) readLine() (line []byte, size int64, tooLong bool, err error) {
 		lastCR  bool  // the last byte read is '\r'
 	)
 	c.acc = c.acc[:0]
-	c.parts, c.partsN, c.inAcc = nil, 0, false
+	c.parts, c.partsN, c.inPlace = nil, 0, false
 	for {
 		s, rerr := c.br.ReadSlice('\n')
 		complete := rerr == nil
@@ -384,11 +384,11 @@ func (c *conn) readLine() (line []byte, size int64, tooLong bool, err error) {
 			nhead += copy(c.head[nhead:], s)
 			c.acc, c.parts, c.partsN = c.acc[:0], nil, 0
 		case complete && len(c.acc) == 0:
-			line = s // in place: no copy
+			line, c.inPlace = s, true // no copy
 		case c.partsN == 0 && len(c.acc)+len(s) <= keepAccBytes:
 			c.acc = append(c.acc, s...)
 			c.maxAcc = max(c.maxAcc, cap(c.acc))
-			line, c.inAcc = c.acc, true
+			line = c.acc
 		default:
 			// A line beyond keepAccBytes is kept in chunks and assembled once
 			// at its end, at its exact size: growing one buffer would
@@ -425,7 +425,7 @@ func (c *conn) assemble() []byte {
 	for _, p := range c.parts {
 		line = append(line, p...)
 	}
-	c.parts, c.partsN, c.inAcc = nil, 0, false
+	c.parts, c.partsN = nil, 0
 	return line
 }
 
@@ -441,9 +441,9 @@ func (c *conn) decode(line []byte) (jsonrpc.Message, bool) {
 		// Inbound swaps an id the SDK would coerce for a token, and only when
 		// the SDK accepts the result: a failure concerns the line as read.
 		in := c.ids.Inbound(line)
-		if msg, ok := decodeLarge(in, largeValueBytes); ok {
-			if c.inAcc {
-				c.acc = nil // the message holds part of it
+		if msg, ok := decodeMessage(in, !c.inPlace); ok {
+			if !c.inPlace {
+				c.acc = nil // the message may hold part of it
 			}
 			return msg, true
 		}
