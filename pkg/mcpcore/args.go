@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/mcpkit/mcpkit/pkg/mcpcore/internal/wire"
 	segjson "github.com/segmentio/encoding/json"
 )
 
@@ -92,9 +93,55 @@ func children(s *jsonschema.Schema) []*jsonschema.Schema {
 	return append(out, s.PrefixItems...)
 }
 
+// ArgumentsDecoder is implemented, on its pointer, by a tool's argument
+// type that decodes the raw arguments (a JSON object) itself and, as it
+// does, refuses everything the tool's input schema refuses, reporting a
+// failure as a [*ParamError] with the argument's JSON Pointer (any other
+// error becomes one without a path). The host then hands it the arguments
+// instead of taking its generic path (decoding them into a tree,
+// validating that against the schema, decoding again into the type),
+// which for an argument of thousands of elements costs more than the call
+// itself. The decoder applies the schema's defaults, if any. The schema is
+// still what the tool advertises: test that the decoder refuses what it
+// refuses with [github.com/mcpkit/mcpkit/pkg/mcpcore/mcptest.RefusesAsSchema].
+type ArgumentsDecoder interface {
+	DecodeArguments(raw json.RawMessage) error
+}
+
+// StrictDecode decodes raw into v as the host decodes tool arguments: exact
+// (case-sensitive) member names, no unknown member. A failure is a
+// [*ParamError], with the member's path when the decoder names it. It is
+// meant for [ArgumentsDecoder] implementations.
+func StrictDecode(raw json.RawMessage, v any) error {
+	_, err := segjson.Parse(raw, v, segjson.DisallowUnknownFields|segjson.DontMatchCaseInsensitiveStructFields)
+	if err == nil {
+		return nil
+	}
+	if name, ok := unknownMember(err); ok {
+		for m := wire.NewMembers(raw); m.Next(); {
+			if wire.KeyIs(m.Key, name) {
+				return &ParamError{Path: "/" + pointerEscape(name), Reason: "unexpected argument (not in the tool's input schema)"}
+			}
+		}
+		return &ParamError{Reason: fmt.Sprintf("unexpected member %q (not in the tool's input schema)", name)}
+	}
+	return decodeError(err)
+}
+
+// unknownMember returns the member named by the decoder's unknown-field
+// error (which has no type of its own).
+func unknownMember(err error) (string, bool) {
+	quoted, ok := strings.CutPrefix(err.Error(), "json: unknown field ")
+	if !ok {
+		return "", false
+	}
+	name, uerr := strconv.Unquote(quoted)
+	return name, uerr == nil
+}
+
 // decodeArgs validates raw tool arguments and decodes them into In,
-// strictly: exact (case-sensitive) field names, no unknown field. Every
-// failure is a [*ParamError].
+// strictly: exact (case-sensitive) field names, no unknown field, or hands
+// them to In's own [ArgumentsDecoder]. Every failure is a [*ParamError].
 func decodeArgs[In any](a *argSchema, raw json.RawMessage) (In, error) {
 	var in In
 	raw = bytes.TrimSpace(raw)
@@ -103,6 +150,16 @@ func decodeArgs[In any](a *argSchema, raw json.RawMessage) (In, error) {
 	}
 	if raw[0] != '{' {
 		return in, &ParamError{Reason: "the arguments must be a JSON object"}
+	}
+	if d, ok := any(&in).(ArgumentsDecoder); ok {
+		if err := d.DecodeArguments(raw); err != nil {
+			var pe *ParamError
+			if errors.As(err, &pe) {
+				return in, pe
+			}
+			return in, &ParamError{Reason: err.Error()}
+		}
+		return in, nil
 	}
 	var v any
 	if err := segjson.Unmarshal(raw, &v); err != nil {
@@ -121,10 +178,7 @@ func decodeArgs[In any](a *argSchema, raw json.RawMessage) (In, error) {
 		path, reason := a.locate(a.schema, a.resolved, v, "")
 		return in, &ParamError{Path: path, Reason: reason}
 	}
-	if _, err := segjson.Parse(raw, &in, segjson.DisallowUnknownFields|segjson.DontMatchCaseInsensitiveStructFields); err != nil {
-		return in, decodeError(err)
-	}
-	return in, nil
+	return in, StrictDecode(raw, &in)
 }
 
 // decodeError turns an error of the strict decoding into a [*ParamError],

@@ -91,6 +91,54 @@ func TestBadParams(t *testing.T) {
 	}
 }
 
+// selfDecoded decodes its own arguments: "n" must be a positive integer.
+// Its schema allows any integer, so a call reaching the handler with n < 1
+// would show the host's generic path in use.
+type selfDecoded struct {
+	N int `json:"n"`
+}
+
+func (a *selfDecoded) DecodeArguments(raw json.RawMessage) error {
+	if err := StrictDecode(raw, a); err != nil {
+		return err
+	}
+	switch {
+	case a.N == -1:
+		return errors.New("minus one is right out")
+	case a.N < 1:
+		return &ParamError{Path: "/n", Reason: "want a positive integer"}
+	}
+	return nil
+}
+
+// TestArgumentsDecoder: a type that decodes its own arguments gets them
+// raw; its ParamError is the call's bad_params, any other error one
+// without a path, and StrictDecode names an unknown member's path.
+func TestArgumentsDecoder(t *testing.T) {
+	registerTestPlugins()
+	setAttach("ta", func(h *Host) {
+		AddTool(h, &mcp.Tool{Name: "self"}, func(ctx context.Context, _ *mcp.CallToolRequest, in selfDecoded) (any, error) {
+			return in, nil
+		})
+	})
+	r := newRig(t, DefaultLimits(), "ta")
+	for _, tc := range []struct{ args, path, reason string }{
+		{`{"n":0}`, "/n", "want a positive integer"},
+		{`{"n":-1}`, "", "minus one is right out"},
+		{`{"n":1,"m":2}`, "/m", "unexpected argument"},
+		{`{"n":"1"}`, "/n", "cannot decode"},
+		{`[1]`, "", "must be a JSON object"},
+	} {
+		d := errorKind(t, r.call(t, "ta_self", json.RawMessage(tc.args)))
+		if d.Kind != KindBadParams || d.Path != tc.path || !strings.Contains(d.Message, tc.reason) {
+			t.Errorf("%s: error %+v, want kind bad_params at %q saying %q", tc.args, d, tc.path, tc.reason)
+		}
+	}
+	if res := r.call(t, "ta_self", json.RawMessage(`{"n":3}`)); res.IsError || text(res) != `{"n":3}` {
+		t.Fatalf("valid arguments: %s", text(res))
+	}
+}
+
 // TestSchemaDefaults: a default in a declared input schema reaches the
 // handler.
 func TestSchemaDefaults(t *testing.T) {
