@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 	"unsafe"
@@ -129,10 +131,16 @@ const MaxSafeInteger = 1<<53 - 1
 // ArgError is an argument that [ParseArgs] refused.
 type ArgError struct {
 	Index  int    // the argument's position in the command, from 0
+	Member string // the member of an object argument at fault, or ""
 	Reason string // what is wrong and what to send instead
 }
 
-func (e *ArgError) Error() string { return fmt.Sprintf("argument %d: %s", e.Index, e.Reason) }
+func (e *ArgError) Error() string {
+	if e.Member != "" {
+		return fmt.Sprintf("argument %d, member %q: %s", e.Index, e.Member, e.Reason)
+	}
+	return fmt.Sprintf("argument %d: %s", e.Index, e.Reason)
+}
 
 // ParseArgs converts one command's JSON arguments to the bytes sent to the
 // server. Each argument is a JSON string (its UTF-8 bytes), an object
@@ -154,8 +162,9 @@ func ParseArgs(raw []json.RawMessage) ([][]byte, error) {
 	for i, r := range raw {
 		start := len(buf)
 		var reason string
-		if buf, reason = appendArg(buf, bytes.TrimSpace(r)); reason != "" {
-			return nil, &ArgError{Index: i, Reason: reason}
+		var member string
+		if buf, member, reason = appendArg(buf, bytes.TrimSpace(r)); reason != "" {
+			return nil, &ArgError{Index: i, Member: member, Reason: reason}
 		}
 		out[i] = buf[start:len(buf):len(buf)]
 	}
@@ -163,50 +172,56 @@ func ParseArgs(raw []json.RawMessage) ([][]byte, error) {
 }
 
 // appendArg appends the bytes of the JSON argument r to buf, or says why r
-// is refused.
-func appendArg(buf, r []byte) ([]byte, string) {
+// is refused (and which member of an object argument).
+func appendArg(buf, r []byte) ([]byte, string, string) {
 	if len(r) == 0 {
-		return buf, "empty JSON value"
+		return buf, "", "empty JSON value"
 	}
 	switch c := r[0]; {
 	case c == '"':
 		if s, ok := plainString(r); ok {
-			return append(buf, s...), ""
+			return append(buf, s...), "", ""
 		}
 		var s string
 		if err := json.Unmarshal(r, &s); err != nil {
-			return buf, "invalid JSON string: " + err.Error()
+			return buf, "", "invalid JSON string: " + err.Error()
 		}
-		return append(buf, s...), ""
+		return append(buf, s...), "", ""
 	case c == '{':
 		var obj map[string]json.RawMessage
 		if err := json.Unmarshal(r, &obj); err != nil {
-			return buf, "invalid JSON object: " + err.Error()
+			return buf, "", "invalid JSON object: " + err.Error()
+		}
+		if extra := slices.Sorted(maps.Keys(obj)); len(extra) > 0 && (extra[0] != "base64" || len(extra) > 1) {
+			if extra[0] == "base64" {
+				extra = extra[1:]
+			}
+			return buf, extra[0], `unexpected member: an object argument must be exactly {"base64": "..."}`
 		}
 		enc, ok := obj["base64"]
-		if !ok || len(obj) != 1 {
-			return buf, `an object argument must be exactly {"base64": "..."}`
+		if !ok {
+			return buf, "", `an object argument must be exactly {"base64": "..."}`
 		}
 		var s string
 		if err := json.Unmarshal(enc, &s); err != nil {
-			return buf, `"base64" must be a string`
+			return buf, "base64", `"base64" must be a string`
 		}
 		b, err := base64.StdEncoding.AppendDecode(buf, []byte(s))
 		if err != nil {
-			return buf, "invalid base64 (standard alphabet, padded): " + err.Error()
+			return buf, "", "invalid base64 (standard alphabet, padded): " + err.Error()
 		}
-		return b, ""
+		return b, "", ""
 	case c == '-' || (c >= '0' && c <= '9'):
 		if bytes.ContainsAny(r, ".eE") {
-			return buf, "a JSON number argument must be an integer; send " + string(r) + " as a decimal string"
+			return buf, "", "a JSON number argument must be an integer; send " + string(r) + " as a decimal string"
 		}
 		n, err := strconv.ParseInt(string(r), 10, 64)
 		if err != nil || n > MaxSafeInteger || n < -MaxSafeInteger {
-			return buf, "integer outside ±9007199254740991 (JSON readers may round it); send it as a decimal string"
+			return buf, "", "integer outside ±9007199254740991 (JSON readers may round it); send it as a decimal string"
 		}
-		return strconv.AppendInt(buf, n, 10), ""
+		return strconv.AppendInt(buf, n, 10), "", ""
 	}
-	return buf, `want a string, {"base64": "..."} or an integer, got ` + jsonType(r[0])
+	return buf, "", `want a string, {"base64": "..."} or an integer, got ` + jsonType(r[0])
 }
 
 // plainString returns the content of the JSON string r when it has no

@@ -3,6 +3,7 @@ package resp
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -79,26 +80,30 @@ func TestParseArgs(t *testing.T) {
 			t.Errorf("arg %d = %q, want %q", i, got[i], want[i])
 		}
 	}
-	for _, tc := range []struct{ arg, reason string }{
-		{`9007199254740992`, "decimal string"},
-		{`-9007199254740992`, "decimal string"},
-		{`99999999999999999999999`, "decimal string"},
-		{`1.5`, "decimal string"},
-		{`1e3`, "decimal string"},
-		{`true`, "got a boolean"},
-		{`null`, "got null"},
-		{`["a"]`, "got an array"},
-		{`{"base64":"AP8"}`, "invalid base64"},
-		{`{"base64":1}`, `"base64" must be a string`},
-		{`{"base64":"","x":1}`, `exactly {"base64"`},
-		{`{"b64":""}`, `exactly {"base64"`},
-		{``, "empty"},
+	for _, tc := range []struct{ arg, reason, member string }{
+		{`9007199254740992`, "decimal string", ""},
+		{`-9007199254740992`, "decimal string", ""},
+		{`99999999999999999999999`, "decimal string", ""},
+		{`1.5`, "decimal string", ""},
+		{`1e3`, "decimal string", ""},
+		{`true`, "got a boolean", ""},
+		{`null`, "got null", ""},
+		{`["a"]`, "got an array", ""},
+		{`{"base64":"AP8"}`, "invalid base64", ""},
+		{`{"base64":1}`, `"base64" must be a string`, "base64"},
+		{`{"base64":"","x":1}`, `exactly {"base64"`, "x"},
+		{`{"b64":""}`, `exactly {"base64"`, "b64"},
+		{``, "empty", ""},
 	} {
 		_, err := ParseArgs(raw(`"GET"`, tc.arg))
 		var ae *ArgError
-		if !errors.As(err, &ae) || ae.Index != 1 || !strings.Contains(ae.Reason, tc.reason) {
-			t.Errorf("%s: err = %v, want *ArgError at 1 containing %q", tc.arg, err, tc.reason)
-		} else if !strings.HasPrefix(err.Error(), "argument 1: ") {
+		prefix := "argument 1: "
+		if tc.member != "" {
+			prefix = fmt.Sprintf("argument 1, member %q: ", tc.member)
+		}
+		if !errors.As(err, &ae) || ae.Index != 1 || ae.Member != tc.member || !strings.Contains(ae.Reason, tc.reason) {
+			t.Errorf("%s: err = %v, want *ArgError at 1 (member %q) containing %q", tc.arg, err, tc.member, tc.reason)
+		} else if !strings.HasPrefix(err.Error(), prefix) {
 			t.Errorf("%s: message %q", tc.arg, err)
 		}
 	}

@@ -12,16 +12,91 @@ import (
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
 	"github.com/mcpkit/mcpkit/pkg/resp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	segjson "github.com/segmentio/encoding/json"
 )
 
-// ExecuteArgs are execute's arguments.
+// ExecuteArgs are execute's arguments. They decode themselves
+// ([mcpcore.ArgumentsDecoder]): a batch of thousands of arguments is
+// checked and parsed in one pass, where the host's generic path would
+// build, validate and decode a tree of them first.
 type ExecuteArgs struct {
 	// Commands are run in order, each an array of arguments: UTF-8
 	// strings, safe JSON integers, or {"base64": "..."} for bytes.
-	Commands [][]json.RawMessage `json:"commands"`
+	Commands Commands `json:"commands"`
 	// Session is a handle from the session tool's open action; empty (or
 	// "default") is the caller's default session.
 	Session string `json:"session,omitempty"`
+}
+
+// Commands is a batch, parsed: each command's arguments as the bytes
+// sent (see [resp.ParseArgs] for their JSON forms).
+type Commands [][][]byte
+
+// DecodeArguments implements [mcpcore.ArgumentsDecoder]: it refuses what
+// execute's input schema refuses, with the argument's path, and more (see
+// [resp.ParseArgs]: fractions and unsafe integers).
+func (a *ExecuteArgs) DecodeArguments(raw json.RawMessage) error {
+	var w struct {
+		Commands json.RawMessage `json:"commands"`
+		Session  json.RawMessage `json:"session"`
+	}
+	if err := mcpcore.StrictDecode(raw, &w); err != nil {
+		return err
+	}
+	if w.Session != nil {
+		if w.Session[0] != '"' {
+			return &mcpcore.ParamError{Path: "/session", Reason: "got " + jsonTypeOf(w.Session) + ", want string"}
+		}
+		if err := json.Unmarshal(w.Session, &a.Session); err != nil {
+			return &mcpcore.ParamError{Path: "/session", Reason: err.Error()}
+		}
+	}
+	if w.Commands == nil {
+		return &mcpcore.ParamError{Path: "/commands", Reason: "missing required argument"}
+	}
+	cmds, err := splitArray(w.Commands, "/commands")
+	if err != nil {
+		return err
+	}
+	batch := make([][]json.RawMessage, len(cmds))
+	for i, c := range cmds {
+		if batch[i], err = splitArray(c, "/commands/"+strconv.Itoa(i)); err != nil {
+			return err
+		}
+	}
+	a.Commands, err = parseCommands(batch)
+	return err
+}
+
+// splitArray returns the elements of the JSON array raw, at path.
+func splitArray(raw json.RawMessage, path string) ([]json.RawMessage, error) {
+	if len(raw) == 0 || raw[0] != '[' {
+		return nil, &mcpcore.ParamError{Path: path, Reason: "got " + jsonTypeOf(raw) + ", want array"}
+	}
+	var elems []json.RawMessage
+	if err := segjson.Unmarshal(raw, &elems); err != nil {
+		return nil, &mcpcore.ParamError{Path: path, Reason: err.Error()}
+	}
+	return elems, nil
+}
+
+// jsonTypeOf names the JSON type of the valid JSON value v.
+func jsonTypeOf(v json.RawMessage) string {
+	switch {
+	case len(v) == 0:
+		return "nothing"
+	case v[0] == '"':
+		return "string"
+	case v[0] == '{':
+		return "object"
+	case v[0] == '[':
+		return "array"
+	case v[0] == 't' || v[0] == 'f':
+		return "boolean"
+	case v[0] == 'n':
+		return "null"
+	}
+	return "number"
 }
 
 // Outcomes of an execute call.
@@ -137,8 +212,13 @@ func schemaFor[In any](commandsDesc string) (*jsonschema.Schema, error) {
 	return s, nil
 }
 
+// executeSchema is execute's input schema.
+func executeSchema() (*jsonschema.Schema, error) {
+	return schemaFor[ExecuteArgs]("the commands to run in order, e.g. [[\"SET\",\"k\",\"v\"],[\"GET\",\"k\"]]")
+}
+
 func (p *Plugin) addExecute() error {
-	schema, err := schemaFor[ExecuteArgs]("the commands to run in order, e.g. [[\"SET\",\"k\",\"v\"],[\"GET\",\"k\"]]")
+	schema, err := executeSchema()
 	if err != nil {
 		return fmt.Errorf("execute schema: %w", err)
 	}
@@ -154,22 +234,14 @@ func (p *Plugin) addExecute() error {
 
 // batch is a validated batch: every command parsed and sized, nothing sent.
 type batch struct {
-	cmds  [][][]byte
+	cmds  Commands
 	bytes int64
 }
 
-// parseBatch checks a batch against the limits and parses its arguments
-// before anything is sent. refuse rejects the commands with unusual reply
-// shapes (execute); send lets them through.
-func (p *Plugin) parseBatch(raw [][]json.RawMessage, refuse bool) (*batch, error) {
-	maxCmds, maxCmd, maxBatch := p.host.Limit(LimitBatchCommands), p.host.Limit(LimitCommandBytes), p.host.Limit(LimitBatchBytes)
-	if len(raw) == 0 {
-		return nil, &mcpcore.ParamError{Path: "/commands", Reason: "no command given"}
-	}
-	if int64(len(raw)) > maxCmds {
-		return nil, &mcpcore.LimitError{Limit: LimitBatchCommands, Max: maxCmds, Actual: int64(len(raw)), Detail: "nothing was sent; split the batch"}
-	}
-	b := &batch{cmds: make([][][]byte, len(raw))}
+// parseCommands parses each command's JSON arguments (see
+// [resp.ParseArgs]); a refused one is a [*mcpcore.ParamError] with its path.
+func parseCommands(raw [][]json.RawMessage) (Commands, error) {
+	cmds := make(Commands, len(raw))
 	for i, c := range raw {
 		if len(c) == 0 {
 			return nil, &mcpcore.ParamError{Path: fmt.Sprintf("/commands/%d", i), Reason: "a command needs at least its name"}
@@ -178,10 +250,32 @@ func (p *Plugin) parseBatch(raw [][]json.RawMessage, refuse bool) (*batch, error
 		if err != nil {
 			var ae *resp.ArgError
 			if errors.As(err, &ae) {
-				return nil, &mcpcore.ParamError{Path: fmt.Sprintf("/commands/%d/%d", i, ae.Index), Reason: ae.Reason}
+				path := fmt.Sprintf("/commands/%d/%d", i, ae.Index)
+				if ae.Member != "" {
+					path += "/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(ae.Member)
+				}
+				return nil, &mcpcore.ParamError{Path: path, Reason: ae.Reason}
 			}
 			return nil, &mcpcore.ParamError{Path: fmt.Sprintf("/commands/%d", i), Reason: err.Error()}
 		}
+		cmds[i] = args
+	}
+	return cmds, nil
+}
+
+// checkBatch checks parsed commands against the limits before anything is
+// sent. refuse rejects the commands with unusual reply shapes (execute);
+// send lets them through.
+func (p *Plugin) checkBatch(cmds Commands, refuse bool) (*batch, error) {
+	maxCmds, maxCmd, maxBatch := p.host.Limit(LimitBatchCommands), p.host.Limit(LimitCommandBytes), p.host.Limit(LimitBatchBytes)
+	if len(cmds) == 0 {
+		return nil, &mcpcore.ParamError{Path: "/commands", Reason: "no command given"}
+	}
+	if int64(len(cmds)) > maxCmds {
+		return nil, &mcpcore.LimitError{Limit: LimitBatchCommands, Max: maxCmds, Actual: int64(len(cmds)), Detail: "nothing was sent; split the batch"}
+	}
+	b := &batch{cmds: cmds}
+	for i, args := range cmds {
 		if refuse {
 			if name := refusedName(args); name != "" {
 				return nil, mcpcore.Errorf(KindRefused, "command %d (%s) has no ordinary one-reply shape, so execute does not run it; nothing was sent: open a session with %s and use its send and receive actions",
@@ -193,7 +287,6 @@ func (p *Plugin) parseBatch(raw [][]json.RawMessage, refuse bool) (*batch, error
 			return nil, &mcpcore.LimitError{Limit: LimitCommandBytes, Max: maxCmd, Actual: size, Detail: fmt.Sprintf("command %d; nothing was sent", i)}
 		}
 		b.bytes += size
-		b.cmds[i] = args
 	}
 	if b.bytes > maxBatch {
 		return nil, &mcpcore.LimitError{Limit: LimitBatchBytes, Max: maxBatch, Actual: b.bytes, Detail: "nothing was sent; split the batch"}
@@ -202,7 +295,7 @@ func (p *Plugin) parseBatch(raw [][]json.RawMessage, refuse bool) (*batch, error
 }
 
 func (p *Plugin) execute(ctx context.Context, req *mcp.CallToolRequest, in ExecuteArgs) (any, error) {
-	b, err := p.parseBatch(in.Commands, true)
+	b, err := p.checkBatch(in.Commands, true)
 	if err != nil {
 		return nil, err
 	}

@@ -3,8 +3,12 @@ package resp
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"testing"
 
+	"github.com/mcpkit/mcpkit/pkg/mcpcore"
+	"github.com/mcpkit/mcpkit/pkg/mcpcore/mcptest"
 	"github.com/mcpkit/mcpkit/pkg/resp"
 )
 
@@ -27,4 +31,78 @@ func TestExecuteReplyJSON(t *testing.T) {
 			t.Fatalf("MarshalJSON:\n%s\nencoding/json:\n%s", got, want)
 		}
 	}
+}
+
+// executeArgInputs are execute arguments on both sides of the schema.
+var executeArgInputs = []string{
+	`{"commands":[["SET","k","v"],["GET","k"]]}`,
+	`{"commands":[["SET","k",{"base64":"AP8="}],["INCRBY","n",-5]],"session":"s1"}`,
+	`{}`,
+	`{"commands":null}`,
+	`{"commands":{}}`,
+	`{"commands":"GET k"}`,
+	`{"commands":[]}`,
+	`{"commands":[[]]}`,
+	`{"commands":["GET"]}`,
+	`{"commands":[null]}`,
+	`{"commands":[["GET",null]]}`,
+	`{"commands":[["GET",true]]}`,
+	`{"commands":[["GET",["k"]]]}`,
+	`{"commands":[["GET",{}]]}`,
+	`{"commands":[["GET",{"base64":1}]]}`,
+	`{"commands":[["GET",{"base64":"","x":1}]]}`,
+	`{"commands":[["GET",1.5]]}`,
+	`{"commands":[["GET",1.0]]}`,
+	`{"commands":[["GET","k"]],"session":null}`,
+	`{"commands":[["GET","k"]],"session":7}`,
+	`{"commands":[["GET","k"]],"Session":"s"}`,
+	`{"commands":[["GET","k"]],"extra":1}`,
+	`{"Commands":[["GET","k"]]}`,
+}
+
+// TestExecuteArgsDecoder: execute's own decoder refuses what its schema
+// refuses, and decodes good arguments to the bytes sent.
+func TestExecuteArgsDecoder(t *testing.T) {
+	schema, err := executeSchema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	newArgs := func() mcpcore.ArgumentsDecoder { return new(ExecuteArgs) }
+	mcptest.RefusesAsSchema(t, schema, newArgs, executeArgInputs...)
+	var a ExecuteArgs
+	if err := a.DecodeArguments(json.RawMessage(executeArgInputs[1])); err != nil {
+		t.Fatal(err)
+	}
+	want := Commands{{[]byte("SET"), []byte("k"), {0, 0xff}}, {[]byte("INCRBY"), []byte("n"), []byte("-5")}}
+	if a.Session != "s1" || fmt.Sprint(a.Commands) != fmt.Sprint(want) {
+		t.Errorf("decoded %q %v, want s1 %v", a.Session, a.Commands, want)
+	}
+	for in, path := range map[string]string{
+		`{"commands":{}}`:            "/commands",
+		`{}`:                         "/commands",
+		`{"commands":[["GET"],"x"]}`: "/commands/1",
+		`{"commands":[["GET",{"base64":"","x":1}]]}`: "/commands/0/1/x",
+		`{"commands":[["GET","k"]],"session":7}`:     "/session",
+		`{"commands":[["GET","k"]],"extra":1}`:       "/extra",
+	} {
+		var pe *mcpcore.ParamError
+		if err := new(ExecuteArgs).DecodeArguments(json.RawMessage(in)); !errors.As(err, &pe) || pe.Path != path {
+			t.Errorf("%s: %v, want a ParamError at %s", in, err, path)
+		}
+	}
+}
+
+// FuzzExecuteArgs: whatever the input, execute's decoder refuses what the
+// schema refuses.
+func FuzzExecuteArgs(f *testing.F) {
+	schema, err := executeSchema()
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, in := range executeArgInputs {
+		f.Add(in)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		mcptest.RefusesAsSchema(t, schema, func() mcpcore.ArgumentsDecoder { return new(ExecuteArgs) }, in)
+	})
 }

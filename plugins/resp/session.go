@@ -220,8 +220,11 @@ func (p *Plugin) send(ctx context.Context, sc scope, in SessionArgs) (any, error
 			return nil, &mcpcore.LimitError{Limit: LimitBatchBytes, Max: max, Actual: int64(len(data)), Detail: "nothing was sent"}
 		}
 	default:
-		var err error
-		if b, err = p.parseBatch(in.Commands, false); err != nil {
+		cmds, err := parseCommands(in.Commands)
+		if err != nil {
+			return nil, err
+		}
+		if b, err = p.checkBatch(cmds, false); err != nil {
 			return nil, err
 		}
 	}
