@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -159,5 +160,59 @@ func TestHTTPCancelledCallNotAnswered(t *testing.T) {
 	}
 	if resp, msgs := c.post(t, `{"jsonrpc":"2.0","id":"after","method":"ping"}`); resp.StatusCode != http.StatusOK || len(msgs) != 1 || member(t, msgs[0], "id") != `"after"` {
 		t.Fatalf("ping after the cancellations: HTTP %d %v", resp.StatusCode, msgs)
+	}
+}
+
+// TestToolResultWireInBothEras: a tool result the host serializes itself
+// carries what the SDK would write in each era: content and
+// structuredContent, plus resultType "complete" and the server's identity
+// in _meta for 2026-07-28 requests, and neither for legacy ones.
+func TestToolResultWireInBothEras(t *testing.T) {
+	t.Parallel()
+	hp := startHTTP(t, "--plugins", "diag")
+	legacy := &rawHTTP{hp: hp}
+	legacy.initialize(t, "0")
+	modern := &rawHTTP{hp: hp, era: modernEra}
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	call := `"name":"diag_echo","arguments":{"message":"<hi> & \"bye\""}`
+	for _, tc := range []struct {
+		era        string
+		c          *rawHTTP
+		params     string
+		resultType string
+		serverMeta bool
+	}{
+		{"legacy", legacy, "{" + call + "}", "", false},
+		{modernEra, modern, "{" + call + "," + meta + "}", `"complete"`, true},
+	} {
+		_, msgs := tc.c.post(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":`+tc.params+`}`, "Mcp-Method", "tools/call", "Mcp-Name", "diag_echo")
+		if len(msgs) != 1 {
+			t.Fatalf("%s: %q", tc.era, msgs)
+		}
+		result := member(t, msgs[0], "result")
+		var r struct {
+			Content []struct {
+				Type, Text string
+			} `json:"content"`
+			StructuredContent map[string]any `json:"structuredContent"`
+			IsError           bool           `json:"isError"`
+			Meta              map[string]any `json:"_meta"`
+		}
+		if err := json.Unmarshal([]byte(result), &r); err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Content) != 1 || r.Content[0].Type != "text" || r.IsError || r.StructuredContent["message"] != `<hi> & "bye"` {
+			t.Errorf("%s: %s", tc.era, result)
+		}
+		var again map[string]any
+		if err := json.Unmarshal([]byte(r.Content[0].Text), &again); err != nil || !reflect.DeepEqual(again, r.StructuredContent) {
+			t.Errorf("%s: the text is not the structured content's JSON: %s", tc.era, result)
+		}
+		if got := member(t, result, "resultType"); got != tc.resultType {
+			t.Errorf("%s: resultType %s, want %q", tc.era, got, tc.resultType)
+		}
+		if _, ok := r.Meta["io.modelcontextprotocol/serverInfo"]; ok != tc.serverMeta {
+			t.Errorf("%s: _meta %v, server identity wanted: %v", tc.era, r.Meta, tc.serverMeta)
+		}
 	}
 }

@@ -365,9 +365,8 @@ func TestServeHTTP(t *testing.T) {
 	done := make(chan int, 1)
 	go func() {
 		done <- Serve(ctx, ServeParams{
-			Options:    mcpcore.Options{Plugins: []string{"clitest"}, Logger: slog.New(logs)},
-			HTTPAddr:   "127.0.0.1:0",
-			Middleware: []mcp.Middleware{count},
+			Options:  mcpcore.Options{Plugins: []string{"clitest"}, Logger: slog.New(logs), Middleware: []mcp.Middleware{count}},
+			HTTPAddr: "127.0.0.1:0",
 		})
 	}()
 	var url string

@@ -16,7 +16,6 @@ import (
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore/httpserve"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore/stdio"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // ServeParams is what [Serve] serves. [Env.ServeParams] fills it from the
@@ -35,9 +34,6 @@ type ServeParams struct {
 	// to Stdout.
 	Stdin  io.Reader
 	Stdout io.Writer
-	// Middleware is added to the SDK server as receiving middleware before
-	// it serves (a request trace, metrics).
-	Middleware []mcp.Middleware
 }
 
 // Serve assembles the server of p.Options and serves it until ctx ends
@@ -94,7 +90,6 @@ func Serve(ctx context.Context, p ServeParams) int {
 	if len(srv.Info().Plugins) == 0 {
 		logger.Warn("no plugin selected: serving only " + mcpcore.InfoURI + "; choose plugins with --plugins or the config's \"enable\" (see 'mcpkit plugins')")
 	}
-	srv.MCP().AddReceivingMiddleware(p.Middleware...)
 	if web != nil {
 		return serveHTTP(ctx, srv, web, logger)
 	}

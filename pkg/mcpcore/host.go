@@ -35,6 +35,11 @@ type Options struct {
 	Transport string
 	// Logger receives the host's and plugins' logs; nil discards them.
 	Logger *slog.Logger
+	// Middleware is receiving middleware around every request (a request
+	// trace, metrics), the first outermost. A tools/call result it sees is
+	// the handler's *mcp.CallToolResult. (Middleware added to MCP() later
+	// wraps the host's result encoding and sees a type of its own.)
+	Middleware []mcp.Middleware
 }
 
 // Server is an assembled MCP server: the SDK server plus the host state
@@ -114,7 +119,11 @@ func NewServer(ctx context.Context, opts Options) (_ *Server, err error) {
 		HasResources: true,
 		HasPrompts:   true,
 	})
+	// Each call wraps the handler built so far: the host's session tracking
+	// innermost, the host's result encoding outermost.
 	s.mcp.AddReceivingMiddleware(s.trackSessions)
+	s.mcp.AddReceivingMiddleware(opts.Middleware...)
+	s.mcp.AddReceivingMiddleware(encodeToolResults)
 	defer func() {
 		if err != nil {
 			s.Close(context.WithoutCancel(ctx))

@@ -47,7 +47,7 @@ func runCommand(ctx context.Context, env *cli.Env) int {
 	}
 	p.Options.Plugins = []string{"diag"}
 	if on, _ := cli.FlagValue[bool](env.Flags, "trace"); on {
-		p.Middleware = append(p.Middleware, trace(env.Logger))
+		p.Options.Middleware = append(p.Options.Middleware, trace(env.Logger))
 	}
 	return cli.Serve(ctx, p)
 }

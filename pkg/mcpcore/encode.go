@@ -1,0 +1,111 @@
+package mcpcore
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// encodeToolResults is the outermost receiving middleware: it hands the
+// SDK a tools/call result that serializes itself in one pass (see
+// encodedResult), when the result is one the host builds: text content and
+// raw JSON structured content.
+func encodeToolResults(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if r, ok := res.(*mcp.CallToolResult); ok && err == nil && plainToolResult(r) {
+			return &encodedResult{r}, nil
+		}
+		return res, err
+	}
+}
+
+// plainToolResult reports whether r holds only what encodedResult writes
+// itself: text content without metadata or annotations, and structured
+// content that is already JSON; no input requests.
+func plainToolResult(r *mcp.CallToolResult) bool {
+	if r == nil || r.InputRequests != nil || r.RequestState != "" {
+		return false
+	}
+	if _, raw := r.StructuredContent.(json.RawMessage); r.StructuredContent != nil && !raw {
+		return false
+	}
+	for _, c := range r.Content {
+		if t, ok := c.(*mcp.TextContent); !ok || t.Meta != nil || t.Annotations != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// encodedResult is a tool result that serializes itself, for speed: the
+// SDK's own encoding validates and compacts the structured content, the
+// text content and the whole result once each at every level of
+// marshalling, which for a large result costs more than the call. Here the
+// text is escaped once, the structured content appended as it is (the host
+// validated it), and encoding/json compacts the whole once. The other
+// members (isError, resultType, ...) are the SDK's own encoding of them, and
+// _meta is read when the response is written, after the SDK has set it (the
+// server's identity, 2026-07-28).
+//
+// It embeds the result, so it is an [mcp.Result] with the result's
+// metadata. Receiving middleware in [Options.Middleware] runs inside this
+// and sees the *mcp.CallToolResult itself.
+type encodedResult struct {
+	*mcp.CallToolResult
+}
+
+// contentPrefix is how the SDK's encoding of a result without _meta
+// begins when its content is nil.
+const contentPrefix = `{"content":null`
+
+func (r *encodedResult) MarshalJSON() ([]byte, error) {
+	res := r.CallToolResult
+	rest := *res
+	rest.Meta, rest.Content, rest.StructuredContent = nil, nil, nil
+	tail, err := json.Marshal(&rest)
+	if err != nil {
+		return nil, err
+	}
+	tail, ok := bytes.CutPrefix(tail, []byte(contentPrefix))
+	if !ok {
+		return json.Marshal(res) // not the layout this was written for: let the SDK encode it all
+	}
+	texts := make([][]byte, len(res.Content))
+	size := len(tail) + 64
+	for i, c := range res.Content {
+		if texts[i], err = json.Marshal(c.(*mcp.TextContent).Text); err != nil {
+			return nil, err
+		}
+		size += len(texts[i]) + 32
+	}
+	structured, _ := res.StructuredContent.(json.RawMessage)
+	b := make([]byte, 0, size+len(structured))
+	b = append(b, '{')
+	if len(res.Meta) > 0 {
+		meta, err := json.Marshal(res.Meta)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, `"_meta":`...)
+		b = append(b, meta...)
+		b = append(b, ',')
+	}
+	b = append(b, `"content":[`...)
+	for i, text := range texts {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"type":"text","text":`...)
+		b = append(b, text...)
+		b = append(b, '}')
+	}
+	b = append(b, ']')
+	if structured != nil {
+		b = append(b, `,"structuredContent":`...)
+		b = append(b, structured...)
+	}
+	return append(b, tail...), nil
+}

@@ -1,0 +1,75 @@
+package mcpcore
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// sameJSON decodes a and b and reports whether they are the same JSON value.
+func sameJSON(t *testing.T, a, b []byte) bool {
+	t.Helper()
+	var va, vb any
+	if err := json.Unmarshal(a, &va); err != nil {
+		t.Fatalf("%s: %v", a, err)
+	}
+	if err := json.Unmarshal(b, &vb); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	return reflect.DeepEqual(va, vb)
+}
+
+// checkEncoded: the result encodes exactly as the SDK encodes it.
+func checkEncoded(t *testing.T, r *mcp.CallToolResult) {
+	t.Helper()
+	if !plainToolResult(r) {
+		t.Fatalf("%+v is not plain", r)
+	}
+	want, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := json.Marshal(&encodedResult{r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sameJSON(t, got, want) {
+		t.Errorf("encoded %s\nthe SDK: %s", got, want)
+	}
+}
+
+// TestEncodedResult: the host's encoding of a tool result is the SDK's,
+// with or without metadata, error flag, structured content, any number of
+// texts, and text that needs escaping.
+func TestEncodedResult(t *testing.T) {
+	for _, r := range []*mcp.CallToolResult{
+		{Content: []mcp.Content{}},
+		{Content: []mcp.Content{&mcp.TextContent{Text: `{"a":1}`}}, StructuredContent: json.RawMessage(`{"a":1}`)},
+		{Content: []mcp.Content{&mcp.TextContent{Text: "line\n\"quoted\" <b>&amp;</b> \u2028 é \x00\x1f"}}, IsError: true},
+		{Content: []mcp.Content{&mcp.TextContent{Text: ""}, &mcp.TextContent{Text: "two"}}, Meta: mcp.Meta{"k": []any{1.5, "v"}}},
+		{Content: []mcp.Content{&mcp.TextContent{Text: "x"}}, StructuredContent: json.RawMessage(` { "spaced" : [ 1 , 2 ] } `)},
+	} {
+		checkEncoded(t, r)
+	}
+	for _, r := range []*mcp.CallToolResult{
+		{Content: []mcp.Content{&mcp.ImageContent{Data: []byte{1}, MIMEType: "image/png"}}},
+		{Content: []mcp.Content{&mcp.TextContent{Text: "x", Annotations: &mcp.Annotations{Priority: 1}}}},
+		{Content: []mcp.Content{&mcp.TextContent{Text: "x"}}, StructuredContent: map[string]int{"a": 1}},
+		{RequestState: "s"},
+	} {
+		if plainToolResult(r) {
+			t.Errorf("%+v taken as plain: the host would drop what it does not write", r)
+		}
+	}
+}
+
+// FuzzEncodedResult: any text and error flag encode as the SDK encodes them.
+func FuzzEncodedResult(f *testing.F) {
+	f.Add("plain", false)
+	f.Add("\"\\\n\u2028<>&\xff", true)
+	f.Fuzz(func(t *testing.T, text string, isError bool) {
+		checkEncoded(t, &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, IsError: isError})
+	})
+}
