@@ -1,7 +1,9 @@
 package stdio
 
 import (
+	"bytes"
 	"encoding/json"
+	"strconv"
 
 	"github.com/mcpkit/mcpkit/pkg/mcpcore/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -72,4 +74,35 @@ func decodeMessage(msg []byte, owned bool) (jsonrpc.Message, bool) {
 		res.Error = w.Error
 	}
 	return res, true
+}
+
+// encodeMessage encodes msg as jsonrpc.EncodeMessage does. A successful
+// response is written around its result as it is: the SDK encoded the
+// result itself (jsonrpc2.NewResponse), so it is valid, compact JSON, and
+// EncodeMessage would only validate and compact it a second time, a pass
+// over every byte of a large result.
+func encodeMessage(msg jsonrpc.Message) ([]byte, error) {
+	res, ok := msg.(*jsonrpc.Response)
+	if !ok || res.Error != nil || len(res.Result) == 0 || !res.ID.IsValid() {
+		return jsonrpc.EncodeMessage(msg)
+	}
+	b := make([]byte, 0, len(res.Result)+64)
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	switch id := res.ID.Raw().(type) {
+	case int64:
+		b = strconv.AppendInt(b, id, 10)
+	case string:
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false) // as the SDK's encoder
+		if err := enc.Encode(id); err != nil {
+			return nil, err
+		}
+		b = append(b, bytes.TrimRight(buf.Bytes(), "\n")...)
+	default:
+		return jsonrpc.EncodeMessage(msg)
+	}
+	b = append(b, `,"result":`...)
+	b = append(b, res.Result...)
+	return append(b, '}'), nil
 }

@@ -3,6 +3,7 @@ package stdio
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"runtime"
@@ -136,4 +137,38 @@ func TestLargeFrameAllocations(t *testing.T) { // not parallel: it counts alloca
 	if n := after.TotalAlloc - before.TotalAlloc; n > 5*size/2 {
 		t.Errorf("reading a %d MiB frame allocated %.1f times its size", size>>20, float64(n)/size)
 	}
+}
+
+// FuzzEncodeMessage: encodeMessage writes what jsonrpc.EncodeMessage
+// writes, byte for byte, for responses with results as the SDK encodes
+// them (string and integer ids alike), errors and requests.
+func FuzzEncodeMessage(f *testing.F) {
+	f.Add(int64(1), "", `{"content":[]}`, false)
+	f.Add(int64(-7), "<a&b>\u2028\"", `{"s":"<\u003e"}`, false)
+	f.Add(int64(0), "x", `[1,2]`, true)
+	f.Fuzz(func(t *testing.T, n int64, s, result string, failed bool) {
+		var v any
+		if json.Unmarshal([]byte(result), &v) != nil {
+			return
+		}
+		raw, err := json.Marshal(v) // results are the SDK's encoding: valid and compact
+		if err != nil {
+			return
+		}
+		num, _ := jsonrpc.MakeID(float64(n))
+		str, _ := jsonrpc.MakeID(s)
+		for _, id := range []jsonrpc.ID{num, str} {
+			msgs := []jsonrpc.Message{&jsonrpc.Response{ID: id, Result: raw}, &jsonrpc.Request{ID: id, Method: "m", Params: raw}}
+			if failed {
+				msgs[0] = &jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: 1, Message: s}}
+			}
+			for _, msg := range msgs {
+				got, err := encodeMessage(msg)
+				want, werr := jsonrpc.EncodeMessage(msg)
+				if (err == nil) != (werr == nil) || !bytes.Equal(got, want) {
+					t.Fatalf("encodeMessage(%+v) = %s, %v; the SDK: %s, %v", msg, got, err, want, werr)
+				}
+			}
+		}
+	})
 }
