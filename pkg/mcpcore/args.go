@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
-	"github.com/mcpkit/mcpkit/pkg/mcpcore/internal/wire"
+	"github.com/mcpkit/mcpkit/pkg/jsonscan"
 	segjson "github.com/segmentio/encoding/json"
 )
 
@@ -118,8 +118,8 @@ func StrictDecode(raw json.RawMessage, v any) error {
 		return nil
 	}
 	if name, ok := unknownMember(err); ok {
-		for m := wire.NewMembers(raw); m.Next(); {
-			if wire.KeyIs(m.Key, name) {
+		for m := jsonscan.NewMembers(raw); m.Next(); {
+			if jsonscan.KeyIs(m.Key, name) {
 				return &ParamError{Path: "/" + pointerEscape(name), Reason: "unexpected argument (not in the tool's input schema)"}
 			}
 		}

@@ -9,10 +9,10 @@ import (
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/mcpkit/mcpkit/pkg/jsonscan"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
 	"github.com/mcpkit/mcpkit/pkg/resp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	segjson "github.com/segmentio/encoding/json"
 )
 
 // ExecuteArgs are execute's arguments. They decode themselves
@@ -68,14 +68,20 @@ func (a *ExecuteArgs) DecodeArguments(raw json.RawMessage) error {
 	return err
 }
 
-// splitArray returns the elements of the JSON array raw, at path.
+// splitArray returns the elements of the JSON array raw, at path, which
+// StrictDecode has validated: a scan finds them, aliasing raw (ParseArgs
+// copies what it keeps).
 func splitArray(raw json.RawMessage, path string) ([]json.RawMessage, error) {
 	if len(raw) == 0 || raw[0] != '[' {
 		return nil, &mcpcore.ParamError{Path: path, Reason: "got " + jsonTypeOf(raw) + ", want array"}
 	}
 	var elems []json.RawMessage
-	if err := segjson.Unmarshal(raw, &elems); err != nil {
-		return nil, &mcpcore.ParamError{Path: path, Reason: err.Error()}
+	e := jsonscan.NewElements(raw)
+	for e.Next() {
+		elems = append(elems, e.Value)
+	}
+	if e.End() < 0 {
+		return nil, &mcpcore.ParamError{Path: path, Reason: "not a JSON array"}
 	}
 	return elems, nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
+	"github.com/mcpkit/mcpkit/pkg/jsonscan"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore/internal/wire"
 )
 
@@ -208,7 +209,7 @@ func refuseLimit(w http.ResponseWriter, id jsonrpc.ID, err error, limit string, 
 // the whole body as one message (data after the first value included: the
 // SDK's decoder ignores it).
 func splitBody(body []byte) (msgs [][]byte, isBatch bool) {
-	if i := wire.SkipWS(body, 0); i < len(body) && body[i] == '[' {
+	if i := jsonscan.SkipWS(body, 0); i < len(body) && body[i] == '[' {
 		var raws []json.RawMessage
 		if json.NewDecoder(bytes.NewReader(body)).Decode(&raws) == nil {
 			msgs = make([][]byte, len(raws))

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"strconv"
 
-	"github.com/mcpkit/mcpkit/pkg/mcpcore/internal/wire"
+	"github.com/mcpkit/mcpkit/pkg/jsonscan"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	segjson "github.com/segmentio/encoding/json"
 )
@@ -41,7 +41,7 @@ type wireMessage struct {
 // for itself, were the two ever to differ: FuzzDecodeMessage checks they
 // do not).
 func decodeMessage(msg []byte, owned bool) (jsonrpc.Message, bool) {
-	if wire.Depth(msg) > sdkMaxDepth {
+	if jsonscan.Depth(msg) > sdkMaxDepth {
 		return nil, false
 	}
 	flags := segjson.DontMatchCaseInsensitiveStructFields
@@ -49,7 +49,7 @@ func decodeMessage(msg []byte, owned bool) (jsonrpc.Message, bool) {
 		flags |= segjson.ZeroCopy
 	}
 	var w wireMessage
-	if rest, err := segjson.Parse(msg, &w, flags); err != nil || wire.SkipWS(rest, 0) != len(rest) {
+	if rest, err := segjson.Parse(msg, &w, flags); err != nil || jsonscan.SkipWS(rest, 0) != len(rest) {
 		return nil, false
 	}
 	if w.VersionTag != "2.0" {

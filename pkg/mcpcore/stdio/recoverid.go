@@ -3,7 +3,7 @@ package stdio
 import (
 	"encoding/json"
 
-	"github.com/mcpkit/mcpkit/pkg/mcpcore/internal/wire"
+	"github.com/mcpkit/mcpkit/pkg/jsonscan"
 )
 
 // recoverID scans b, the start of a JSON object that may be truncated or
@@ -12,9 +12,9 @@ import (
 // wholly inside b, and nil otherwise (the caller then answers with a null
 // id). Memory use is bounded by len(b).
 func recoverID(b []byte) []byte {
-	m := wire.NewMembers(b)
+	m := jsonscan.NewMembers(b)
 	for m.Next() {
-		if wire.KeyIs(m.Key, "id") {
+		if jsonscan.KeyIs(m.Key, "id") {
 			return normalizeID(m.Value)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/mcpkit/mcpkit/pkg/jsonscan"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -476,14 +477,14 @@ func (c *conn) decode(line []byte) (jsonrpc.Message, bool) {
 
 // onlySpaceAfterObject reports whether line looks like one JSON object with
 // nothing but whitespace after it (the SDK's decoder itself ignores trailing
-// data). It matches brackets outside strings (see wire.SkipValue), which is
+// data). It matches brackets outside strings (see jsonscan.SkipValue), which is
 // much cheaper than a full validation; the decoder validates the object.
 func onlySpaceAfterObject(line []byte) bool {
 	if len(line) == 0 || line[0] != '{' {
 		return false
 	}
-	end := wire.SkipValue(line, 0)
-	return end > 0 && wire.SkipWS(line, end) == len(line)
+	end := jsonscan.SkipValue(line, 0)
+	return end > 0 && jsonscan.SkipWS(line, end) == len(line)
 }
 
 // rejectOversized answers a line longer than the cap.

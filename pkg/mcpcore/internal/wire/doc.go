@@ -13,10 +13,8 @@
 // notifications/cancelled, and Outbound tells the transport to drop their
 // responses: MCP says the receiver of a cancellation should not answer.
 //
-// The package also holds the small JSON scanner the transports use to look
-// at messages without decoding them ([Members], [SkipValue]): it matches
-// brackets outside strings and finds keys as the SDK's decoder does
-// (case-sensitively, escapes decoded, the last duplicate winning).
+// It looks at messages without decoding them, with package
+// [github.com/mcpkit/mcpkit/pkg/jsonscan].
 //
 // What it must not do: change any message it has no reason to (canonical
 // integer and string ids, notifications, responses to untranslated,

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/mcpkit/mcpkit/pkg/jsonscan"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -76,15 +77,15 @@ type message struct {
 // scanMessage finds the members of msg that Inbound needs. It reports false
 // when msg is not a complete JSON object as far as the scanner looks.
 func scanMessage(msg []byte) (message, bool) {
-	m := NewMembers(msg)
+	m := jsonscan.NewMembers(msg)
 	r := message{idAt: -1}
 	for m.Next() {
 		switch {
-		case KeyIs(m.Key, "id"):
+		case jsonscan.KeyIs(m.Key, "id"):
 			r.idAt, r.idEnd = m.ValueAt, m.ValueAt+len(m.Value)
-		case KeyIs(m.Key, "method"):
+		case jsonscan.KeyIs(m.Key, "method"):
 			r.method, r.hasMethod = m.Value, true
-		case KeyIs(m.Key, "params"):
+		case jsonscan.KeyIs(m.Key, "params"):
 			r.params, r.paramsAt = m.Value, m.ValueAt
 		}
 	}
@@ -170,11 +171,11 @@ func (t *Table) translate(msg []byte, start, end int) []byte {
 // cancel handles msg, a notifications/cancelled message scanned as m. It
 // marks nothing unless the SDK's decoder accepts the message it returns.
 func (t *Table) cancel(msg []byte, m message) []byte {
-	p := NewMembers(m.params)
+	p := jsonscan.NewMembers(m.params)
 	var rid []byte
 	at := -1
 	for p.Next() {
-		if KeyIs(p.Key, "requestId") {
+		if jsonscan.KeyIs(p.Key, "requestId") {
 			rid, at = p.Value, p.ValueAt
 		}
 	}
@@ -333,7 +334,7 @@ func (t *Table) Outbound(msg []byte) (out []byte, drop bool) {
 	if t.active.Load() == 0 {
 		return msg, false
 	}
-	m := NewMembers(msg)
+	m := jsonscan.NewMembers(msg)
 	var (
 		id                    []byte
 		idAt                  int
@@ -343,15 +344,15 @@ func (t *Table) Outbound(msg []byte) (out []byte, drop bool) {
 	)
 	for m.Next() {
 		switch {
-		case KeyIs(m.Key, "id"):
+		case jsonscan.KeyIs(m.Key, "id"):
 			id, idAt = m.Value, m.ValueAt
 			n, isToken = t.tokenNumber(id)
 			if !isToken && !t.marked(id, false) {
 				return msg, false // neither translated nor cancelled
 			}
-		case KeyIs(m.Key, "method"):
+		case jsonscan.KeyIs(m.Key, "method"):
 			hasMethod = true
-		case KeyIs(m.Key, "result"), KeyIs(m.Key, "error"):
+		case jsonscan.KeyIs(m.Key, "result"), jsonscan.KeyIs(m.Key, "error"):
 			isResponse = true
 		}
 	}
@@ -526,7 +527,7 @@ func finalID(id []byte) (num int64, str []byte, ok bool) {
 
 // isMethod reports whether v, a raw JSON value, is the string name.
 func isMethod(v []byte, name string) bool {
-	return len(v) > 0 && v[0] == '"' && KeyIs(v, name)
+	return len(v) > 0 && v[0] == '"' && jsonscan.KeyIs(v, name)
 }
 
 // splice returns a new slice: msg with msg[start:end] replaced by repl.

@@ -393,40 +393,6 @@ func TestConcurrentUse(t *testing.T) {
 	}
 }
 
-func TestMembers(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		in   string
-		keys string
-		end  int
-	}{
-		{`{}`, "", 2},
-		{` { } x`, "", 4},
-		{`{"a":1,"b":[1,{"c":"}"}],"d":"x\"y"}`, `"a" "b" "d"`, 36},
-		{`{"a":1`, "", -1}, // a number is whole only before a delimiter
-		{`{"a":"x"`, `"a"`, -1},
-		{`{"a":1,}`, `"a"`, -1},
-		{`{"a" 1}`, "", -1},
-		{`{"a":}`, "", -1},
-		{`[1]`, "", -1},
-		{``, "", -1},
-		{`{"a":"unterminated`, "", -1},
-	}
-	for _, tt := range tests {
-		m := NewMembers([]byte(tt.in))
-		var keys []string
-		for m.Next() {
-			keys = append(keys, string(m.Key))
-		}
-		if got := strings.Join(keys, " "); got != tt.keys || m.End() != tt.end {
-			t.Errorf("Members(%s): keys %s end %d, want %s end %d", tt.in, got, m.End(), tt.keys, tt.end)
-		}
-		if m.Next() {
-			t.Errorf("Members(%s): Next after the end", tt.in)
-		}
-	}
-}
-
 // BenchmarkRoundTrip measures Inbound on a request and Outbound on its
 // response, as a transport calls them.
 func BenchmarkRoundTrip(b *testing.B) {
@@ -454,26 +420,6 @@ func BenchmarkRoundTrip(b *testing.B) {
 				b.Fatalf("%d entries left", n)
 			}
 		})
-	}
-}
-
-func TestDepth(t *testing.T) {
-	t.Parallel()
-	for _, tt := range []struct {
-		in   string
-		want int
-	}{
-		{`1`, 0},
-		{`"[{"`, 0},
-		{`[1]`, 1},
-		{`{"a":[1,{"b":"]]]"}]}`, 3},
-		{`[[],[[]]]`, 3},
-		{`"unterminated [`, 0},
-		{`]]]`, 0},
-	} {
-		if got := Depth([]byte(tt.in)); got != tt.want {
-			t.Errorf("Depth(%s) = %d, want %d", tt.in, got, tt.want)
-		}
 	}
 }
 

@@ -1,4 +1,12 @@
-package wire
+// Package jsonscan walks JSON text without decoding it: the members of an
+// object ([Members]), the elements of an array ([Elements]), the end of a
+// value ([SkipValue]) and its nesting depth ([Depth]). It matches brackets
+// outside strings and does not validate, so it costs a fraction of a
+// decoder and allocates nothing; callers that need validity decode or
+// validate the text too (once), then walk it with this as often as they
+// like. Keys are compared as the SDK's decoder compares them
+// (case-sensitively, escapes decoded).
+package jsonscan
 
 import (
 	"bytes"
@@ -12,9 +20,9 @@ import (
 //
 // Typical use:
 //
-//	m := wire.NewMembers(b)
+//	m := jsonscan.NewMembers(b)
 //	for m.Next() {
-//		if wire.KeyIs(m.Key, "id") { ... m.Value ... }
+//		if jsonscan.KeyIs(m.Key, "id") { ... m.Value ... }
 //	}
 //	end := m.End()
 type Members struct {
@@ -224,3 +232,87 @@ func Depth(v []byte) int {
 	}
 	return deepest
 }
+
+// Elements walks the elements of the JSON array at the start of a byte
+// slice (after leading whitespace), as [Members] walks an object's
+// members.
+//
+// Typical use:
+//
+//	e := jsonscan.NewElements(b)
+//	for e.Next() {
+//		... e.Value ...
+//	}
+//	end := e.End()
+type Elements struct {
+	b   []byte
+	i   int
+	end int
+	st  uint8
+
+	// Value is the current element as raw JSON.
+	Value []byte
+}
+
+// NewElements returns an Elements positioned before the first element of
+// the array in b.
+func NewElements(b []byte) Elements {
+	return Elements{b: b, end: -1}
+}
+
+// Next advances to the next element and reports whether there is one. It
+// reports false at the array's closing bracket, and also where b does not
+// continue as an array; End tells the two apart.
+func (e *Elements) Next() bool {
+	b, i := e.b, e.i
+	switch e.st {
+	case stDone:
+		return false
+	case stStart:
+		i = SkipWS(b, 0)
+		if i >= len(b) || b[i] != '[' {
+			return e.fail()
+		}
+		i = SkipWS(b, i+1)
+		if i < len(b) && b[i] == ']' {
+			return e.close(i)
+		}
+	case stMember:
+		i = SkipWS(b, i)
+		if i >= len(b) {
+			return e.fail()
+		}
+		switch b[i] {
+		case ']':
+			return e.close(i)
+		case ',':
+			i = SkipWS(b, i+1)
+		default:
+			return e.fail()
+		}
+	}
+	if i >= len(b) {
+		return e.fail()
+	}
+	end := SkipValue(b, i)
+	if end <= i {
+		return e.fail()
+	}
+	e.Value, e.i, e.st = b[i:end], end, stMember
+	return true
+}
+
+func (e *Elements) fail() bool {
+	e.st, e.Value = stDone, nil
+	return false
+}
+
+func (e *Elements) close(i int) bool {
+	e.end = i + 1
+	return e.fail()
+}
+
+// End returns, once Next has reported false, the index just after the
+// array's closing bracket, or -1 if the slice does not hold the whole
+// array.
+func (e *Elements) End() int { return e.end }

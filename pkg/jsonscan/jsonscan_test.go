@@ -1,0 +1,93 @@
+package jsonscan
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestMembers(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		in   string
+		keys string
+		end  int
+	}{
+		{`{}`, "", 2},
+		{` { } x`, "", 4},
+		{`{"a":1,"b":[1,{"c":"}"}],"d":"x\"y"}`, `"a" "b" "d"`, 36},
+		{`{"a":1`, "", -1}, // a number is whole only before a delimiter
+		{`{"a":"x"`, `"a"`, -1},
+		{`{"a":1,}`, `"a"`, -1},
+		{`{"a" 1}`, "", -1},
+		{`{"a":}`, "", -1},
+		{`[1]`, "", -1},
+		{``, "", -1},
+		{`{"a":"unterminated`, "", -1},
+	}
+	for _, tt := range tests {
+		m := NewMembers([]byte(tt.in))
+		var keys []string
+		for m.Next() {
+			keys = append(keys, string(m.Key))
+		}
+		if got := strings.Join(keys, " "); got != tt.keys || m.End() != tt.end {
+			t.Errorf("Members(%s): keys %s end %d, want %s end %d", tt.in, got, m.End(), tt.keys, tt.end)
+		}
+		if m.Next() {
+			t.Errorf("Members(%s): Next after the end", tt.in)
+		}
+	}
+}
+
+func TestDepth(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		in   string
+		want int
+	}{
+		{`1`, 0},
+		{`"[{"`, 0},
+		{`[1]`, 1},
+		{`{"a":[1,{"b":"]]]"}]}`, 3},
+		{`[[],[[]]]`, 3},
+		{`"unterminated [`, 0},
+		{`]]]`, 0},
+	} {
+		if got := Depth([]byte(tt.in)); got != tt.want {
+			t.Errorf("Depth(%s) = %d, want %d", tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestElements: elements are found whole, nested brackets and strings
+// included, and End tells a closed array from a truncated or malformed one.
+func TestElements(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		in    string
+		elems string
+		end   int
+	}{
+		{`[]`, "", 2},
+		{` [ ] x`, "", 4},
+		{`["a",1, {"b":"]"} ,[2,[3]],"c\"]",null]`, `"a"|1|{"b":"]"}|[2,[3]]|"c\"]"|null`, 39},
+		{`[1`, "", -1}, // a number is whole only before a delimiter
+		{`["a"`, `"a"`, -1},
+		{`[1,]`, "1", -1},
+		{`[1 2]`, "1", -1},
+		{`{"a":1}`, "", -1},
+		{``, "", -1},
+	} {
+		e := NewElements([]byte(tt.in))
+		var elems []string
+		for e.Next() {
+			elems = append(elems, string(e.Value))
+		}
+		if got := strings.Join(elems, "|"); got != tt.elems || e.End() != tt.end {
+			t.Errorf("Elements(%s): %s end %d, want %s end %d", tt.in, got, e.End(), tt.elems, tt.end)
+		}
+		if e.Next() {
+			t.Errorf("Elements(%s): Next after the end", tt.in)
+		}
+	}
+}
