@@ -161,14 +161,25 @@ func ParseArgs(raw []json.RawMessage) ([][]byte, error) {
 	buf := make([]byte, 0, size)
 	for i, r := range raw {
 		start := len(buf)
-		var reason string
-		var member string
-		if buf, member, reason = appendArg(buf, bytes.TrimSpace(r)); reason != "" {
-			return nil, &ArgError{Index: i, Member: member, Reason: reason}
+		var ae *ArgError
+		if buf, ae = AppendArg(buf, r); ae != nil {
+			ae.Index = i
+			return nil, ae
 		}
 		out[i] = buf[start:len(buf):len(buf)]
 	}
 	return out, nil
+}
+
+// AppendArg appends the bytes of one JSON argument (as [ParseArgs] takes
+// it) to dst, or says why it is refused; the error's Index is 0, for the
+// caller, who knows the argument's position, to set.
+func AppendArg(dst []byte, arg json.RawMessage) ([]byte, *ArgError) {
+	b, member, reason := appendArg(dst, bytes.TrimSpace(arg))
+	if reason != "" {
+		return dst, &ArgError{Member: member, Reason: reason}
+	}
+	return b, nil
 }
 
 // appendArg appends the bytes of the JSON argument r to buf, or says why r

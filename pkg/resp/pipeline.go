@@ -77,6 +77,7 @@ func (c *Conn) Pipeline(ctx context.Context, cmds [][][]byte, opts PipelineOptio
 	} else {
 		go write()
 	}
+	res.Replies = make([]Value, 0, len(cmds))
 	var spent int64 // decoded size read so far
 	for len(res.Replies) < len(cmds) {
 		var limit int64

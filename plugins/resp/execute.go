@@ -54,36 +54,48 @@ func (a *ExecuteArgs) DecodeArguments(raw json.RawMessage) error {
 	if w.Commands == nil {
 		return &mcpcore.ParamError{Path: "/commands", Reason: "missing required argument"}
 	}
-	cmds, err := splitArray(w.Commands, "/commands")
-	if err != nil {
-		return err
-	}
-	batch := make([][]json.RawMessage, len(cmds))
-	for i, c := range cmds {
-		if batch[i], err = splitArray(c, "/commands/"+strconv.Itoa(i)); err != nil {
-			return err
-		}
-	}
-	a.Commands, err = parseCommands(batch)
+	var err error
+	a.Commands, err = decodeCommands(w.Commands)
 	return err
 }
 
-// splitArray returns the elements of the JSON array raw, at path, which
-// StrictDecode has validated: a scan finds them, aliasing raw (ParseArgs
-// copies what it keeps).
-func splitArray(raw json.RawMessage, path string) ([]json.RawMessage, error) {
-	if len(raw) == 0 || raw[0] != '[' {
-		return nil, &mcpcore.ParamError{Path: path, Reason: "got " + jsonTypeOf(raw) + ", want array"}
+// decodeCommands parses a batch's JSON, which StrictDecode has validated.
+// A first scan sizes it, so that three allocations hold it all: the
+// commands, their arguments, and the arguments' bytes.
+func decodeCommands(raw json.RawMessage) (Commands, error) {
+	if raw[0] != '[' {
+		return nil, &mcpcore.ParamError{Path: "/commands", Reason: "got " + jsonTypeOf(raw) + ", want array"}
 	}
-	var elems []json.RawMessage
-	e := jsonscan.NewElements(raw)
-	for e.Next() {
-		elems = append(elems, e.Value)
+	var ncmds, nargs int
+	for cmds := jsonscan.NewElements(raw); cmds.Next(); ncmds++ {
+		if cmds.Value[0] != '[' {
+			return nil, &mcpcore.ParamError{Path: fmt.Sprintf("/commands/%d", ncmds), Reason: "got " + jsonTypeOf(cmds.Value) + ", want array"}
+		}
+		n := 0
+		for args := jsonscan.NewElements(cmds.Value); args.Next(); n++ {
+		}
+		if n == 0 {
+			return nil, &mcpcore.ParamError{Path: fmt.Sprintf("/commands/%d", ncmds), Reason: "a command needs at least its name"}
+		}
+		nargs += n
 	}
-	if e.End() < 0 {
-		return nil, &mcpcore.ParamError{Path: path, Reason: "not a JSON array"}
+	out, args, buf := make(Commands, 0, ncmds), make([][]byte, 0, nargs), make([]byte, 0, len(raw))
+	i := 0
+	for cmds := jsonscan.NewElements(raw); cmds.Next(); i++ {
+		first := len(args)
+		j := 0
+		for e := jsonscan.NewElements(cmds.Value); e.Next(); j++ {
+			start := len(buf)
+			var ae *resp.ArgError
+			if buf, ae = resp.AppendArg(buf, e.Value); ae != nil {
+				ae.Index = j
+				return nil, argParamError(i, ae)
+			}
+			args = append(args, buf[start:len(buf):len(buf)])
+		}
+		out = append(out, args[first:len(args):len(args)])
 	}
-	return elems, nil
+	return out, nil
 }
 
 // jsonTypeOf names the JSON type of the valid JSON value v.
@@ -256,17 +268,22 @@ func parseCommands(raw [][]json.RawMessage) (Commands, error) {
 		if err != nil {
 			var ae *resp.ArgError
 			if errors.As(err, &ae) {
-				path := fmt.Sprintf("/commands/%d/%d", i, ae.Index)
-				if ae.Member != "" {
-					path += "/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(ae.Member)
-				}
-				return nil, &mcpcore.ParamError{Path: path, Reason: ae.Reason}
+				return nil, argParamError(i, ae)
 			}
 			return nil, &mcpcore.ParamError{Path: fmt.Sprintf("/commands/%d", i), Reason: err.Error()}
 		}
 		cmds[i] = args
 	}
 	return cmds, nil
+}
+
+// argParamError is the ParamError of command i's refused argument.
+func argParamError(i int, ae *resp.ArgError) *mcpcore.ParamError {
+	path := fmt.Sprintf("/commands/%d/%d", i, ae.Index)
+	if ae.Member != "" {
+		path += "/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(ae.Member)
+	}
+	return &mcpcore.ParamError{Path: path, Reason: ae.Reason}
 }
 
 // checkBatch checks parsed commands against the limits before anything is
