@@ -76,18 +76,18 @@ func decodeMessage(msg []byte, owned bool) (jsonrpc.Message, bool) {
 	return res, true
 }
 
-// encodeMessage encodes msg as jsonrpc.EncodeMessage does. A successful
-// response is written around its result as it is: the SDK encoded the
-// result itself (jsonrpc2.NewResponse), so it is valid, compact JSON, and
-// EncodeMessage would only validate and compact it a second time, a pass
-// over every byte of a large result.
-func encodeMessage(msg jsonrpc.Message) ([]byte, error) {
+// appendMessage appends msg to dst as jsonrpc.EncodeMessage encodes it. A
+// successful response is written around its result as it is: the SDK
+// encoded the result itself (jsonrpc2.NewResponse), so it is valid,
+// compact JSON, and EncodeMessage would only validate and compact it a
+// second time, a pass over every byte of a large result.
+func appendMessage(dst []byte, msg jsonrpc.Message) ([]byte, error) {
 	res, ok := msg.(*jsonrpc.Response)
 	if !ok || res.Error != nil || len(res.Result) == 0 || !res.ID.IsValid() {
-		return jsonrpc.EncodeMessage(msg)
+		data, err := jsonrpc.EncodeMessage(msg)
+		return append(dst, data...), err
 	}
-	b := make([]byte, 0, len(res.Result)+64)
-	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b := append(dst, `{"jsonrpc":"2.0","id":`...)
 	switch id := res.ID.Raw().(type) {
 	case int64:
 		b = strconv.AppendInt(b, id, 10)
@@ -96,11 +96,12 @@ func encodeMessage(msg jsonrpc.Message) ([]byte, error) {
 		enc := json.NewEncoder(&buf)
 		enc.SetEscapeHTML(false) // as the SDK's encoder
 		if err := enc.Encode(id); err != nil {
-			return nil, err
+			return dst, err
 		}
 		b = append(b, bytes.TrimRight(buf.Bytes(), "\n")...)
 	default:
-		return jsonrpc.EncodeMessage(msg)
+		data, err := jsonrpc.EncodeMessage(msg)
+		return append(dst, data...), err
 	}
 	b = append(b, `,"result":`...)
 	b = append(b, res.Result...)

@@ -41,6 +41,9 @@ const (
 	// keepAccBytes is the most a line-assembly buffer (acc) holds; it is
 	// kept between lines. The rest of a longer line goes to parts.
 	keepAccBytes = 1 << 20
+
+	// keepWriteBytes is the largest write buffer kept between messages.
+	keepWriteBytes = 1 << 20
 )
 
 // Options configures a Transport. A zero or negative limit means its default.
@@ -112,6 +115,7 @@ type conn struct {
 	readErr error           // set before readDone is closed
 
 	writeMu sync.Mutex // serializes writes to w
+	wbuf    []byte     // encodes the next message; under writeMu
 
 	ids *wire.Table // id translation and cancellations
 
@@ -203,7 +207,16 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	data, err := encodeMessage(msg)
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	select {
+	case <-c.closed:
+		return mcp.ErrConnectionClosed
+	default:
+	}
+	// Encoding under the lock lets one buffer serve every message: a
+	// response is mostly a copy of its encoded result.
+	data, err := appendMessage(c.wbuf[:0], msg)
 	if err != nil {
 		return fmt.Errorf("stdio: encoding message: %w", err)
 	}
@@ -212,15 +225,9 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		c.logger.Debug("stdio: dropped the response to a cancelled request")
 		return nil
 	}
-	// EncodeMessage trims the encoder's newline, so this append normally
-	// reuses the slice's spare capacity.
 	data = append(data, '\n')
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
-	select {
-	case <-c.closed:
-		return mcp.ErrConnectionClosed
-	default:
+	if cap(data) <= keepWriteBytes {
+		c.wbuf = data[:0]
 	}
 	if _, err := c.w.Write(data); err != nil {
 		return fmt.Errorf("stdio: writing message: %w", err)
