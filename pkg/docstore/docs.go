@@ -1,0 +1,367 @@
+package docstore
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"github.com/mcpkit/mcpkit/pkg/docstore/kv"
+)
+
+// Doc is a stored document: its id, its revision (store-wide and
+// increasing: every write of a document gives it a larger one) and its
+// value, a map.
+type Doc struct {
+	ID       Value
+	Revision uint64
+	Value    Value
+}
+
+// writer is one document write transaction on one collection.
+type writer struct {
+	tx   kv.Tx
+	col  *collection
+	docs kv.Bucket
+}
+
+// update runs fn in a write transaction on coll (created if absent);
+// concurrent calls are batched into one transaction (fn may run more than
+// once, so it only returns what it computes).
+func (s *Store) update(ctx context.Context, coll string, fn func(w *writer) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := s.ensureCollection(coll); err != nil {
+		return err
+	}
+	s.catMu.RLock()
+	defer s.catMu.RUnlock()
+	col, err := s.collectionOf(coll)
+	if err != nil {
+		return err // dropped meanwhile
+	}
+	return s.db.Batch(func(tx kv.Tx) error {
+		return fn(&writer{tx: tx, col: col, docs: tx.Bucket(docsBucket(coll))})
+	})
+}
+
+// get returns the document id, if any.
+func (w *writer) get(id Value) (Doc, bool, error) {
+	return getDoc(w.docs, w.col.Name, id)
+}
+
+func getDoc(docs kv.Bucket, coll string, id Value) (Doc, bool, error) {
+	b := docs.Get(AppendKey(nil, id))
+	if b == nil {
+		return Doc{}, false, nil
+	}
+	rev, v, err := decodeRecord(coll, id, b)
+	return Doc{ID: id, Revision: rev, Value: v}, err == nil, err
+}
+
+// put writes doc under id, replacing old (when exists), keeping every
+// index, and returns the stored document.
+func (w *writer) put(id, doc Value, old Doc, exists bool) (Doc, error) {
+	coll := w.col.Name
+	if err := checkDoc(coll, id, doc); err != nil {
+		return Doc{}, err
+	}
+	if err := w.col.Schema.validate(coll, id, doc); err != nil {
+		return Doc{}, err
+	}
+	idKey := AppendKey(nil, id)
+	var oldEntries [][]byte
+	if exists {
+		oldEntries = w.entries(idKey, old.Value)
+	}
+	newEntries := w.entries(idKey, doc)
+	for i, def := range w.col.Indexes {
+		if oldEntries != nil && bytes.Equal(oldEntries[i], newEntries[i]) {
+			continue
+		}
+		ib := w.tx.Bucket(indexBucket(coll, def.Name))
+		if oldEntries != nil {
+			if err := ib.Delete(oldEntries[i]); err != nil {
+				return Doc{}, err
+			}
+		}
+		if def.Unique {
+			if err := checkUnique(ib, coll, def, id, idKey, newEntries[i], doc); err != nil {
+				return Doc{}, err
+			}
+		}
+		if err := ib.Put(newEntries[i], nil); err != nil {
+			return Doc{}, err
+		}
+	}
+	rev, err := w.tx.Bucket([]byte(metaBucket)).NextSequence()
+	if err != nil {
+		return Doc{}, err
+	}
+	if err := w.docs.Put(idKey, record(rev, doc)); err != nil {
+		return Doc{}, err
+	}
+	return Doc{ID: id, Revision: rev, Value: doc}, nil
+}
+
+// entries returns doc's entry in each index of the collection.
+func (w *writer) entries(idKey []byte, doc Value) [][]byte {
+	out := make([][]byte, len(w.col.Indexes))
+	for i, def := range w.col.Indexes {
+		out[i] = append(indexKey(nil, def, doc), idKey...)
+	}
+	return out
+}
+
+// indexKey appends the key of doc's values for def's fields (a missing
+// field is null).
+func indexKey(dst []byte, def IndexDef, doc Value) []byte {
+	for _, f := range def.Fields {
+		v, _ := doc.Path(f)
+		dst = AppendKey(dst, v)
+	}
+	return dst
+}
+
+// checkUnique fails when another document holds entry's values in the
+// unique index ib. Documents with a null (or missing) value in any of the
+// index's fields are not compared.
+func checkUnique(ib kv.Bucket, coll string, def IndexDef, id Value, idKey, entry []byte, doc Value) error {
+	for _, f := range def.Fields {
+		if v, _ := doc.Path(f); v.IsNull() {
+			return nil
+		}
+	}
+	prefix := entry[:len(entry)-len(idKey)]
+	c := ib.Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		if !bytes.Equal(k[len(prefix):], idKey) {
+			other, _, _ := DecodeKey(k[len(prefix):])
+			return &Error{Code: CodeUniqueViolation, Collection: coll, ID: &id, Index: def.Name, Field: def.Fields[0],
+				Message: fmt.Sprintf("document %s in %q: index %q is unique and document %s already has the same %s",
+					idString(id), coll, def.Name, idString(other), fieldList(def.Fields))}
+		}
+	}
+	return nil
+}
+
+func fieldList(fields []string) string {
+	if len(fields) == 1 {
+		return "value of " + fields[0]
+	}
+	return fmt.Sprintf("values of %v", fields)
+}
+
+// remove deletes the document old and its index entries.
+func (w *writer) remove(old Doc) error {
+	idKey := AppendKey(nil, old.ID)
+	for i, e := range w.entries(idKey, old.Value) {
+		if err := w.tx.Bucket(indexBucket(w.col.Name, w.col.Indexes[i].Name)).Delete(e); err != nil {
+			return err
+		}
+	}
+	return w.docs.Delete(idKey)
+}
+
+// Put stores doc (a map) under id (an int or a text), inserting or
+// replacing it, and returns it with its new revision.
+func (s *Store) Put(ctx context.Context, coll string, id, doc Value) (Doc, error) {
+	if err := checkID(coll, id); err != nil {
+		return Doc{}, err
+	}
+	var out Doc
+	err := s.update(ctx, coll, func(w *writer) error {
+		old, exists, err := w.get(id)
+		if err != nil {
+			return err
+		}
+		out, err = w.put(id, doc, old, exists)
+		return err
+	})
+	return out, err
+}
+
+// PutMany stores many documents (ID and Value set) in one transaction:
+// all of them or, on the first error, none. It returns them with their
+// revisions, in order.
+func (s *Store) PutMany(ctx context.Context, coll string, docs []Doc) ([]Doc, error) {
+	for _, d := range docs {
+		if err := checkID(coll, d.ID); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]Doc, len(docs))
+	err := s.update(ctx, coll, func(w *writer) error {
+		for i, d := range docs {
+			old, exists, err := w.get(d.ID)
+			if err != nil {
+				return err
+			}
+			if out[i], err = w.put(d.ID, d.Value, old, exists); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Insert stores doc under a new int id, larger than every id Insert gave
+// before in coll (ids are never reused, even after a delete; an id taken
+// by Put is skipped).
+func (s *Store) Insert(ctx context.Context, coll string, doc Value) (Doc, error) {
+	var out Doc
+	err := s.update(ctx, coll, func(w *writer) error {
+		for {
+			n, err := w.docs.NextSequence()
+			if err != nil {
+				return err
+			}
+			id := Int(int64(n))
+			if w.docs.Get(AppendKey(nil, id)) != nil {
+				continue
+			}
+			out, err = w.put(id, doc, Doc{}, false)
+			return err
+		}
+	})
+	return out, err
+}
+
+// Get returns the document id of coll.
+func (s *Store) Get(ctx context.Context, coll string, id Value) (Doc, error) {
+	if err := checkID(coll, id); err != nil {
+		return Doc{}, err
+	}
+	var out Doc
+	err := s.view(ctx, coll, func(r *reader) error {
+		d, ok, err := getDoc(r.docs, coll, id)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return &Error{Code: CodeNotFound, Collection: coll, ID: &id, Message: fmt.Sprintf("no document %s in %q", idString(id), coll)}
+		}
+		out = d
+		return nil
+	})
+	return out, err
+}
+
+// Patch merges patch (a map) into the document id, as JSON Merge Patch
+// (RFC 7386) does: a field set to null is deleted, a map merges into a map
+// field recursively, any other value (arrays, vectors, bytes included)
+// replaces the field. The document must exist.
+func (s *Store) Patch(ctx context.Context, coll string, id, patch Value) (Doc, error) {
+	if err := checkID(coll, id); err != nil {
+		return Doc{}, err
+	}
+	if patch.Kind() != KindMap {
+		return Doc{}, &Error{Code: CodeInvalid, Collection: coll, ID: &id, Message: fmt.Sprintf("a patch is a map, not %s", patch.Kind())}
+	}
+	var out Doc
+	err := s.update(ctx, coll, func(w *writer) error {
+		old, exists, err := w.get(id)
+		if err != nil {
+			return err
+		}
+		if !exists {
+			return &Error{Code: CodeNotFound, Collection: coll, ID: &id, Message: fmt.Sprintf("no document %s in %q to patch", idString(id), coll)}
+		}
+		out, err = w.put(id, mergePatch(old.Value, patch), old, true)
+		return err
+	})
+	return out, err
+}
+
+// mergePatch applies patch to target as RFC 7386 says.
+func mergePatch(target, patch Value) Value {
+	fields, ok := patch.Fields()
+	if !ok {
+		return patch
+	}
+	if target.Kind() != KindMap {
+		target = Map()
+	}
+	for _, f := range fields {
+		if f.Value.IsNull() {
+			target = target.Without(f.Key)
+			continue
+		}
+		cur, _ := target.Get(f.Key)
+		target = target.With(f.Key, mergePatch(cur, f.Value))
+	}
+	return target
+}
+
+// Expect is compare_and_set's condition on the current document: its
+// revision, or its value. Exactly one is set.
+type Expect struct {
+	// Revision is the expected revision; 0 expects no document.
+	Revision *uint64
+	// Value is the expected value (Equal); Null expects no document.
+	Value *Value
+}
+
+// CompareAndSet stores doc under id if the current document meets expect,
+// and fails with a revision_mismatch *Error carrying the current revision
+// (and whether the document exists) otherwise.
+func (s *Store) CompareAndSet(ctx context.Context, coll string, id Value, expect Expect, doc Value) (Doc, error) {
+	if err := checkID(coll, id); err != nil {
+		return Doc{}, err
+	}
+	if (expect.Revision == nil) == (expect.Value == nil) {
+		return Doc{}, &Error{Code: CodeInvalid, Collection: coll, ID: &id, Message: "compare_and_set expects either a revision or a value, not both nor neither"}
+	}
+	var out Doc
+	err := s.update(ctx, coll, func(w *writer) error {
+		old, exists, err := w.get(id)
+		if err != nil {
+			return err
+		}
+		var ok bool
+		if expect.Revision != nil {
+			ok = (!exists && *expect.Revision == 0) || (exists && old.Revision == *expect.Revision)
+		} else {
+			ok = (!exists && expect.Value.IsNull()) || (exists && Equal(old.Value, *expect.Value))
+		}
+		if !ok {
+			state := "does not exist"
+			if exists {
+				state = fmt.Sprintf("is at revision %d", old.Revision)
+			}
+			return &Error{Code: CodeRevisionMismatch, Collection: coll, ID: &id, Revision: old.Revision, Exists: exists,
+				Message: fmt.Sprintf("document %s in %q %s, which is not what compare_and_set expected; nothing was written", idString(id), coll, state)}
+		}
+		out, err = w.put(id, doc, old, exists)
+		return err
+	})
+	return out, err
+}
+
+// Delete deletes the document id and reports whether it existed.
+func (s *Store) Delete(ctx context.Context, coll string, id Value) (bool, error) {
+	if err := checkID(coll, id); err != nil {
+		return false, err
+	}
+	s.catMu.RLock()
+	_, ok := s.cat[coll]
+	s.catMu.RUnlock()
+	if !ok {
+		return false, nil
+	}
+	var deleted bool
+	err := s.update(ctx, coll, func(w *writer) error {
+		old, exists, err := w.get(id)
+		if err != nil || !exists {
+			deleted = false
+			return err
+		}
+		deleted = true
+		return w.remove(old)
+	})
+	return deleted, err
+}

@@ -1,0 +1,527 @@
+package docstore
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/mcpkit/mcpkit/pkg/docstore/kv"
+)
+
+// reader is one read transaction on one collection.
+type reader struct {
+	tx   kv.Tx
+	col  *collection
+	docs kv.Bucket
+}
+
+// view runs fn in a read transaction on coll, which must exist.
+func (s *Store) view(ctx context.Context, coll string, fn func(r *reader) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.catMu.RLock()
+	defer s.catMu.RUnlock()
+	col, err := s.collectionOf(coll)
+	if err != nil {
+		return err
+	}
+	return s.db.View(func(tx kv.Tx) error {
+		return fn(&reader{tx: tx, col: col, docs: tx.Bucket(docsBucket(coll))})
+	})
+}
+
+// Plan says how a query found its documents.
+type Plan struct {
+	// Index is the secondary index used, or "" for a scan of the
+	// collection in id order.
+	Index string `json:"index,omitempty"`
+	// Ranges is how many key ranges of the index were read.
+	Ranges int `json:"ranges,omitempty"`
+	// Examined counts the documents read and tested against the filter.
+	Examined int `json:"examined"`
+}
+
+// Query selects documents of a collection for Page.
+type Query struct {
+	// Filter selects documents; nil selects all.
+	Filter *Filter
+	// OrderBy is "" (or "id") for id order, or a field that is the first
+	// field of an index, for that field's order (documents without it, or
+	// with null, first), then id order.
+	OrderBy string
+	// Desc reverses the order.
+	Desc bool
+	// Limit is the page size: 0 means DefaultLimit, more than MaxLimit is
+	// clamped to it.
+	Limit int
+	// Cursor continues after the page that returned it ("" starts).
+	Cursor string
+	// Select projects each document onto these dotted paths (none: whole).
+	Select []string
+}
+
+// PageResult is one page of documents.
+type PageResult struct {
+	Docs []Doc
+	// Next is the cursor of the next page, "" after the last.
+	Next string
+	Plan Plan
+}
+
+// clampLimit applies the default and the maximum to a limit.
+func clampLimit(n int) int {
+	switch {
+	case n <= 0:
+		return DefaultLimit
+	case n > MaxLimit:
+		return MaxLimit
+	}
+	return n
+}
+
+// keyRange is a range of keys [lo, hi) of an index (hi nil: to the end).
+type keyRange struct{ lo, hi []byte }
+
+// prefixEnd returns the first key after every key starting with p (nil:
+// none).
+func prefixEnd(p []byte) []byte {
+	end := bytes.Clone(p)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
+// eqBounds returns the smallest and largest values Compare-equal to v for
+// a filter's equality: an integral number equals both an int and a float.
+func eqBounds(v Value) (lo, hi Value) {
+	if i, ok := v.Int(); ok {
+		if f := float64(i); f >= -9.223372036854775808e18 && f < 9.223372036854775807e18 && int64(f) == i {
+			return v, Float(f)
+		}
+		return v, v
+	}
+	if f, ok := v.Float(); ok && f == math.Trunc(f) && f >= -9.223372036854775808e18 && f < 9.223372036854775807e18 {
+		return Int(int64(f)), v
+	}
+	return v, v
+}
+
+// inclusiveRange returns the key range of the values in [lo, hi] after
+// prefix.
+func inclusiveRange(prefix []byte, lo, hi Value) keyRange {
+	return keyRange{lo: AppendKey(bytes.Clone(prefix), lo), hi: prefixEnd(AppendKey(bytes.Clone(prefix), hi))}
+}
+
+// indexPlan is a way to read an index for a filter.
+type indexPlan struct {
+	def    IndexDef
+	ranges []keyRange
+	score  int // fields constrained: 2 per equality, 1 for a range or $in
+}
+
+// planIndex returns how def can narrow the documents that match cons.
+func planIndex(def IndexDef, cons map[string]Constraint) indexPlan {
+	p := indexPlan{def: def, ranges: []keyRange{{lo: nil, hi: nil}}}
+	var prefix []byte
+	for _, f := range def.Fields {
+		c, ok := cons[f]
+		if !ok {
+			break
+		}
+		if c.Eq != nil {
+			lo, hi := eqBounds(*c.Eq)
+			if Compare(lo, hi) == 0 && lo.Kind() == hi.Kind() {
+				prefix = AppendKey(prefix, lo)
+				p.score += 2
+				p.ranges = []keyRange{{lo: bytes.Clone(prefix), hi: prefixEnd(prefix)}}
+				continue
+			}
+			p.ranges = []keyRange{inclusiveRange(prefix, lo, hi)}
+			p.score += 2
+			return p
+		}
+		if len(c.In) > 0 {
+			vals := slices.Clone(c.In)
+			slices.SortFunc(vals, Compare)
+			p.ranges = p.ranges[:0]
+			for _, v := range vals {
+				lo, hi := eqBounds(v)
+				p.ranges = append(p.ranges, inclusiveRange(prefix, lo, hi))
+			}
+			p.score++
+			return p
+		}
+		if c.Lower != nil || c.Upper != nil {
+			r := keyRange{lo: bytes.Clone(prefix), hi: prefixEnd(prefix)}
+			if len(prefix) == 0 {
+				r.hi = nil
+			}
+			if c.Lower != nil {
+				k := AppendKey(bytes.Clone(prefix), c.Lower.Value)
+				if !c.Lower.Inclusive {
+					k = prefixEnd(k)
+				}
+				r.lo = k
+			}
+			if c.Upper != nil {
+				k := AppendKey(bytes.Clone(prefix), c.Upper.Value)
+				if c.Upper.Inclusive {
+					k = prefixEnd(k)
+				}
+				r.hi = k
+			}
+			p.ranges = []keyRange{r}
+			p.score++
+			return p
+		}
+		break
+	}
+	return p
+}
+
+// bestIndex returns the index plan that constrains the most fields, if any
+// constrains one.
+func (r *reader) bestIndex(f *Filter) (indexPlan, bool) {
+	if f == nil {
+		return indexPlan{}, false
+	}
+	cons := f.Conjuncts()
+	var best indexPlan
+	for _, def := range r.col.Indexes {
+		if p := planIndex(def, cons); p.score > best.score {
+			best = p
+		}
+	}
+	return best, best.score > 0
+}
+
+// scanRange calls fn with each key of b in r, in order (reversed when
+// desc), from after (exclusive, when set), until fn returns false.
+func scanRange(b kv.Bucket, r keyRange, after []byte, desc bool, fn func(k, v []byte) bool) {
+	c := b.Cursor()
+	if !desc {
+		lo := r.lo
+		if after != nil && (lo == nil || bytes.Compare(after, lo) >= 0) {
+			lo = prefixEnd(after) // keys are self-delimiting: nothing sorts between after and this
+			if lo == nil {
+				return
+			}
+		}
+		var k, v []byte
+		if lo == nil {
+			k, v = c.First()
+		} else {
+			k, v = c.Seek(lo)
+		}
+		for ; k != nil && (r.hi == nil || bytes.Compare(k, r.hi) < 0); k, v = c.Next() {
+			if !fn(k, v) {
+				return
+			}
+		}
+		return
+	}
+	hi := r.hi
+	if after != nil && (hi == nil || bytes.Compare(after, hi) < 0) {
+		hi = after
+	}
+	var k, v []byte
+	if hi == nil {
+		k, v = c.Last()
+	} else if k, v = c.Seek(hi); k == nil {
+		k, v = c.Last()
+	} else {
+		k, v = c.Prev()
+	}
+	for ; k != nil && (r.lo == nil || bytes.Compare(k, r.lo) >= 0); k, v = c.Prev() {
+		if !fn(k, v) {
+			return
+		}
+	}
+}
+
+// entryID returns the id key at the end of an index entry of def.
+func entryID(def IndexDef, entry []byte) ([]byte, error) {
+	vals, _, err := entryValues(def, entry)
+	return entry[len(vals):], err
+}
+
+// candidates returns the id keys, in id order, of the documents an index
+// plan selects (each once).
+func (r *reader) candidates(p indexPlan) ([][]byte, error) {
+	ib := r.tx.Bucket(indexBucket(r.col.Name, p.def.Name))
+	var ids [][]byte
+	var err error
+	for _, kr := range p.ranges {
+		scanRange(ib, kr, nil, false, func(k, _ []byte) bool {
+			var id []byte
+			if id, err = entryID(p.def, k); err != nil {
+				return false
+			}
+			ids = append(ids, bytes.Clone(id))
+			return true
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	slices.SortFunc(ids, bytes.Compare)
+	return slices.CompactFunc(ids, bytes.Equal), nil
+}
+
+// load decodes the document stored under the id key k.
+func (r *reader) load(k, v []byte) (Doc, error) {
+	id, _, err := DecodeKey(k)
+	if err != nil {
+		return Doc{}, fmt.Errorf("docstore: %q: corrupt id key: %w", r.col.Name, err)
+	}
+	rev, val, err := decodeRecord(r.col.Name, id, v)
+	return Doc{ID: id, Revision: rev, Value: val}, err
+}
+
+// matching calls fn with each document matching f, in id order (reversed
+// when desc) after the id key after, until fn returns false; it returns
+// the plan it used.
+func (r *reader) matching(f *Filter, after []byte, desc bool, fn func(k []byte, d Doc) bool) (Plan, error) {
+	var plan Plan
+	var err error
+	visit := func(k, v []byte) bool {
+		var d Doc
+		if d, err = r.load(k, v); err != nil {
+			return false
+		}
+		plan.Examined++
+		if f != nil && !f.Match(d.Value) {
+			return true
+		}
+		return fn(k, d)
+	}
+	if p, ok := r.bestIndex(f); ok {
+		plan.Index, plan.Ranges = p.def.Name, len(p.ranges)
+		ids, cerr := r.candidates(p)
+		if cerr != nil {
+			return plan, cerr
+		}
+		if desc {
+			slices.Reverse(ids)
+		}
+		for _, k := range ids {
+			if after != nil && (bytes.Compare(k, after) <= 0) != desc {
+				continue
+			}
+			v := r.docs.Get(k)
+			if v == nil {
+				return plan, fmt.Errorf("docstore: index %q of %q names a missing document", p.def.Name, r.col.Name)
+			}
+			if !visit(k, v) {
+				break
+			}
+		}
+		return plan, err
+	}
+	scanRange(r.docs, keyRange{}, after, desc, visit)
+	return plan, err
+}
+
+// Cursor layouts: 'd' continues id order after an id key; 'x' continues an
+// index's order after one of its entries.
+const (
+	cursorID    = 'd'
+	cursorIndex = 'x'
+)
+
+func encodeCursor(kind byte, desc bool, index string, key []byte) string {
+	b := []byte{kind, 0}
+	if desc {
+		b[1] = 1
+	}
+	b = append(append(append(b, index...), 0), key...)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// decodeCursor returns the key a cursor continues after, checking that it
+// belongs to the same order.
+func decodeCursor(coll, cursor string, kind byte, desc bool, index string) ([]byte, error) {
+	if cursor == "" {
+		return nil, nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(cursor)
+	bad := &Error{Code: CodeInvalid, Collection: coll, Field: "cursor", Message: "the cursor is not one this query returned (other order, direction or collection state); start again without it"}
+	if err != nil || len(b) < 3 || b[0] != kind || (b[1] == 1) != desc {
+		return nil, bad
+	}
+	name, key, ok := bytes.Cut(b[2:], []byte{0})
+	if !ok || string(name) != index || len(key) == 0 {
+		return nil, bad
+	}
+	return key, nil
+}
+
+// Page returns one page of the documents of coll that match q.
+func (s *Store) Page(ctx context.Context, coll string, q Query) (PageResult, error) {
+	var out PageResult
+	limit := clampLimit(q.Limit)
+	err := s.view(ctx, coll, func(r *reader) error {
+		out = PageResult{}
+		if q.OrderBy != "" && q.OrderBy != "id" {
+			return r.pageByIndex(q, limit, &out)
+		}
+		after, err := decodeCursor(coll, q.Cursor, cursorID, q.Desc, "")
+		if err != nil {
+			return err
+		}
+		var last []byte
+		out.Plan, err = r.matching(q.Filter, after, q.Desc, func(k []byte, d Doc) bool {
+			if len(out.Docs) == limit {
+				out.Next = encodeCursor(cursorID, q.Desc, "", last)
+				return false
+			}
+			out.Docs = append(out.Docs, project(d, q.Select))
+			last = bytes.Clone(k)
+			return true
+		})
+		return err
+	})
+	return out, err
+}
+
+// pageByIndex pages in the order of the index led by q.OrderBy.
+func (r *reader) pageByIndex(q Query, limit int, out *PageResult) error {
+	coll := r.col.Name
+	i := slices.IndexFunc(r.col.Indexes, func(d IndexDef) bool { return d.Fields[0] == q.OrderBy })
+	if i < 0 {
+		return &Error{Code: CodeInvalid, Collection: coll, Field: q.OrderBy,
+			Message: fmt.Sprintf("cannot order %q by %q: no index starts with that field (create one, or order by id)", coll, q.OrderBy)}
+	}
+	def := r.col.Indexes[i]
+	after, err := decodeCursor(coll, q.Cursor, cursorIndex, q.Desc, def.Name)
+	if err != nil {
+		return err
+	}
+	kr := keyRange{}
+	if q.Filter != nil {
+		if p := planIndex(IndexDef{Name: def.Name, Fields: def.Fields[:1]}, q.Filter.Conjuncts()); p.score > 0 && len(p.ranges) == 1 {
+			kr = p.ranges[0]
+			out.Plan.Ranges = 1
+		}
+	}
+	out.Plan.Index = def.Name
+	var last []byte
+	scanRange(r.tx.Bucket(indexBucket(coll, def.Name)), kr, after, q.Desc, func(k, _ []byte) bool {
+		var id []byte
+		if id, err = entryID(def, k); err != nil {
+			return false
+		}
+		v := r.docs.Get(id)
+		if v == nil {
+			err = fmt.Errorf("docstore: index %q of %q names a missing document", def.Name, coll)
+			return false
+		}
+		var d Doc
+		if d, err = r.load(id, v); err != nil {
+			return false
+		}
+		out.Plan.Examined++
+		if q.Filter != nil && !q.Filter.Match(d.Value) {
+			return true
+		}
+		if len(out.Docs) == limit {
+			out.Next = encodeCursor(cursorIndex, q.Desc, def.Name, last)
+			return false
+		}
+		out.Docs = append(out.Docs, project(d, q.Select))
+		last = bytes.Clone(k)
+		return true
+	})
+	return err
+}
+
+// project keeps only the selected dotted paths of d's value.
+func project(d Doc, paths []string) Doc {
+	if len(paths) == 0 {
+		return d
+	}
+	out := Map()
+	for _, p := range paths {
+		if v, ok := d.Value.Path(p); ok {
+			out = setDotted(out, p, v)
+		}
+	}
+	d.Value = out
+	return d
+}
+
+// setDotted sets the dotted path p of map m to v, creating maps on the way.
+func setDotted(m Value, p string, v Value) Value {
+	key, rest, more := cutPath(p)
+	if !more {
+		return m.With(key, v)
+	}
+	cur, ok := m.Get(key)
+	if !ok || cur.Kind() != KindMap {
+		cur = Map()
+	}
+	return m.With(key, setDotted(cur, rest, v))
+}
+
+func cutPath(p string) (string, string, bool) {
+	i := bytes.IndexByte([]byte(p), '.')
+	if i < 0 {
+		return p, "", false
+	}
+	return p[:i], p[i+1:], true
+}
+
+// Count counts the documents of coll that match f (nil: all).
+func (s *Store) Count(ctx context.Context, coll string, f *Filter) (int, Plan, error) {
+	var n int
+	var plan Plan
+	err := s.view(ctx, coll, func(r *reader) error {
+		n = 0
+		if f == nil {
+			n = r.docs.KeyN()
+			return nil
+		}
+		var err error
+		plan, err = r.matching(f, nil, false, func([]byte, Doc) bool { n++; return true })
+		return err
+	})
+	return n, plan, err
+}
+
+// DeleteWhere deletes the documents of coll that match f (nil: all) in one
+// transaction and returns how many it deleted.
+func (s *Store) DeleteWhere(ctx context.Context, coll string, f *Filter) (int, Plan, error) {
+	s.catMu.RLock()
+	_, ok := s.cat[coll]
+	s.catMu.RUnlock()
+	if !ok {
+		return 0, Plan{}, nil
+	}
+	var n int
+	var plan Plan
+	err := s.update(ctx, coll, func(w *writer) error {
+		r := &reader{tx: w.tx, col: w.col, docs: w.docs}
+		var victims []Doc
+		var err error
+		plan, err = r.matching(f, nil, false, func(_ []byte, d Doc) bool { victims = append(victims, d); return true })
+		if err != nil {
+			return err
+		}
+		for _, d := range victims {
+			if err := w.remove(d); err != nil {
+				return err
+			}
+		}
+		n = len(victims)
+		return nil
+	})
+	return n, plan, err
+}

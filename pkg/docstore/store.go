@@ -1,0 +1,295 @@
+package docstore
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/mcpkit/mcpkit/pkg/docstore/kv"
+)
+
+// Storage layout: every structure lives in top-level buckets of one kv.DB
+// (one bbolt file, or memory), named by a one-letter kind, a NUL, the
+// collection and, for indexes, a NUL and the index name:
+//
+//	m              the catalog ("c\x00<collection>" → JSON of its schema and
+//	               index definitions); its sequence numbers revisions
+//	d\x00<coll>    documents: key(id) → uvarint(revision) + value encoding;
+//	               its sequence numbers insert_auto's ids
+//	i\x00<coll>\x00<index>
+//	               secondary index entries: key(field values…) + key(id) → ""
+//
+// Reserved for the search and graph layers, beside the documents in the
+// same file and kept by the same transactions: t\x00 (text postings with
+// positions), v\x00 (vector blocks), g\x00 (geo cells), e\x00 and r\x00
+// (outgoing and incoming edges).
+const (
+	metaBucket    = "m"
+	catalogPrefix = "c\x00"
+)
+
+func docsBucket(coll string) []byte { return []byte("d\x00" + coll) }
+func indexBucket(coll, index string) []byte {
+	return []byte("i\x00" + coll + "\x00" + index)
+}
+
+// MaxLimit is the most documents one list operation returns; larger
+// limits are clamped to it.
+const MaxLimit = 10_000
+
+// DefaultLimit is the page size when none is given.
+const DefaultLimit = 100
+
+// Options configures Open.
+type Options struct {
+	// NoSync skips fsync on commit: for tests only; a crash may lose
+	// acknowledged writes.
+	NoSync bool
+}
+
+// Store is an open document store, safe for concurrent use: writers are
+// serialized (and batched when concurrent), readers see consistent
+// snapshots and never block writers.
+type Store struct {
+	db kv.DB
+
+	// catMu guards cat. Document writes hold it for reading through their
+	// transaction, so that a catalog change (a new index, a schema) never
+	// interleaves with them; catalog changes hold it for writing.
+	catMu sync.RWMutex
+	cat   map[string]*collection
+}
+
+// collection is a collection's catalog entry.
+type collection struct {
+	Name    string     `json:"name"`
+	Schema  *Schema    `json:"schema,omitempty"`
+	Indexes []IndexDef `json:"indexes"`
+}
+
+// IndexDef defines a secondary index: a scalar index has one field, a
+// compound index several (queries use any leading prefix of them).
+type IndexDef struct {
+	Name   string   `json:"name"`
+	Fields []string `json:"fields"`
+	Unique bool     `json:"unique,omitempty"`
+}
+
+// Open opens the store in the bbolt file at path (created if absent), or
+// an in-memory store when path is "".
+func Open(path string, opts Options) (*Store, error) {
+	var db kv.DB
+	if path == "" {
+		db = kv.OpenMemory()
+	} else {
+		var err error
+		if db, err = kv.Open(path, kv.Options{NoSync: opts.NoSync}); err != nil {
+			return nil, fmt.Errorf("docstore: open %s: %w", path, err)
+		}
+	}
+	s := &Store{db: db, cat: map[string]*collection{}}
+	if err := s.loadCatalog(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Path returns the store's file, or "" in memory.
+func (s *Store) Path() string { return s.db.Path() }
+
+// Close closes the store; operations after it fail with ErrClosed.
+func (s *Store) Close() error { return s.db.Close() }
+
+func (s *Store) loadCatalog() error {
+	return s.db.Update(func(tx kv.Tx) error {
+		m, err := tx.CreateBucketIfNotExists([]byte(metaBucket))
+		if err != nil {
+			return err
+		}
+		c := m.Cursor()
+		for k, v := c.Seek([]byte(catalogPrefix)); k != nil && strings.HasPrefix(string(k), catalogPrefix); k, v = c.Next() {
+			var col collection
+			if err := json.Unmarshal(v, &col); err != nil {
+				return fmt.Errorf("docstore: catalog entry %q: %w", k, err)
+			}
+			s.cat[col.Name] = &col
+		}
+		return nil
+	})
+}
+
+// putCatalog writes col's catalog entry in tx.
+func putCatalog(tx kv.Tx, col *collection) error {
+	data, err := json.Marshal(col)
+	if err != nil {
+		return err
+	}
+	return tx.Bucket([]byte(metaBucket)).Put([]byte(catalogPrefix+col.Name), data)
+}
+
+// checkName validates a collection or index name.
+func checkName(what, name string) error {
+	if name == "" || len(name) > 256 || strings.ContainsRune(name, 0) {
+		return &Error{Code: CodeInvalid, Message: fmt.Sprintf("%s name %q must be 1 to 256 bytes without NUL", what, name)}
+	}
+	return nil
+}
+
+// collectionOf returns the catalog entry of coll (catMu held), or a
+// collection_not_found error.
+func (s *Store) collectionOf(coll string) (*collection, error) {
+	if col := s.cat[coll]; col != nil {
+		return col, nil
+	}
+	if err := checkName("collection", coll); err != nil {
+		return nil, err
+	}
+	return nil, errorf(CodeCollectionNotFound, coll, "no collection %q", coll)
+}
+
+// ensureCollection creates coll if it does not exist.
+func (s *Store) ensureCollection(coll string) error {
+	s.catMu.RLock()
+	_, ok := s.cat[coll]
+	s.catMu.RUnlock()
+	if ok {
+		return nil
+	}
+	if err := checkName("collection", coll); err != nil {
+		return err
+	}
+	return s.changeCatalog(coll, true, func(tx kv.Tx, col *collection) error { return nil })
+}
+
+// changeCatalog runs fn on coll's catalog entry (created when create is
+// set and it does not exist) in a write transaction, with every document
+// writer excluded, and publishes the entry when the transaction commits.
+func (s *Store) changeCatalog(coll string, create bool, fn func(tx kv.Tx, col *collection) error) error {
+	s.catMu.Lock()
+	defer s.catMu.Unlock()
+	old := s.cat[coll]
+	if old == nil && !create {
+		return errorf(CodeCollectionNotFound, coll, "no collection %q", coll)
+	}
+	col := &collection{Name: coll, Indexes: []IndexDef{}}
+	if old != nil {
+		col.Schema = old.Schema
+		col.Indexes = slices.Clone(old.Indexes)
+	}
+	err := s.db.Update(func(tx kv.Tx) error {
+		if _, err := tx.CreateBucketIfNotExists(docsBucket(coll)); err != nil {
+			return err
+		}
+		if err := fn(tx, col); err != nil {
+			return err
+		}
+		return putCatalog(tx, col)
+	})
+	if err != nil {
+		return err
+	}
+	s.cat[coll] = col
+	return nil
+}
+
+// CollectionInfo describes a collection.
+type CollectionInfo struct {
+	Name    string     `json:"name"`
+	Count   int        `json:"count"`
+	Indexes []IndexDef `json:"indexes"`
+	Schema  *Schema    `json:"schema"`
+}
+
+// Collections lists the collections in name order.
+func (s *Store) Collections(ctx context.Context) ([]CollectionInfo, error) {
+	s.catMu.RLock()
+	defer s.catMu.RUnlock()
+	var out []CollectionInfo
+	err := s.db.View(func(tx kv.Tx) error {
+		out = out[:0]
+		for _, name := range sortedNames(s.cat) {
+			col := s.cat[name]
+			info := CollectionInfo{Name: name, Indexes: slices.Clone(col.Indexes), Schema: col.Schema}
+			if b := tx.Bucket(docsBucket(name)); b != nil {
+				info.Count = b.KeyN()
+			}
+			out = append(out, info)
+		}
+		return nil
+	})
+	return out, err
+}
+
+func sortedNames(m map[string]*collection) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// record encodes a stored document: its revision, then its value.
+func record(rev uint64, doc Value) []byte {
+	b := binary.AppendUvarint(make([]byte, 0, 64), rev)
+	return AppendValue(b, doc)
+}
+
+// decodeRecord decodes a stored document.
+func decodeRecord(coll string, id Value, b []byte) (uint64, Value, error) {
+	rev, n := binary.Uvarint(b)
+	if n <= 0 {
+		return 0, Value{}, fmt.Errorf("docstore: document %s in %q: corrupt record", idString(id), coll)
+	}
+	v, err := DecodeValue(b[n:])
+	if err != nil {
+		return 0, Value{}, fmt.Errorf("docstore: document %s in %q: %w", idString(id), coll, err)
+	}
+	return rev, v, nil
+}
+
+// idString shows an id in messages.
+func idString(id Value) string {
+	if t, ok := id.Text(); ok {
+		return fmt.Sprintf("%q", t)
+	}
+	if i, ok := id.Int(); ok {
+		return fmt.Sprint(i)
+	}
+	return id.Kind().String()
+}
+
+// checkID validates a document id: an int or a non-empty text.
+func checkID(coll string, id Value) error {
+	switch id.Kind() {
+	case KindInt:
+		return nil
+	case KindText:
+		if t, _ := id.Text(); t != "" && len(t) <= 1024 {
+			return nil
+		}
+	}
+	return &Error{Code: CodeInvalid, Collection: coll, Field: "id",
+		Message: fmt.Sprintf("a document id is an int or a text of 1 to 1024 bytes, not %s", describeID(id))}
+}
+
+// describeID names an invalid id's kind for messages.
+func describeID(v Value) string {
+	if t, ok := v.Text(); ok && t == "" {
+		return "empty text"
+	}
+	return v.Kind().String()
+}
+
+// checkDoc validates a document: a map.
+func checkDoc(coll string, id Value, doc Value) error {
+	if doc.Kind() != KindMap {
+		return &Error{Code: CodeInvalid, Collection: coll, ID: &id, Message: fmt.Sprintf("a document is a map, not %s", doc.Kind())}
+	}
+	return nil
+}
