@@ -178,7 +178,10 @@ func TestCompareAndSet(t *testing.T) {
 		if err != nil {
 			t.Fatal("create with revision 0:", err)
 		}
-		e := wantCode(t, func() error { _, err := s.CompareAndSet(ctx, "c", Text("a"), Expect{Revision: &zero}, j(t, `{"v":2}`)); return err }(), CodeRevisionMismatch)
+		e := wantCode(t, func() error {
+			_, err := s.CompareAndSet(ctx, "c", Text("a"), Expect{Revision: &zero}, j(t, `{"v":2}`))
+			return err
+		}(), CodeRevisionMismatch)
 		if e.Revision != d.Revision || !e.Exists {
 			t.Errorf("mismatch carries revision %d exists %v, want %d true", e.Revision, e.Exists, d.Revision)
 		}
@@ -191,12 +194,18 @@ func TestCompareAndSet(t *testing.T) {
 		if _, err := s.CompareAndSet(ctx, "c", Text("a"), Expect{Value: &old}, j(t, `{"v":3}`)); err != nil {
 			t.Fatal("by value:", err)
 		}
-		e = wantCode(t, func() error { _, err := s.CompareAndSet(ctx, "c", Text("a"), Expect{Value: &old}, j(t, `{"v":4}`)); return err }(), CodeRevisionMismatch)
+		e = wantCode(t, func() error {
+			_, err := s.CompareAndSet(ctx, "c", Text("a"), Expect{Value: &old}, j(t, `{"v":4}`))
+			return err
+		}(), CodeRevisionMismatch)
 		if !e.Exists || e.Revision == 0 {
 			t.Errorf("mismatch by value: %+v", e)
 		}
 		null := Null()
-		e = wantCode(t, func() error { _, err := s.CompareAndSet(ctx, "c", Text("b"), Expect{Value: &old}, j(t, `{}`)); return err }(), CodeRevisionMismatch)
+		e = wantCode(t, func() error {
+			_, err := s.CompareAndSet(ctx, "c", Text("b"), Expect{Value: &old}, j(t, `{}`))
+			return err
+		}(), CodeRevisionMismatch)
 		if e.Exists || e.Revision != 0 {
 			t.Errorf("mismatch on a missing document: %+v", e)
 		}

@@ -313,4 +313,3 @@ func compareIntFloat(i int64, f float64) int {
 	}
 	return cmp.Compare(0, f-t) // i == trunc(f): f's fraction decides
 }
-
