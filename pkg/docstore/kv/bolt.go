@@ -1,0 +1,370 @@
+package kv
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"sync/atomic"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+)
+
+// initialMmapSize is the bbolt map reserved at Open (address space, not
+// memory): below it a commit that grows the file never waits for readers.
+const initialMmapSize = 1 << 30
+
+// boltDB is the bbolt backend.
+type boltDB struct {
+	db       *bolt.DB
+	path     string
+	readOnly bool
+	closed   atomic.Bool
+	batch    batcher
+}
+
+var _ DB = (*boltDB)(nil)
+
+// Open opens or creates the bbolt file at path (mode 0600; ReadOnly requires
+// an existing file). A file locked by another DB fails with ErrLocked after
+// opts.Timeout; a file that is not a store fails with ErrInvalidFile.
+func Open(path string, opts Options) (DB, error) {
+	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = time.Nanosecond // bbolt waits forever on zero; this tries once
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{
+		Timeout:         timeout,
+		NoSync:          opts.NoSync,
+		ReadOnly:        opts.ReadOnly,
+		InitialMmapSize: initialMmapSize,
+		FreelistType:    bolt.FreelistMapType,
+	})
+	if err != nil {
+		switch {
+		case errors.Is(err, bolterrors.ErrTimeout):
+			err = fmt.Errorf("kv: open %s: no lock within %v: %w", path, opts.Timeout, ErrLocked)
+		case errors.Is(err, bolterrors.ErrInvalid), errors.Is(err, bolterrors.ErrVersionMismatch),
+			errors.Is(err, bolterrors.ErrChecksum):
+			err = fmt.Errorf("kv: open %s: %w: %w", path, ErrInvalidFile, err)
+		default:
+			err = fmt.Errorf("kv: open %s: %w", path, err)
+		}
+		return nil, err
+	}
+	d := &boltDB{db: db, path: path, readOnly: opts.ReadOnly}
+	d.batch.update = d.Update
+	return d, nil
+}
+
+// Path implements DB.
+func (d *boltDB) Path() string { return d.path }
+
+// Close implements DB.
+func (d *boltDB) Close() error {
+	if d.closed.Swap(true) {
+		return nil
+	}
+	if err := d.db.Close(); err != nil {
+		return fmt.Errorf("kv: close %s: %w", d.path, err)
+	}
+	return nil
+}
+
+// View implements DB.
+func (d *boltDB) View(fn func(Tx) error) error {
+	return d.run("view", false, fn)
+}
+
+// Update implements DB.
+func (d *boltDB) Update(fn func(Tx) error) error {
+	if d.readOnly {
+		return fmt.Errorf("kv: update %s: %w", d.path, ErrReadOnly)
+	}
+	return d.run("update", true, fn)
+}
+
+// Batch implements DB.
+func (d *boltDB) Batch(fn func(Tx) error) error {
+	if d.readOnly {
+		return fmt.Errorf("kv: batch %s: %w", d.path, ErrReadOnly)
+	}
+	if d.closed.Load() {
+		return fmt.Errorf("kv: batch %s: %w", d.path, ErrClosed)
+	}
+	return d.batch.do(fn)
+}
+
+// run runs fn in a bbolt transaction, returning fn's error unchanged and
+// bbolt's own (begin, commit) with context.
+func (d *boltDB) run(op string, writable bool, fn func(Tx) error) error {
+	if d.closed.Load() {
+		return fmt.Errorf("kv: %s %s: %w", op, d.path, ErrClosed)
+	}
+	var ran bool
+	var fnErr error
+	body := func(btx *bolt.Tx) error {
+		ran = true
+		t := &boltTx{txState: txState{writable: writable}, tx: btx}
+		defer func() { t.done = true }()
+		fnErr = fn(t)
+		return fnErr
+	}
+	var err error
+	if writable {
+		err = d.db.Update(body)
+	} else {
+		err = d.db.View(body)
+	}
+	switch {
+	case err == nil || (ran && err == fnErr):
+		return err
+	case errors.Is(err, bolterrors.ErrDatabaseNotOpen):
+		return fmt.Errorf("kv: %s %s: %w", op, d.path, ErrClosed)
+	case ran:
+		return fmt.Errorf("kv: %s %s: commit: %w", op, d.path, err)
+	default:
+		return fmt.Errorf("kv: %s %s: begin: %w", op, d.path, err)
+	}
+}
+
+// Backup implements DB with bbolt's own hot copy.
+func (d *boltDB) Backup(w io.Writer) (int64, error) {
+	if d.closed.Load() {
+		return 0, fmt.Errorf("kv: backup %s: %w", d.path, ErrClosed)
+	}
+	var n int64
+	err := d.db.View(func(tx *bolt.Tx) error {
+		var err error
+		n, err = tx.WriteTo(w)
+		return err
+	})
+	if err != nil {
+		if errors.Is(err, bolterrors.ErrDatabaseNotOpen) {
+			err = ErrClosed
+		}
+		return n, fmt.Errorf("kv: backup %s: %w", d.path, err)
+	}
+	return n, nil
+}
+
+// boltTx is a bbolt transaction with the handles it gave out.
+type boltTx struct {
+	txState
+	tx      *bolt.Tx
+	handles map[string]*boltBucket
+}
+
+var _ Tx = (*boltTx)(nil)
+
+// Writable implements Tx.
+func (t *boltTx) Writable() bool { return t.writable }
+
+// handle returns the transaction's handle on the bbolt bucket b named name.
+func (t *boltTx) handle(name []byte, b *bolt.Bucket) *boltBucket {
+	if h, ok := t.handles[string(name)]; ok {
+		return h
+	}
+	h := &boltBucket{bucketState: bucketState{tx: &t.txState, name: string(name)}, b: b}
+	if t.handles == nil {
+		t.handles = make(map[string]*boltBucket)
+	}
+	t.handles[h.name] = h
+	return h
+}
+
+// Bucket implements Tx.
+func (t *boltTx) Bucket(name []byte) Bucket {
+	t.checkRead()
+	if h, ok := t.handles[string(name)]; ok {
+		return h
+	}
+	b := t.tx.Bucket(name)
+	if b == nil {
+		return nil
+	}
+	return t.handle(name, b)
+}
+
+// CreateBucketIfNotExists implements Tx.
+func (t *boltTx) CreateBucketIfNotExists(name []byte) (Bucket, error) {
+	if err := t.checkWrite(); err != nil {
+		return nil, fmt.Errorf("kv: create bucket %q: %w", name, err)
+	}
+	if err := checkBucketName(name); err != nil {
+		return nil, err
+	}
+	if h, ok := t.handles[string(name)]; ok {
+		return h, nil
+	}
+	existed := t.tx.Bucket(name) != nil
+	b, err := t.tx.CreateBucketIfNotExists(name)
+	if err != nil {
+		return nil, fmt.Errorf("kv: create bucket %q: %w", name, err)
+	}
+	h := t.handle(name, b)
+	if !existed {
+		h.wrote()
+	}
+	return h, nil
+}
+
+// DeleteBucket implements Tx.
+func (t *boltTx) DeleteBucket(name []byte) error {
+	if err := t.checkWrite(); err != nil {
+		return fmt.Errorf("kv: delete bucket %q: %w", name, err)
+	}
+	if err := t.tx.DeleteBucket(name); err != nil {
+		if errors.Is(err, bolterrors.ErrBucketNotFound) {
+			err = ErrBucketNotFound
+		}
+		return fmt.Errorf("kv: delete bucket %q: %w", name, err)
+	}
+	if h, ok := t.handles[string(name)]; ok {
+		h.deleted = true
+		delete(t.handles, string(name))
+	}
+	return nil
+}
+
+// ForEachBucket implements Tx.
+func (t *boltTx) ForEachBucket(fn func(name []byte, b Bucket) error) error {
+	t.checkRead()
+	return t.tx.ForEach(func(name []byte, b *bolt.Bucket) error {
+		return fn(name, t.handle(name, b))
+	})
+}
+
+// boltBucket is a handle on a bbolt bucket.
+type boltBucket struct {
+	bucketState
+	b *bolt.Bucket
+}
+
+var _ Bucket = (*boltBucket)(nil)
+
+// Get implements Bucket.
+func (h *boltBucket) Get(key []byte) []byte {
+	if !h.readable() {
+		return nil
+	}
+	return h.b.Get(key)
+}
+
+// emptyValue replaces a nil value: bbolt reads a nil value back as nil (as if
+// absent) until the commit, and as empty after it.
+var emptyValue = []byte{}
+
+// Put implements Bucket.
+func (h *boltBucket) Put(key, value []byte) error {
+	if err := h.checkPut(key, value); err != nil {
+		return err
+	}
+	if value == nil {
+		value = emptyValue
+	}
+	if err := h.b.Put(key, value); err != nil {
+		return fmt.Errorf("kv: bucket %q: put: %w", h.name, err)
+	}
+	h.wrote()
+	return nil
+}
+
+// Delete implements Bucket.
+func (h *boltBucket) Delete(key []byte) error {
+	if err := h.checkWrite("delete"); err != nil {
+		return err
+	}
+	if err := h.b.Delete(key); err != nil {
+		return fmt.Errorf("kv: bucket %q: delete: %w", h.name, err)
+	}
+	h.wrote()
+	return nil
+}
+
+// Cursor implements Bucket.
+func (h *boltBucket) Cursor() Cursor {
+	h.tx.checkRead()
+	return newCursor(&boltCursor{h: h, c: h.b.Cursor()}, &h.bucketState, h.Delete)
+}
+
+// NextSequence implements Bucket.
+func (h *boltBucket) NextSequence() (uint64, error) {
+	if err := h.checkWrite("next sequence"); err != nil {
+		return 0, err
+	}
+	n, err := h.b.NextSequence()
+	if err != nil {
+		return 0, fmt.Errorf("kv: bucket %q: next sequence: %w", h.name, err)
+	}
+	h.dirty = true
+	return n, nil
+}
+
+// Sequence implements Bucket.
+func (h *boltBucket) Sequence() uint64 {
+	if !h.readable() {
+		return 0
+	}
+	return h.b.Sequence()
+}
+
+// KeyN implements Bucket. bbolt's Stats counts the committed pages only, so
+// a bucket written in this transaction is counted key by key.
+func (h *boltBucket) KeyN() int {
+	if !h.readable() {
+		return 0
+	}
+	if !h.dirty {
+		return h.b.Stats().KeyN
+	}
+	n := 0
+	c := h.b.Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		n++
+	}
+	return n
+}
+
+// boltCursor is the raw cursor of the bbolt backend.
+type boltCursor struct {
+	h *boltBucket
+	c *bolt.Cursor
+}
+
+func (r *boltCursor) first() ([]byte, []byte)          { return r.c.First() }
+func (r *boltCursor) seek(key []byte) ([]byte, []byte) { return r.c.Seek(key) }
+func (r *boltCursor) next() ([]byte, []byte)           { return r.c.Next() }
+
+// last works around bbolt's Last looping (for seconds, then returning a
+// deleted key) on a bucket whose leaves were all emptied earlier in the same
+// transaction: it skips emptied trailing leaves by stepping back, and finds
+// no leaf to stop at. First is reliable, so it decides whether a key exists.
+func (r *boltCursor) last() ([]byte, []byte) {
+	if r.h.dirty {
+		if k, _ := r.c.First(); k == nil {
+			return nil, nil
+		}
+	}
+	return r.c.Last()
+}
+
+// prev works around bbolt's Prev stopping (returning nil) at a leaf that was
+// emptied earlier in the same transaction (bbolt rebalances only at commit,
+// and its Last skips such leaves but Prev does not): while keys remain before
+// from, each further Prev steps past one emptied leaf.
+func (r *boltCursor) prev(from []byte) ([]byte, []byte) {
+	k, v := r.c.Prev()
+	if k != nil {
+		return k, v
+	}
+	if first, _ := r.h.b.Cursor().First(); first == nil || bytes.Compare(first, from) >= 0 {
+		return nil, nil
+	}
+	for k == nil {
+		k, v = r.c.Prev()
+	}
+	return k, v
+}
