@@ -3,6 +3,7 @@
 package standard
 
 import (
-	_ "github.com/mcpkit/mcpkit/plugins/diag" // diagnostics plugin
-	_ "github.com/mcpkit/mcpkit/plugins/resp" // RESP sidecar
+	_ "github.com/mcpkit/mcpkit/plugins/diag"  // diagnostics plugin
+	_ "github.com/mcpkit/mcpkit/plugins/resp"  // RESP sidecar
+	_ "github.com/mcpkit/mcpkit/plugins/store" // document store
 )

@@ -1,0 +1,381 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/mcpkit/mcpkit/pkg/cli"
+	"github.com/mcpkit/mcpkit/pkg/docstore"
+	"github.com/mcpkit/mcpkit/pkg/mcpcore"
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+)
+
+// Names of the command's own flags.
+const (
+	flagFilesDir   = "files-dir"
+	flagToolPrefix = "tool-prefix"
+	flagStdio      = "stdio"
+	flagHTTP       = "http"
+	flagOut        = "out"
+	flagIn         = "in"
+	flagMode       = "mode"
+	flagCollection = "collection"
+)
+
+const commandDoc = `Serves the document store plugin alone: what an MCP client launches to reach
+one store. PATH is the store's file (created when absent); without it the store
+is in memory and lost at exit. The tools keep the seed's names (store, get,
+page, ...); --tool-prefix P names them P_store, P_get, ... --files-dir DIR lets
+backup, dump and load read and write files under DIR, and nowhere else (without
+it, dump and load take their data inline). Over stdio by default; --http ADDR
+serves streamable HTTP on loopback (for tokens and TLS use 'mcpkit serve
+--plugins store --config').
+
+The verbs run one operation on a store file and exit. They open the file
+themselves, so no server may hold it open (a held file fails at once):
+
+  dump PATH [--out FILE] [--collection C]...
+        the collections (all by default; repeat --collection) as JSON Lines,
+        to FILE (replaced atomically) or stdout
+  load PATH --in FILE [--mode refuse|replace|merge]
+        a dump into the store (created when absent); mode says what to do with
+        a collection that exists: refuse (the default) when it holds documents
+  backup PATH --out FILE
+        a consistent copy of the store in its own file format (atomically)
+
+They show a progress bar on stderr when it is a terminal, and plain progress
+lines otherwise. A store file named like a verb is given as ./dump.`
+
+func init() {
+	cli.RegisterCommand(cli.Command{
+		Name:    "store",
+		Summary: "serve the document store alone (a file, or memory), over stdio by default; or dump, load or back up a store file",
+		Usage:   "[--files-dir DIR] [--tool-prefix P] [--stdio | --http ADDR] [--log-level L] [--log-format F] [PATH]\n       mcpkit store dump PATH [--out FILE] [--collection C]...\n       mcpkit store load PATH --in FILE [--mode M]\n       mcpkit store backup PATH --out FILE",
+		Doc:     commandDoc,
+		Flags: func(fs *flag.FlagSet) {
+			fs.String(flagFilesDir, "", "the existing `directory` backup, dump and load may read and write")
+			fs.String(flagToolPrefix, "", "tool `prefix` (default none: store, get, page, ...)")
+			fs.Bool(flagStdio, false, "serve MCP over stdin/stdout (the default)")
+			fs.String(flagHTTP, "", "serve streamable HTTP at `ADDR` (loopback)")
+			cli.AddLogFlags(fs)
+		},
+		Run: runCommand,
+	})
+}
+
+// verbs are the command's operations on a store file.
+var verbs = map[string]func(ctx context.Context, env *cli.Env, args []string) error{
+	"dump":   runDump,
+	"load":   runLoad,
+	"backup": runBackup,
+}
+
+func runCommand(ctx context.Context, env *cli.Env) int {
+	if len(env.Args) > 0 {
+		if run, ok := verbs[env.Args[0]]; ok {
+			err := run(ctx, env, env.Args[1:])
+			if errors.Is(err, flag.ErrHelp) {
+				return cli.ExitOK
+			}
+			return env.Fail(err)
+		}
+	}
+	args, err := parseInterleaved(env.Flags, env.Args)
+	if err != nil {
+		return env.Fail(cli.Usagef("%v", err))
+	}
+	if len(args) > 1 {
+		return env.Fail(cli.Usagef("unexpected argument %q (one store file at most)", args[1]))
+	}
+	stdio, _ := cli.FlagValue[bool](env.Flags, flagStdio)
+	httpAddr, _ := cli.FlagValue[string](env.Flags, flagHTTP)
+	addr, from, err := cli.ChooseTransport(stdio, httpAddr, "")
+	if err != nil {
+		return env.Fail(err)
+	}
+	var path string
+	if len(args) == 1 {
+		path = args[0]
+	}
+	filesDir, _ := cli.FlagValue[string](env.Flags, flagFilesDir)
+	prefix, _ := cli.FlagValue[string](env.Flags, flagToolPrefix)
+	opts, err := commandOptions(Config{Path: path, FilesDir: filesDir}, prefix)
+	if err != nil {
+		return env.Fail(err)
+	}
+	opts.Logger = env.Logger
+	return cli.Serve(ctx, cli.ServeParams{Options: opts, HTTPAddr: addr, TransportFrom: from, Stdin: env.Stdin, Stdout: env.Stdout})
+}
+
+// commandOptions builds the server options of `mcpkit store`: the plugin
+// alone, with its configuration and tool prefix.
+func commandOptions(c Config, prefix string) (mcpcore.Options, error) {
+	raw, err := json.Marshal(c)
+	if err != nil {
+		return mcpcore.Options{}, err
+	}
+	cfg := mcpcore.DefaultConfig()
+	cfg.Plugins = map[string]mcpcore.PluginConfig{"store": {Prefix: &prefix, Config: raw}}
+	if err := cfg.Validate(); err != nil {
+		return mcpcore.Options{}, err
+	}
+	return mcpcore.Options{Config: cfg, Plugins: []string{"store"}}, nil
+}
+
+// parseInterleaved parses fs's flags wherever they stand among args and
+// returns the other arguments in order; those after "--" are never flags.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var rest, after []string
+	if i := slices.Index(args, "--"); i >= 0 {
+		args, after = args[:i], args[i+1:]
+	}
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return append(rest, after...), nil
+		}
+		rest, args = append(rest, args[0]), args[1:]
+	}
+}
+
+// verbFlags parses a verb's command line: its flags (defined by define)
+// and the store file, which must be the one other argument. Its errors
+// are usage errors; -h and --help print the verb's flags to stdout and
+// return flag.ErrHelp.
+func verbFlags(env *cli.Env, verb string, args []string, define func(fs *flag.FlagSet)) (string, error) {
+	fs := flag.NewFlagSet("mcpkit store "+verb, flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	define(fs)
+	fs.Usage = func() {}
+	rest, err := parseInterleaved(fs, args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprintf(env.Stdout, "Usage of mcpkit store %s (see 'mcpkit help store'):\n", verb)
+		fs.SetOutput(env.Stdout)
+		fs.PrintDefaults()
+		return "", err
+	case err != nil:
+		return "", cli.Usagef("%s: %v", verb, err)
+	case len(rest) == 0:
+		return "", cli.Usagef("%s: give the store file", verb)
+	case len(rest) > 1:
+		return "", cli.Usagef("%s: unexpected argument %q", verb, rest[1])
+	}
+	return rest[0], nil
+}
+
+// openExisting opens the store file at path, which must exist (a dump or
+// a backup of a file that is not there would create an empty store).
+func openExisting(path string) (*docstore.Store, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("no store file: %w", err)
+	}
+	return docstore.Open(path, docstore.Options{})
+}
+
+// withStore runs fn on the store opened by open and closes it.
+func withStore(open func() (*docstore.Store, error), fn func(db *docstore.Store) error) error {
+	db, err := open()
+	if err != nil {
+		return err
+	}
+	err = fn(db)
+	if cerr := db.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("close the store: %w", cerr)
+	}
+	return err
+}
+
+func runDump(ctx context.Context, env *cli.Env, args []string) error {
+	var out string
+	var colls []string
+	path, err := verbFlags(env, "dump", args, func(fs *flag.FlagSet) {
+		fs.StringVar(&out, flagOut, "", "write the dump to `FILE` (replaced atomically; default stdout)")
+		fs.Func(flagCollection, "dump `collection` C (repeat for several; default all)", func(s string) error {
+			colls = append(colls, s)
+			return nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	return withStore(func() (*docstore.Store, error) { return openExisting(path) }, func(db *docstore.Store) error {
+		show := newProgressDisplay(env.Stderr, "dump", "documents")
+		var docs, size int64
+		var err error
+		if out == "" {
+			docs, err = db.Dump(ctx, env.Stdout, colls, show.report)
+		} else {
+			size, err = writeFile(hostFiles{}, out, func(w io.Writer) (err error) {
+				docs, err = db.Dump(ctx, w, colls, show.report)
+				return err
+			})
+		}
+		show.finish()
+		if err != nil {
+			return fmt.Errorf("dump %s: %w", path, err)
+		}
+		if out != "" {
+			fmt.Fprintf(env.Stderr, "dumped %d documents to %s (%d bytes)\n", docs, out, size)
+		} else {
+			fmt.Fprintf(env.Stderr, "dumped %d documents\n", docs)
+		}
+		return nil
+	})
+}
+
+func runLoad(ctx context.Context, env *cli.Env, args []string) error {
+	var in, mode string
+	path, err := verbFlags(env, "load", args, func(fs *flag.FlagSet) {
+		fs.StringVar(&in, flagIn, "", "the dump `FILE` to load (required)")
+		fs.StringVar(&mode, flagMode, string(docstore.LoadRefuse), "what to do with a collection that exists: refuse (when it holds documents), replace or merge")
+	})
+	if err != nil {
+		return err
+	}
+	if in == "" {
+		return cli.Usagef("load: give the dump with --in FILE")
+	}
+	if !slices.Contains(loadModes, any(mode)) {
+		return cli.Usagef("load: --mode %q: want refuse, replace or merge", mode)
+	}
+	f, err := os.Open(in)
+	if err != nil {
+		return fmt.Errorf("load: %w", err)
+	}
+	defer f.Close()
+	open := func() (*docstore.Store, error) { return docstore.Open(path, docstore.Options{}) }
+	return withStore(open, func(db *docstore.Store) error {
+		show := newProgressDisplay(env.Stderr, "load", "lines")
+		st, err := loadFrom(ctx, db, f, docstore.LoadMode(mode), show.report)
+		show.finish()
+		if err != nil {
+			return fmt.Errorf("load %s into %s: %w", in, path, err)
+		}
+		fmt.Fprintf(env.Stderr, "loaded %d documents in %d collections\n", st.Documents, st.Collections)
+		return nil
+	})
+}
+
+func runBackup(ctx context.Context, env *cli.Env, args []string) error {
+	var out string
+	path, err := verbFlags(env, "backup", args, func(fs *flag.FlagSet) {
+		fs.StringVar(&out, flagOut, "", "the backup `FILE` to write (replaced atomically; required)")
+	})
+	if err != nil {
+		return err
+	}
+	if out == "" {
+		return cli.Usagef("backup: give the backup file with --out FILE")
+	}
+	return withStore(func() (*docstore.Store, error) { return openExisting(path) }, func(db *docstore.Store) error {
+		show := newProgressDisplay(env.Stderr, "backup", "bytes")
+		n, err := backupTo(ctx, db, hostFiles{}, out, show.report)
+		show.finish()
+		if err != nil {
+			return fmt.Errorf("back up %s: %w", path, err)
+		}
+		fmt.Fprintf(env.Stderr, "backed up %s to %s (%d bytes)\n", path, out, n)
+		return nil
+	})
+}
+
+// lineEvery is the least time between two plain progress lines.
+const lineEvery = time.Second
+
+// progressDisplay shows a command-line operation's progress on w: a bar
+// when w is a terminal, plain lines ("dump: 2048/10000 documents") at most
+// once a second otherwise, and the last count always.
+type progressDisplay struct {
+	w          io.Writer
+	what, unit string
+	tty        bool
+	bar        *progressbar.ProgressBar
+	last       time.Time
+	done       int64 // the last count reported
+	shown      int64 // the last count shown on a plain line (-1: none)
+	total      int64
+}
+
+func newProgressDisplay(w io.Writer, what, unit string) *progressDisplay {
+	f, ok := w.(*os.File)
+	return &progressDisplay{w: w, what: what, unit: unit, tty: ok && term.IsTerminal(int(f.Fd())), shown: -1}
+}
+
+// report is a docstore.Progress.
+func (d *progressDisplay) report(done, total int64) {
+	d.done = done
+	if total > 0 {
+		d.total = total
+	}
+	if d.tty {
+		d.showBar()
+		return
+	}
+	if now := time.Now(); now.Sub(d.last) >= lineEvery {
+		d.last = now
+		d.line()
+	}
+}
+
+// showBar draws the bar, made at the first report (its length unknown
+// until a total is reported).
+func (d *progressDisplay) showBar() {
+	if d.bar == nil {
+		n := d.total
+		if n == 0 {
+			n = -1 // unknown: a count without a bar
+		}
+		d.bar = progressbar.NewOptions64(n,
+			progressbar.OptionSetWriter(d.w),
+			progressbar.OptionSetDescription(d.what),
+			progressbar.OptionShowCount(),
+			progressbar.OptionShowBytes(d.unit == "bytes"),
+			progressbar.OptionSetItsString(d.unit),
+			progressbar.OptionThrottle(100*time.Millisecond),
+			// No spinner goroutine: the bar is drawn by reports only.
+			progressbar.OptionSetSpinnerChangeInterval(0),
+		)
+	}
+	if d.total > 0 && d.bar.GetMax64() != d.total {
+		d.bar.ChangeMax64(d.total)
+	}
+	d.bar.Set64(d.done)
+}
+
+// line prints the count as a plain line.
+func (d *progressDisplay) line() {
+	if d.done == d.shown {
+		return
+	}
+	d.shown = d.done
+	if d.total > 0 {
+		fmt.Fprintf(d.w, "%s: %d/%d %s\n", d.what, d.done, d.total, d.unit)
+		return
+	}
+	fmt.Fprintf(d.w, "%s: %d %s\n", d.what, d.done, d.unit)
+}
+
+// finish shows the last count: the bar left as it stands (complete only
+// if the work was), or a last plain line.
+func (d *progressDisplay) finish() {
+	if d.bar != nil {
+		d.bar.Exit()
+		fmt.Fprintln(d.w)
+		return
+	}
+	if !d.tty {
+		d.line()
+	}
+}

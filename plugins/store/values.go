@@ -1,0 +1,204 @@
+package store
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/mcpkit/mcpkit/pkg/docstore"
+	"github.com/mcpkit/mcpkit/pkg/mcpcore"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// jsonArg is a tool argument kept as the JSON the client sent, for the
+// handler to convert with docstore.FromJSON: ints stay ints and floats
+// floats, which a map[string]any (every number a float64) would lose.
+type jsonArg struct{ raw json.RawMessage }
+
+// UnmarshalJSON keeps a copy of the argument's JSON (null included, so
+// that a present null is told apart from an absent argument).
+func (a *jsonArg) UnmarshalJSON(b []byte) error {
+	a.raw = bytes.Clone(b)
+	return nil
+}
+
+// present reports whether the argument was given (null included).
+func (a jsonArg) present() bool { return a.raw != nil }
+
+// value converts the argument, at JSON Pointer path, into a Value.
+func (a jsonArg) value(path string) (docstore.Value, error) {
+	v, err := docstore.FromJSON(a.raw)
+	if err != nil {
+		return docstore.Value{}, &mcpcore.ParamError{Path: path, Reason: err.Error()}
+	}
+	return v, nil
+}
+
+// The argument types of the tools. Each has its JSON Schema in
+// argTypeSchemas; a field's jsonschema tag gives its description.
+type (
+	// idArg is a document id: a JSON string or integer.
+	idArg struct{ jsonArg }
+	// docArg is a document or a patch: a JSON object.
+	docArg struct{ jsonArg }
+	// filterArg is a filter: a JSON object (see filterHelp).
+	filterArg struct{ jsonArg }
+	// valueArg is any JSON value.
+	valueArg struct{ jsonArg }
+	// collectionName names a collection.
+	collectionName string
+	// indexName names an index.
+	indexName string
+	// fieldPath is a dotted path of field names, "address.city".
+	fieldPath string
+	// indexFields are an index's fields, at least one.
+	indexFields []fieldPath
+	// compoundFields are a compound index's fields, at least two.
+	compoundFields []fieldPath
+	// pageLimit is a page size, at least 1 (clamped to docstore.MaxLimit).
+	pageLimit int
+	// fieldType is a schema field's type.
+	fieldType string
+	// loadMode is load's mode.
+	loadMode string
+)
+
+// revisionArg is a document revision: a non-negative integer.
+type revisionArg struct{ jsonArg }
+
+// revision reads the revision at JSON Pointer path (the input schema has
+// checked that it is a non-negative integer, but 1.0 and 1e3 pass it).
+func (a revisionArg) revision(path string) (uint64, error) {
+	n, err := strconv.ParseUint(string(a.raw), 10, 64)
+	if err != nil {
+		return 0, &mcpcore.ParamError{Path: path, Reason: fmt.Sprintf("%s is not a revision (a non-negative integer written without fraction or exponent)", a.raw)}
+	}
+	return n, nil
+}
+
+// docHelp describes a document argument.
+const docHelp = `the document, a JSON object in the store's typed form: integers stay ints and numbers with a fraction or exponent are floats (1 vs 1.0); {"$vector": [0.1, 0.2]} is a float32 vector, {"$bytes": "<standard base64>"} is bytes, {"$map": {...}} is a map taken literally`
+
+// filterHelp describes a filter argument.
+const filterHelp = `a filter, MongoDB-style: {"status": "open"} is equality; {"age": {"$gte": 18, "$lt": 65}} ANDs the operators of a field; several fields AND; "a.b" reaches into nested objects; {"$or": [{...}, {...}]}, {"$and": [...]}, {"$not": {...}}. Field operators: $eq $ne $gt $gte $lt $lte $in $nin $exists $contains (array element or substring) $not. Comparison is typed: numbers compare across int and float, text never equals a number, a range between different types is false; {"tags": "x"} does not match an array, use $contains. {} matches every document`
+
+// The names of schema field types and load modes.
+var (
+	fieldTypes = []any{docstore.TypeAny, "bool", "int", "float", "text", "bytes", "vector", "array", "map"}
+	loadModes  = []any{string(docstore.LoadRefuse), string(docstore.LoadReplace), string(docstore.LoadMerge)}
+)
+
+// nameSchema is a collection's or an index's name: 1 to 256 bytes without
+// NUL (the length in characters is checked here, in bytes by the engine).
+func nameSchema(description string) *jsonschema.Schema {
+	return &jsonschema.Schema{Type: "string", MinLength: jsonschema.Ptr(1), MaxLength: jsonschema.Ptr(256), Description: description}
+}
+
+func fieldsSchema(min int) *jsonschema.Schema {
+	return &jsonschema.Schema{Type: "array", MinItems: jsonschema.Ptr(min), Items: &jsonschema.Schema{Type: "string", MinLength: jsonschema.Ptr(1)}}
+}
+
+// argTypeSchemas are the JSON Schemas of the argument types, with the
+// description an argument of the type has unless its field's jsonschema
+// tag gives another.
+var argTypeSchemas = map[reflect.Type]*jsonschema.Schema{
+	reflect.TypeFor[idArg]():          {Types: []string{"string", "integer"}, Description: "the document's id: a JSON string (1 to 1024 bytes) or integer"},
+	reflect.TypeFor[docArg]():         {Type: "object", Description: docHelp},
+	reflect.TypeFor[filterArg]():      {Type: "object", Description: filterHelp},
+	reflect.TypeFor[valueArg]():       {},
+	reflect.TypeFor[revisionArg]():    {Type: "integer", Minimum: jsonschema.Ptr(0.0)},
+	reflect.TypeFor[collectionName](): nameSchema("the collection: 1 to 256 bytes without NUL (a write creates it)"),
+	reflect.TypeFor[indexName]():      nameSchema("the index's name: 1 to 256 bytes without NUL"),
+	reflect.TypeFor[fieldPath]():      {Type: "string", MinLength: jsonschema.Ptr(1)},
+	reflect.TypeFor[indexFields]():    fieldsSchema(1),
+	reflect.TypeFor[compoundFields](): fieldsSchema(2),
+	reflect.TypeFor[pageLimit]():      {Type: "integer", Minimum: jsonschema.Ptr(1.0)},
+	reflect.TypeFor[fieldType]():      {Type: "string", Enum: fieldTypes},
+	reflect.TypeFor[loadMode]():       {Type: "string", Enum: loadModes},
+}
+
+// addTool adds a tool whose input schema is derived from In with the
+// argument types described by argTypeSchemas. A schema that cannot be
+// derived (a programming error) fails Attach.
+func addTool[In any](p *Plugin, t *mcp.Tool, fn mcpcore.ToolFunc[In], opts ...mcpcore.ToolOptions) {
+	s, err := jsonschema.For[In](&jsonschema.ForOptions{TypeSchemas: argTypeSchemas})
+	if err != nil {
+		p.setupErrs = append(p.setupErrs, fmt.Errorf("tool %s: input schema: %w", t.Name, err))
+		return
+	}
+	tool := *t
+	tool.InputSchema = s
+	mcpcore.AddTool(p.host, &tool, fn, opts...)
+}
+
+// filter parses the filter argument at path; an absent filter (or null)
+// is nil, which selects every document.
+func (a filterArg) filter(path string) (*docstore.Filter, error) {
+	if !a.present() {
+		return nil, nil
+	}
+	v, err := a.value(path)
+	if err != nil {
+		return nil, err
+	}
+	f, err := docstore.ParseFilter(v)
+	var fe *docstore.FilterError
+	if errors.As(err, &fe) {
+		reason := fe.Reason
+		if fe.Op != "" {
+			reason = fe.Op + ": " + reason
+		}
+		return nil, &mcpcore.ParamError{Path: path + fe.Path, Reason: reason}
+	}
+	return f, err
+}
+
+// docReply is a stored document as the tools return it: its id, its
+// revision and, where the tool returns it, its value, in the engine's JSON
+// form.
+type docReply struct {
+	ID       json.RawMessage `json:"id"`
+	Revision uint64          `json:"revision"`
+	Doc      json.RawMessage `json:"doc,omitempty"`
+}
+
+// replyOf returns d as a docReply, with its value when withDoc is set.
+func replyOf(d docstore.Doc, withDoc bool) (docReply, error) {
+	id, err := docstore.ToJSON(d.ID)
+	if err != nil {
+		return docReply{}, fmt.Errorf("write a document id as JSON: %w", err)
+	}
+	r := docReply{ID: id, Revision: d.Revision}
+	if withDoc {
+		if r.Doc, err = docstore.ToJSON(d.Value); err != nil {
+			return docReply{}, fmt.Errorf("write document %s as JSON: %w", id, err)
+		}
+	}
+	return r, nil
+}
+
+// planReply is how a query found its documents, returned with explain.
+type planReply struct {
+	// Index is the secondary index used; null for a scan in id order.
+	Index *string `json:"index"`
+	// Ranges is how many key ranges of the index were read.
+	Ranges int `json:"ranges"`
+	// Examined counts the documents read and tested against the filter.
+	Examined int `json:"examined"`
+}
+
+// planOf returns p as a planReply when explain is set, nil otherwise.
+func planOf(p docstore.Plan, explain bool) *planReply {
+	if !explain {
+		return nil
+	}
+	r := &planReply{Ranges: p.Ranges, Examined: p.Examined}
+	if p.Index != "" {
+		r.Index = &p.Index
+	}
+	return r
+}
