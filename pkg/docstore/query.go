@@ -148,7 +148,7 @@ func planIndex(def IndexDef, cons map[string]Constraint) indexPlan {
 			p.score += 2
 			return p
 		}
-		if len(c.In) > 0 {
+		if c.In != nil {
 			vals := slices.Clone(c.In)
 			slices.SortFunc(vals, Compare)
 			p.ranges = p.ranges[:0]
@@ -164,19 +164,24 @@ func planIndex(def IndexDef, cons map[string]Constraint) indexPlan {
 			if len(prefix) == 0 {
 				r.hi = nil
 			}
+			// A bound's value has two keys when it is an integral number
+			// (the int sorts just before the equal float): an inclusive
+			// bound takes both, an exclusive one neither.
 			if c.Lower != nil {
-				k := AppendKey(bytes.Clone(prefix), c.Lower.Value)
-				if !c.Lower.Inclusive {
-					k = prefixEnd(k)
+				lo, hi := eqBounds(c.Lower.Value)
+				if c.Lower.Inclusive {
+					r.lo = AppendKey(bytes.Clone(prefix), lo)
+				} else {
+					r.lo = prefixEnd(AppendKey(bytes.Clone(prefix), hi))
 				}
-				r.lo = k
 			}
 			if c.Upper != nil {
-				k := AppendKey(bytes.Clone(prefix), c.Upper.Value)
+				lo, hi := eqBounds(c.Upper.Value)
 				if c.Upper.Inclusive {
-					k = prefixEnd(k)
+					r.hi = prefixEnd(AppendKey(bytes.Clone(prefix), hi))
+				} else {
+					r.hi = AppendKey(bytes.Clone(prefix), lo)
 				}
-				r.hi = k
 			}
 			p.ranges = []keyRange{r}
 			p.score++

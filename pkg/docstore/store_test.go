@@ -283,6 +283,16 @@ func TestIndexesAndPlans(t *testing.T) {
 				t.Errorf("count %s: %d via %q (%+v, %v), want %d via %q", tc.filter, n, plan.Index, plan, err, tc.count, tc.index)
 			}
 		}
+		// An integral bound takes both the int and the equal float (7 and
+		// 7.0), inclusive, and neither, exclusive.
+		for filter, want := range map[string]int{
+			`{"age":{"$gte":7.0,"$lte":7}}`: 1, `{"age":{"$gte":7,"$lt":8}}`: 1, `{"age":{"$gt":6.0,"$lte":7.0}}`: 1,
+			`{"age":{"$gt":7,"$lt":9}}`: 1, `{"age":{"$gt":6,"$lt":7.0}}`: 0, `{"age":{"$in":[]}}`: 0,
+		} {
+			if n, plan, err := s.Count(ctx, "people", flt(t, filter)); err != nil || n != want || plan.Index != "by_age" {
+				t.Errorf("count %s: %d via %q (%v), want %d via by_age", filter, n, plan.Index, err, want)
+			}
+		}
 		// Writes keep the indexes: Verify (at cleanup) checks them all.
 		if _, err := s.Patch(ctx, "people", Int(3), j(t, `{"age":1000}`)); err != nil {
 			t.Fatal(err)

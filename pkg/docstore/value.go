@@ -164,9 +164,9 @@ func (v Value) Fields() ([]Field, bool) { return v.m, v.kind == KindMap }
 // Get returns the value of the map field key, and whether v is a map that
 // has it.
 func (v Value) Get(key string) (Value, bool) {
-	for _, f := range v.m {
-		if f.Key == key {
-			return f.Value, true
+	for i := range v.m {
+		if v.m[i].Key == key {
+			return v.m[i].Value, true
 		}
 	}
 	return Value{}, false
