@@ -338,10 +338,10 @@ func (r *boltCursor) first() ([]byte, []byte)          { return r.c.First() }
 func (r *boltCursor) seek(key []byte) ([]byte, []byte) { return r.c.Seek(key) }
 func (r *boltCursor) next() ([]byte, []byte)           { return r.c.Next() }
 
-// last works around bbolt's Last looping (for seconds, then returning a
-// deleted key) on a bucket whose leaves were all emptied earlier in the same
-// transaction: it skips emptied trailing leaves by stepping back, and finds
-// no leaf to stop at. First is reliable, so it decides whether a key exists.
+// last works around bbolt's Last on a bucket whose leaves were all emptied
+// earlier in the same transaction: it steps back over emptied trailing
+// leaves, finds no leaf to stop at, and loops, forever or until it returns a
+// deleted key. First is reliable there, so it decides whether a key exists.
 func (r *boltCursor) last() ([]byte, []byte) {
 	if r.h.dirty {
 		if k, _ := r.c.First(); k == nil {

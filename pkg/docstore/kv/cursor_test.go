@@ -292,3 +292,32 @@ func TestCursorPrevOverEmptiedLeaf(t *testing.T) {
 		})
 	})
 }
+
+// TestCursorLastOfEmptiedBucket: bbolt's Last loops (forever, or until it
+// returns a deleted key) on a bucket of several leaves all emptied in the
+// same transaction; kv's returns nil at once.
+func TestCursorLastOfEmptiedBucket(t *testing.T) {
+	const n = 1000
+	eachBackend(t, func(t *testing.T, db kv.DB) {
+		fill(t, db, "b", n)
+		update(t, db, func(tx kv.Tx) error {
+			b := tx.Bucket([]byte("b"))
+			for i := 1; i < n; i++ {
+				if err := b.Delete([]byte(key(i))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c := b.Cursor()
+			k, _ := c.Last()
+			wantKey(t, "Last with one key left", k, key(0))
+			if err := b.Delete([]byte(key(0))); err != nil {
+				t.Fatal(err)
+			}
+			k, _ = c.Last()
+			wantKey(t, "Last of the emptied bucket", k, "")
+			k, _ = c.Prev()
+			wantKey(t, "Prev in the emptied bucket", k, "")
+			return nil
+		})
+	})
+}
