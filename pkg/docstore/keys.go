@@ -60,20 +60,24 @@ const (
 	keyItem = 0x01 // starts a vector component
 
 	// after the integer part
-	numNegFrac             = 0x01
-	numInt                 = 0x02
-	numIntegralFlt         = 0x03
-	numPosFrac             = 0x04
-	twoTo63        float64 = 1 << 63
+	numNegFrac     = 0x01
+	numInt         = 0x02
+	numIntegralFlt = 0x03
+	numPosFrac     = 0x04
 )
+
+const twoTo63 float64 = 1 << 63
 
 // AppendKey appends v's sortable key to dst: for any values a and b,
 // bytes.Compare(AppendKey(nil, a), AppendKey(nil, b)) has the sign of
 // Compare(a, b) (numbers exactly across int and float; an int before an
-// equal float; NaN first), and keys concatenate: a key followed by others
-// sorts as a tuple. Values Compare holds equal have the same key (every
-// NaN; -0 and +0). The layout is described above; scalars are compact (an
-// int from -255 to 255 takes three bytes or less).
+// equal float; NaN first), for values of every kind. Keys concatenate: no
+// key is a prefix of the key of a value Compare does not hold equal, so a
+// key followed by others sorts as a tuple, and the keys with a given key
+// as prefix are those of its value followed by more. Values Compare holds
+// equal have the same key (every NaN; -0 and +0). The layout is described
+// above; scalars are compact (an int from -256 to 255 takes three bytes or
+// less).
 func AppendKey(dst []byte, v Value) []byte {
 	switch v.kind {
 	case KindNull:
