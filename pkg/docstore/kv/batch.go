@@ -3,82 +3,86 @@ package kv
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
-	"time"
 )
 
-// Batch sizing, as bbolt's defaults.
-const (
-	maxBatchSize  = 1000
-	maxBatchDelay = 10 * time.Millisecond
-)
+// maxBatchSize is the most calls one batch commits, as bbolt's default.
+const maxBatchSize = 1000
 
 // errTrySolo tells a batched call that its fn failed and must run alone.
 var errTrySolo = errors.New("kv: batched function failed; re-run alone")
 
-// batcher coalesces concurrent Batch calls into shared Updates, with bbolt's
-// DB.Batch semantics, for both backends. It starts no goroutine: the first
-// caller of a batch waits for company (up to maxBatchDelay or maxBatchSize
-// calls) and then runs the batch on its own goroutine.
+// errLead tells a queued call that it is now the leader: it runs the next
+// batch.
+var errLead = errors.New("kv: lead the next batch")
+
+// batcher coalesces concurrent Batch calls into shared Updates (group
+// commit), with bbolt's DB.Batch semantics for fn, for both backends. A
+// call that finds no batch running runs at once, alone; calls that arrive
+// while a batch commits queue up and commit together in the next one. No
+// call waits for company (bbolt waits up to 10 ms, which a lone writer
+// pays on every write), and the batcher starts no goroutine: each batch is
+// run by one of its callers, the leader, who hands the lead to the next
+// queued call when done.
 type batcher struct {
 	update func(func(Tx) error) error
 
 	mu      sync.Mutex
-	pending *batch
-}
-
-type batch struct {
-	calls []batchCall
-	full  chan struct{} // closed when calls reaches maxBatchSize
+	running bool // a leader is running a batch
+	queue   []batchCall
 }
 
 type batchCall struct {
 	fn   func(Tx) error
-	done chan error
+	done chan error // buffered: the result, or errLead
 }
 
 // do implements DB.Batch.
 func (b *batcher) do(fn func(Tx) error) error {
-	done := make(chan error, 1)
+	call := batchCall{fn: fn, done: make(chan error, 1)}
 	b.mu.Lock()
-	bt := b.pending
-	leader := bt == nil
-	if leader {
-		bt = &batch{full: make(chan struct{})}
-		b.pending = bt
-	}
-	bt.calls = append(bt.calls, batchCall{fn: fn, done: done})
-	if len(bt.calls) == maxBatchSize {
-		b.pending = nil
-		close(bt.full)
-	}
+	b.queue = append(b.queue, call)
+	lead := !b.running
+	b.running = true
 	b.mu.Unlock()
-
-	if leader {
-		timer := time.NewTimer(maxBatchDelay)
-		select {
-		case <-bt.full:
-		case <-timer.C:
-		}
-		timer.Stop()
-		b.mu.Lock()
-		if b.pending == bt {
-			b.pending = nil
-		}
-		b.mu.Unlock()
-		bt.run(b.update)
+	if lead {
+		b.lead()
 	}
-	err := <-done
-	if err == errTrySolo {
-		err = b.update(fn)
+	for {
+		err := <-call.done
+		switch err {
+		case errLead:
+			b.lead()
+		case errTrySolo:
+			return b.update(fn)
+		default:
+			return err
+		}
 	}
-	return err
 }
 
-// run commits the batch's calls in one Update; when a call fails it is told
-// to re-run alone and the rest are retried together.
-func (bt *batch) run(update func(func(Tx) error) error) {
-	calls := bt.calls
+// lead runs one batch from the head of the queue, then hands the lead to
+// the next queued call, or ends the run.
+func (b *batcher) lead() {
+	b.mu.Lock()
+	n := min(len(b.queue), maxBatchSize)
+	calls := slices.Clone(b.queue[:n])
+	b.queue = slices.Delete(b.queue, 0, n)
+	b.mu.Unlock()
+	run(calls, b.update)
+	b.mu.Lock()
+	if len(b.queue) > 0 {
+		b.queue[0].done <- errLead
+	} else {
+		b.running = false
+	}
+	b.mu.Unlock()
+}
+
+// run commits calls in one Update; when a call fails it is told to re-run
+// alone and the rest are retried together.
+func run(calls []batchCall, update func(func(Tx) error) error) {
 	for len(calls) > 0 {
 		failed := -1
 		err := update(func(tx Tx) error {
