@@ -224,7 +224,9 @@ func DecodeValue(b []byte) (Value, error) {
 	if b[0] != formatV1 {
 		return Value{}, &ValueError{Op: "DecodeValue", Offset: 0, Err: fmt.Errorf("%w: unknown format version %d", ErrCorrupt, b[0])}
 	}
-	d := cborDecoder{b: b, i: 1}
+	// One copy of the input as a string backs every text, key and bytes
+	// value decoded: one allocation instead of one per string.
+	d := cborDecoder{b: b, s: string(b), i: 1}
 	v, err := d.value(0)
 	if err != nil {
 		return Value{}, err
@@ -237,6 +239,7 @@ func DecodeValue(b []byte) (Value, error) {
 
 type cborDecoder struct {
 	b []byte
+	s string // b, copied once
 	i int
 }
 
@@ -269,6 +272,15 @@ func (d *cborDecoder) head() (byte, uint64, error) {
 	}
 	d.i += 1 + n
 	return major, arg, nil
+}
+
+// takeString returns the next n bytes as a substring of d.s.
+func (d *cborDecoder) takeString(n uint64) (string, error) {
+	start := d.i
+	if _, err := d.take(n); err != nil {
+		return "", err
+	}
+	return d.s[start:d.i], nil
 }
 
 // take returns the next n bytes.
@@ -322,14 +334,14 @@ func (d *cborDecoder) value(depth int) (Value, error) {
 		}
 		return Int(int64(n)), nil
 	case majorText, majorBytes:
-		s, err := d.take(n)
+		s, err := d.takeString(n)
 		if err != nil {
 			return Value{}, err
 		}
 		if major == majorText {
-			return Text(string(s)), nil
+			return Text(s), nil
 		}
-		return Bytes(s), nil
+		return Value{kind: KindBytes, str: s}, nil
 	case majorTag:
 		if n != tagF32LE {
 			d.i = at
@@ -402,11 +414,11 @@ func (d *cborDecoder) mapValue(at int, n uint64, depth int) (Value, error) {
 			d.i = keyAt
 			return Value{}, d.fail(ErrCorrupt, "a map key is not text")
 		}
-		key, err := d.take(klen)
+		key, err := d.takeString(klen)
 		if err != nil {
 			return Value{}, err
 		}
-		fields[k].Key = string(key)
+		fields[k].Key = key
 		if fields[k].Value, err = d.value(depth + 1); err != nil {
 			return Value{}, prefixPath(err, fields[k].Key)
 		}

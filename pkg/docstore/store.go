@@ -291,5 +291,8 @@ func checkDoc(coll string, id Value, doc Value) error {
 	if doc.Kind() != KindMap {
 		return &Error{Code: CodeInvalid, Collection: coll, ID: &id, Message: fmt.Sprintf("a document is a map, not %s", doc.Kind())}
 	}
+	if depthOver(doc, MaxDepth) {
+		return &Error{Code: CodeInvalid, Collection: coll, ID: &id, Message: fmt.Sprintf("a document nests arrays and maps more than %d deep", MaxDepth)}
+	}
 	return nil
 }

@@ -638,3 +638,35 @@ func TestClosedStore(t *testing.T) {
 		t.Fatal("a write after Close succeeded")
 	}
 }
+
+func TestTooDeepDocument(t *testing.T) {
+	s := openStore(t, "memory")
+	v := Int(1)
+	for range MaxDepth {
+		v = Array(v)
+	}
+	if _, err := s.Put(ctx, "c", Text("deep"), Map(Field{Key: "a", Value: v})); ErrorCode(err) != CodeInvalid {
+		t.Fatalf("a document deeper than MaxDepth: %v", err)
+	}
+	edge, _ := v.Array() // the map and 511 arrays: MaxDepth exactly
+	if _, err := s.Put(ctx, "c", Text("ok"), Map(Field{Key: "a", Value: edge[0]})); err != nil {
+		t.Fatal("a document exactly MaxDepth deep:", err)
+	}
+}
+
+func TestValueEdgeCases(t *testing.T) {
+	nan := float32(0)
+	nan = nan / nan
+	if !Equal(Vector([]float32{nan}), Vector([]float32{nan})) {
+		t.Error("vectors with NaN components are Equal, as floats are")
+	}
+	fields := make([]Field, 0, 20001)
+	for i := range 20000 {
+		fields = append(fields, Field{Key: fmt.Sprint(i), Value: Int(int64(i))})
+	}
+	fields = append(fields, Field{Key: "0", Value: Text("last")})
+	m := Map(fields...)
+	if f, _ := m.Fields(); len(f) != 20000 || js(t, f[0].Value) != `"last"` {
+		t.Errorf("a repeated key keeps its first place and its last value: %d fields", len(f))
+	}
+}

@@ -104,15 +104,7 @@ func Array(items ...Value) Value {
 // Map returns a map value with fields in the given order. A repeated key
 // keeps its first position and its last value.
 func Map(fields ...Field) Value {
-	out := make([]Field, 0, len(fields))
-	for _, f := range fields {
-		if i := slices.IndexFunc(out, func(g Field) bool { return g.Key == f.Key }); i >= 0 {
-			out[i].Value = f.Value
-			continue
-		}
-		out = append(out, f)
-	}
-	return Value{kind: KindMap, m: out}
+	return Value{kind: KindMap, m: dedupFields(slices.Clone(fields))}
 }
 
 // Kind returns v's kind.
@@ -221,7 +213,7 @@ func Equal(a, b Value) bool {
 	case KindArray:
 		return slices.EqualFunc(a.arr, b.arr, Equal)
 	case KindVector:
-		return slices.Equal(a.vec, b.vec)
+		return slices.EqualFunc(a.vec, b.vec, func(x, y float32) bool { return x == y || (x != x && y != y) })
 	case KindMap:
 		if len(a.m) != len(b.m) {
 			return false
@@ -259,7 +251,7 @@ func Compare(a, b Value) int {
 	case KindText, KindBytes:
 		return strings.Compare(a.str, b.str)
 	case KindVector:
-		return slices.Compare(a.vec, b.vec)
+		return slices.CompareFunc(a.vec, b.vec, func(x, y float32) int { return cmp.Compare(x, y) })
 	case KindArray:
 		return slices.CompareFunc(a.arr, b.arr, Compare)
 	case KindMap:
@@ -312,4 +304,26 @@ func compareIntFloat(i int64, f float64) int {
 		return c
 	}
 	return cmp.Compare(0, f-t) // i == trunc(f): f's fraction decides
+}
+
+// depthOver reports whether v nests arrays and maps more than max deep.
+func depthOver(v Value, max int) bool {
+	if max < 0 {
+		return true
+	}
+	switch v.kind {
+	case KindArray:
+		for _, x := range v.arr {
+			if depthOver(x, max-1) {
+				return true
+			}
+		}
+	case KindMap:
+		for _, f := range v.m {
+			if depthOver(f.Value, max-1) {
+				return true
+			}
+		}
+	}
+	return false
 }
