@@ -65,7 +65,7 @@ func TestIndexErrors(t *testing.T) {
 		{"create_compound_index", `{"collection": "c", "fields": ["a", "b"], "unique": "no"}`, "/unique"},
 		{"create_compound_index", `{"collection": "", "fields": ["a", "b"]}`, "/collection"},
 	} {
-		e.badParams(tc.tool, tc.args, tc.path)
+		t.Run(tc.tool+" "+tc.args, func(t *testing.T) { e.in(t).badParams(tc.tool, tc.args, tc.path) })
 	}
 	// An index name the engine refuses (too long in bytes, though not in
 	// characters) is reported with the name in the message.
@@ -136,10 +136,11 @@ func TestSchemaErrors(t *testing.T) {
 		`{"collection": "c"}`: "/fields",
 		`{"fields": []}`:      "/collection",
 	} {
-		r := e.badParams("set_schema", args, path)
-		if r.Error.Message == "" {
-			t.Errorf("%s: no message", args)
-		}
+		t.Run(args, func(t *testing.T) {
+			if r := e.in(t).badParams("set_schema", args, path); r.Error.Message == "" {
+				t.Errorf("%s: no message", args)
+			}
+		})
 	}
 	if got := e.ok("list_collections", `{}`); got != `{"collections":[]}` {
 		t.Fatalf("a refused set_schema created a collection: %s", got)

@@ -71,10 +71,12 @@ func TestCommandExitCodes(t *testing.T) {
 		{[]string{"store", "load", filepath.Join(dir, "new.db"), "--in", filepath.Join(dir, "missing.jsonl")}, cli.ExitFailure, "missing.jsonl"},
 		{[]string{"store", "dump", file, "--collection", "nope"}, cli.ExitFailure, `no collection \"nope\"`},
 	} {
-		code, _, stderr := runCLI(t, tc.args...)
-		if code != tc.code || !strings.Contains(stderr, tc.err) {
-			t.Errorf("%v: exit %d, stderr %q; want %d and %q", tc.args, code, stderr, tc.code, tc.err)
-		}
+		t.Run(strings.Join(tc.args[1:], " "), func(t *testing.T) {
+			code, _, stderr := runCLI(t, tc.args...)
+			if code != tc.code || !strings.Contains(stderr, tc.err) {
+				t.Errorf("%v: exit %d, stderr %q; want %d and %q", tc.args, code, stderr, tc.code, tc.err)
+			}
+		})
 	}
 	if _, err := os.Stat(filepath.Join(dir, "missing.db")); err == nil {
 		t.Error("dump created the store file it was asked to dump")

@@ -71,7 +71,7 @@ func TestStoreErrors(t *testing.T) {
 		`{"collection": "c", "id": 1, "doc": {"$vector": [1, 2]}}`:               "/doc", // a vector, not a document
 		`{"collection": "c", "id": 1, "doc": {}, "extra": 1}`:                    "/extra",
 	} {
-		e.badParams("store", args, path)
+		t.Run(args, func(t *testing.T) { e.in(t).badParams("store", args, path) })
 	}
 	// (The engine creates the collection before it refuses the document:
 	// what matters is that no document was written.)

@@ -27,6 +27,13 @@ type env struct {
 	files  string // files_dir
 }
 
+// in returns e for the subtest t (whose failures it then reports).
+func (e *env) in(t *testing.T) *env {
+	c := *e
+	c.t = t
+	return &c
+}
+
 // backend is a way to open the store: in memory, or a file.
 type backend struct {
 	name string

@@ -184,10 +184,11 @@ func TestFilterErrors(t *testing.T) {
 		`"x"`:                                        "/filter",
 	} {
 		for _, tool := range []string{"page", "count", "delete_where"} {
-			r := e.badParams(tool, `{"collection": "c", "filter": `+filter+`}`, path)
-			if r.Error.Message == "" {
-				t.Errorf("%s %s: no message", tool, filter)
-			}
+			t.Run(tool+" "+filter, func(t *testing.T) {
+				if r := e.in(t).badParams(tool, `{"collection": "c", "filter": `+filter+`}`, path); r.Error.Message == "" {
+					t.Errorf("%s %s: no message", tool, filter)
+				}
+			})
 		}
 	}
 	if got := e.ok("count", `{"collection": "c"}`); got != `{"count":1}` {
