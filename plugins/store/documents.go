@@ -17,7 +17,7 @@ type writeReply struct {
 
 func (p *Plugin) addDocumentTools() {
 	addTool(p, &mcp.Tool{Name: "store", Description: "Store a document under an id, inserting it or replacing the whole document there. Returns {id, revision}: revisions are store-wide and grow with every write. Fails with schema_violation or unique_violation when the collection's schema or a unique index refuses it.",
-		Annotations: &mcp.ToolAnnotations{IdempotentHint: true, DestructiveHint: new(true), OpenWorldHint: new(false)}}, p.store)
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: new(true), OpenWorldHint: new(false)}}, p.store)
 	addTool(p, &mcp.Tool{Name: "insert_auto", Description: "Insert a document under a new integer id, larger than every id insert_auto gave before in the collection (never reused, even after a delete). Returns {id, revision}.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: new(false), OpenWorldHint: new(false)}}, p.insertAuto)
 	addTool(p, &mcp.Tool{Name: "get", Description: "Get one document by id. Returns {id, revision, doc}; fails with not_found when there is none, collection_not_found when the collection does not exist.",
