@@ -28,7 +28,7 @@ type writer struct {
 // concurrent calls are batched into one transaction (fn may run more than
 // once, so it only returns what it computes).
 func (s *Store) update(ctx context.Context, coll string, fn func(w *writer) error) error {
-	if err := ctx.Err(); err != nil {
+	if err := s.usable(ctx); err != nil {
 		return err
 	}
 	if err := s.ensureCollection(coll); err != nil {
@@ -169,6 +169,9 @@ func (s *Store) Put(ctx context.Context, coll string, id, doc Value) (Doc, error
 	if err := checkID(coll, id); err != nil {
 		return Doc{}, err
 	}
+	if err := checkDoc(coll, id, doc); err != nil {
+		return Doc{}, err // before the collection is created
+	}
 	var out Doc
 	err := s.update(ctx, coll, func(w *writer) error {
 		old, exists, err := w.get(id)
@@ -187,6 +190,9 @@ func (s *Store) Put(ctx context.Context, coll string, id, doc Value) (Doc, error
 func (s *Store) PutMany(ctx context.Context, coll string, docs []Doc) ([]Doc, error) {
 	for _, d := range docs {
 		if err := checkID(coll, d.ID); err != nil {
+			return nil, err
+		}
+		if err := checkDoc(coll, d.ID, d.Value); err != nil {
 			return nil, err
 		}
 	}
@@ -213,6 +219,9 @@ func (s *Store) PutMany(ctx context.Context, coll string, docs []Doc) ([]Doc, er
 // before in coll (ids are never reused, even after a delete; an id taken
 // by Put is skipped).
 func (s *Store) Insert(ctx context.Context, coll string, doc Value) (Doc, error) {
+	if err := checkDoc(coll, Null(), doc); err != nil {
+		return Doc{}, err
+	}
 	var out Doc
 	err := s.update(ctx, coll, func(w *writer) error {
 		for {
@@ -261,6 +270,9 @@ func (s *Store) Patch(ctx context.Context, coll string, id, patch Value) (Doc, e
 	}
 	if patch.Kind() != KindMap {
 		return Doc{}, &Error{Code: CodeInvalid, Collection: coll, ID: &id, Message: fmt.Sprintf("a patch is a map, not %s", patch.Kind())}
+	}
+	if !s.exists(coll) {
+		return Doc{}, &Error{Code: CodeNotFound, Collection: coll, ID: &id, Message: fmt.Sprintf("no document %s in %q to patch", idString(id), coll)}
 	}
 	var out Doc
 	err := s.update(ctx, coll, func(w *writer) error {
@@ -316,6 +328,14 @@ func (s *Store) CompareAndSet(ctx context.Context, coll string, id Value, expect
 	if (expect.Revision == nil) == (expect.Value == nil) {
 		return Doc{}, &Error{Code: CodeInvalid, Collection: coll, ID: &id, Message: "compare_and_set expects either a revision or a value, not both nor neither"}
 	}
+	if err := checkDoc(coll, id, doc); err != nil {
+		return Doc{}, err
+	}
+	expectsAbsent := (expect.Revision != nil && *expect.Revision == 0) || (expect.Value != nil && expect.Value.IsNull())
+	if !expectsAbsent && !s.exists(coll) {
+		return Doc{}, &Error{Code: CodeRevisionMismatch, Collection: coll, ID: &id,
+			Message: fmt.Sprintf("document %s in %q does not exist, which is not what compare_and_set expected; nothing was written", idString(id), coll)}
+	}
 	var out Doc
 	err := s.update(ctx, coll, func(w *writer) error {
 		old, exists, err := w.get(id)
@@ -347,10 +367,10 @@ func (s *Store) Delete(ctx context.Context, coll string, id Value) (bool, error)
 	if err := checkID(coll, id); err != nil {
 		return false, err
 	}
-	s.catMu.RLock()
-	_, ok := s.cat[coll]
-	s.catMu.RUnlock()
-	if !ok {
+	if err := s.usable(ctx); err != nil {
+		return false, err
+	}
+	if !s.exists(coll) {
 		return false, nil
 	}
 	var deleted bool
@@ -364,4 +384,11 @@ func (s *Store) Delete(ctx context.Context, coll string, id Value) (bool, error)
 		return w.remove(old)
 	})
 	return deleted, err
+}
+
+// exists reports whether coll exists.
+func (s *Store) exists(coll string) bool {
+	s.catMu.RLock()
+	defer s.catMu.RUnlock()
+	return s.cat[coll] != nil
 }

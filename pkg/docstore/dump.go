@@ -17,7 +17,7 @@ import (
 // go on, in the bbolt file format (also from an in-memory store): the
 // bytes open with Open. It returns the bytes written.
 func (s *Store) Backup(ctx context.Context, w io.Writer) (int64, error) {
-	if err := ctx.Err(); err != nil {
+	if err := s.usable(ctx); err != nil {
 		return 0, err
 	}
 	return s.db.Backup(w)
@@ -68,6 +68,9 @@ type dumpLine struct {
 // JSON form of FromJSON and ToJSON, which keeps every typed value), from
 // one consistent snapshot. It returns the documents written.
 func (s *Store) Dump(ctx context.Context, w io.Writer, colls []string, progress Progress) (int64, error) {
+	if err := s.usable(ctx); err != nil {
+		return 0, err
+	}
 	s.catMu.RLock()
 	defer s.catMu.RUnlock()
 	if len(colls) == 0 {
@@ -173,6 +176,9 @@ const loadBatch = 1000
 // it stay, and the error names the line. total, when known (the dump's
 // size in lines, or 0), is passed to progress.
 func (s *Store) Load(ctx context.Context, r io.Reader, mode LoadMode, total int64, progress Progress) (LoadStats, error) {
+	if err := s.usable(ctx); err != nil {
+		return LoadStats{}, err
+	}
 	if mode == "" {
 		mode = LoadRefuse
 	}

@@ -174,6 +174,9 @@ func (s *Store) SetSchema(ctx context.Context, coll string, schema Schema) error
 
 // Schema returns coll's declared schema, or nil when none was declared.
 func (s *Store) Schema(ctx context.Context, coll string) (*Schema, error) {
+	if err := s.usable(ctx); err != nil {
+		return nil, err
+	}
 	s.catMu.RLock()
 	defer s.catMu.RUnlock()
 	col, err := s.collectionOf(coll)

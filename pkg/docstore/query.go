@@ -20,7 +20,7 @@ type reader struct {
 
 // view runs fn in a read transaction on coll, which must exist.
 func (s *Store) view(ctx context.Context, coll string, fn func(r *reader) error) error {
-	if err := ctx.Err(); err != nil {
+	if err := s.usable(ctx); err != nil {
 		return err
 	}
 	s.catMu.RLock()
@@ -504,10 +504,10 @@ func (s *Store) Count(ctx context.Context, coll string, f *Filter) (int, Plan, e
 // DeleteWhere deletes the documents of coll that match f (nil: all) in one
 // transaction and returns how many it deleted.
 func (s *Store) DeleteWhere(ctx context.Context, coll string, f *Filter) (int, Plan, error) {
-	s.catMu.RLock()
-	_, ok := s.cat[coll]
-	s.catMu.RUnlock()
-	if !ok {
+	if err := s.usable(ctx); err != nil {
+		return 0, Plan{}, err
+	}
+	if !s.exists(coll) {
 		return 0, Plan{}, nil
 	}
 	var n int

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/mcpkit/mcpkit/pkg/docstore/kv"
 )
@@ -55,7 +56,8 @@ type Options struct {
 // serialized (and batched when concurrent), readers see consistent
 // snapshots and never block writers.
 type Store struct {
-	db kv.DB
+	db     kv.DB
+	closed atomic.Bool
 
 	// catMu guards cat. Document writes hold it for reading through their
 	// transaction, so that a catalog change (a new index, a schema) never
@@ -103,7 +105,19 @@ func Open(path string, opts Options) (*Store, error) {
 func (s *Store) Path() string { return s.db.Path() }
 
 // Close closes the store; operations after it fail with ErrClosed.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	s.closed.Store(true)
+	return s.db.Close()
+}
+
+// usable fails with ErrClosed after Close, and with ctx's error once ctx
+// has ended.
+func (s *Store) usable(ctx context.Context) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	return ctx.Err()
+}
 
 func (s *Store) loadCatalog() error {
 	return s.db.Update(func(tx kv.Tx) error {
@@ -133,9 +147,10 @@ func putCatalog(tx kv.Tx, col *collection) error {
 }
 
 // checkName validates a collection or index name.
+// The Error's Field is what ("collection" or "index").
 func checkName(what, name string) error {
 	if name == "" || len(name) > 256 || strings.ContainsRune(name, 0) {
-		return &Error{Code: CodeInvalid, Message: fmt.Sprintf("%s name %q must be 1 to 256 bytes without NUL", what, name)}
+		return &Error{Code: CodeInvalid, Field: what, Message: fmt.Sprintf("%s name %q must be 1 to 256 bytes without NUL", what, name)}
 	}
 	return nil
 }
@@ -170,6 +185,9 @@ func (s *Store) ensureCollection(coll string) error {
 // set and it does not exist) in a write transaction, with every document
 // writer excluded, and publishes the entry when the transaction commits.
 func (s *Store) changeCatalog(coll string, create bool, fn func(tx kv.Tx, col *collection) error) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
 	s.catMu.Lock()
 	defer s.catMu.Unlock()
 	old := s.cat[coll]
@@ -207,6 +225,9 @@ type CollectionInfo struct {
 
 // Collections lists the collections in name order.
 func (s *Store) Collections(ctx context.Context) ([]CollectionInfo, error) {
+	if err := s.usable(ctx); err != nil {
+		return nil, err
+	}
 	s.catMu.RLock()
 	defer s.catMu.RUnlock()
 	var out []CollectionInfo

@@ -634,9 +634,37 @@ func TestClosedStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	if _, err := s.Put(ctx, "c", Text("a"), Map()); err == nil {
-		t.Fatal("a write after Close succeeded")
+	if _, err := s.Put(ctx, "c", Text("a"), Map()); ErrorCode(err) != CodeClosed {
+		t.Fatal("a write after Close:", err)
 	}
+	if _, err := s.Get(ctx, "c", Text("a")); ErrorCode(err) != CodeClosed {
+		t.Fatal("a read after Close:", err)
+	}
+}
+
+// TestRefusedWritesCreateNothing: a write refused before it reaches the
+// documents leaves no collection behind.
+func TestRefusedWritesCreateNothing(t *testing.T) {
+	backends(t, func(t *testing.T, s *Store) {
+		one := uint64(1)
+		for what, err := range map[string]error{
+			"put":   func() error { _, err := s.Put(ctx, "a", Text("x"), Int(1)); return err }(),
+			"many":  func() error { _, err := s.PutMany(ctx, "b", []Doc{{ID: Text("x"), Value: Int(1)}}); return err }(),
+			"ins":   func() error { _, err := s.Insert(ctx, "c", Array()); return err }(),
+			"patch": func() error { _, err := s.Patch(ctx, "d", Text("x"), Map()); return err }(),
+			"cas": func() error {
+				_, err := s.CompareAndSet(ctx, "e", Text("x"), Expect{Revision: &one}, Map())
+				return err
+			}(),
+		} {
+			if err == nil {
+				t.Errorf("%s: accepted", what)
+			}
+		}
+		if infos, _ := s.Collections(ctx); len(infos) != 0 {
+			t.Errorf("refused writes created %+v", infos)
+		}
+	})
 }
 
 func TestTooDeepDocument(t *testing.T) {

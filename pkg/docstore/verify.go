@@ -13,6 +13,9 @@ import (
 // its values give (and no other entry), and that unique indexes hold no
 // duplicates. It returns the first disagreement found.
 func (s *Store) Verify(ctx context.Context) error {
+	if err := s.usable(ctx); err != nil {
+		return err
+	}
 	s.catMu.RLock()
 	defer s.catMu.RUnlock()
 	return s.db.View(func(tx kv.Tx) error {
