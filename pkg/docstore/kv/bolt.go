@@ -14,6 +14,8 @@ import (
 
 // initialMmapSize is the bbolt map reserved at Open (address space, not
 // memory): below it a commit that grows the file never waits for readers.
+// With it, bbolt grows the file in sparse 16 MiB steps (disk use and Backup
+// follow the pages in use).
 const initialMmapSize = 1 << 30
 
 // boltDB is the bbolt backend.
@@ -41,6 +43,7 @@ func Open(path string, opts Options) (DB, error) {
 		ReadOnly:        opts.ReadOnly,
 		InitialMmapSize: initialMmapSize,
 		FreelistType:    bolt.FreelistMapType,
+		NoFreelistSync:  true,
 	})
 	if err != nil {
 		switch {
