@@ -219,6 +219,11 @@ func (t *boltTx) DeleteBucket(name []byte) error {
 	if err := t.checkWrite(); err != nil {
 		return fmt.Errorf("kv: delete bucket %q: %w", name, err)
 	}
+	if len(name) == 0 {
+		// bbolt takes the end of an empty root for an empty key, and fails
+		// with ErrIncompatibleValue.
+		return fmt.Errorf("kv: delete bucket %q: %w", name, ErrBucketNotFound)
+	}
 	if err := t.tx.DeleteBucket(name); err != nil {
 		if errors.Is(err, bolterrors.ErrBucketNotFound) {
 			err = ErrBucketNotFound

@@ -114,7 +114,8 @@ type DB interface {
 }
 
 // Tx is a transaction: a set of top-level buckets, read-only or read-write.
-// A Tx is not safe for concurrent use.
+// A Tx is not safe for concurrent use. After its function returns, its
+// writes fail with ErrTxClosed and its reads panic (see Bucket).
 type Tx interface {
 	// Bucket returns the bucket named name, or nil when there is none.
 	Bucket(name []byte) Bucket

@@ -191,6 +191,7 @@ func TestBuckets(t *testing.T) {
 			if !tx.Writable() {
 				t.Error("Update is not writable")
 			}
+			wantErr(t, tx.DeleteBucket(nil), kv.ErrBucketNotFound) // in an empty store
 			for _, name := range []string{"b", "a", "c"} {
 				mustBucket(t, tx, name)
 			}
