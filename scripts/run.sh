@@ -6,7 +6,10 @@
 # generated mcpkit configuration whose resp target points at it. When mcpkit
 # exits (or the script is interrupted: the signal is passed on to mcpkit), the
 # script stops that redis-server and removes the directory. mcpkit itself never
-# starts or stops a datastore; this script does, for the demo only.
+# starts or stops a datastore; this script does, for the demo only. When the
+# binary carries the store plugin, the store is a file that persists between
+# runs: data/store.db in the checkout (git-ignored; MCPKIT_DATA_DIR moves it),
+# with data/files/ as the directory its backup, dump and load tools may use.
 #
 # Usage: scripts/run.sh [MCPKIT_ARGS...]
 #   MCPKIT_ARGS default to `serve --http 127.0.0.1:8080`; `--config FILE` (the
@@ -14,7 +17,8 @@
 #   MCPKIT_BIN overrides the binary (default: bin/mcpkit beside this script).
 #
 # Progress goes to stderr, each line starting with "run.sh:"; the line
-# "run.sh: redis-server pid=PID port=PORT dir=DIR" names the server it started.
+# "run.sh: redis-server pid=PID port=PORT dir=DIR" names the server it started,
+# and "run.sh: store file=FILE files_dir=DIR" the store's file.
 set -euo pipefail
 
 log() { printf 'run.sh: %s\n' "$*" >&2; }
@@ -113,27 +117,26 @@ start_redis() {
 	return 1
 }
 
-if "$bin" plugins | awk 'NR > 1 {print $1}' | grep -qx resp; then
+plugins=$("$bin" plugins | awk 'NR > 1 {print $1}')
+enable='"diag"'
+configs=""
+if grep -qx resp <<<"$plugins"; then
 	start_redis
-	cat >"$dir/mcpkit.json" <<-EOF
-		{
-		  "enable": ["diag", "resp"],
-		  "plugins": {
-		    "resp": {
-		      "config": {
-		        "default_target": "local",
-		        "targets": {
-		          "local": {"host": "127.0.0.1", "port": $redis_port, "password_file": "$dir/password"}
-		        }
-		      }
-		    }
-		  }
-		}
-	EOF
+	enable+=', "resp"'
+	configs+='"resp": {"config": {"default_target": "local", "targets": {"local": {"host": "127.0.0.1", "port": '"$redis_port"', "password_file": "'"$dir/password"'"}}}}'
 else
-	log "this binary has no resp plugin; serving diag alone"
-	printf '{"enable": ["diag"]}\n' >"$dir/mcpkit.json"
+	log "this binary has no resp plugin"
 fi
+if grep -qx store <<<"$plugins"; then
+	data=${MCPKIT_DATA_DIR:-$root/data}
+	mkdir -p "$data/files"
+	data=$(cd "$data" && pwd)
+	enable+=', "store"'
+	[ -z "$configs" ] || configs+=', '
+	configs+='"store": {"config": {"path": "'"$data/store.db"'", "files_dir": "'"$data/files"'"}}'
+	log "store file=$data/store.db files_dir=$data/files"
+fi
+printf '{"enable": [%s], "plugins": {%s}}\n' "$enable" "$configs" >"$dir/mcpkit.json"
 
 "$bin" "$@" --config "$dir/mcpkit.json" &
 mcpkit_pid=$!

@@ -13,10 +13,13 @@ import (
 )
 
 // TestRunScript runs scripts/run.sh, what `make run` serves, on a free port:
-// it starts its own redis-server (never 6379), serves diag and resp over
-// HTTP, a newcomer's first execute works, and stopping the script stops
-// mcpkit, then redis-server, and removes the temporary directory.
+// it starts its own redis-server (never 6379), serves diag, resp and the
+// store (on a file in MCPKIT_DATA_DIR) over HTTP, a newcomer's first
+// execute and store work, and stopping the script stops mcpkit, then
+// redis-server, and removes the temporary directory, keeping the store file.
 func TestRunScript(t *testing.T) {
+	data := t.TempDir()
+	t.Setenv("MCPKIT_DATA_DIR", data)
 	script, err := filepath.Abs(filepath.Join("..", "scripts", "run.sh"))
 	if err != nil {
 		t.Fatal(err)
@@ -45,6 +48,10 @@ func TestRunScript(t *testing.T) {
 	if reply.Outcome != "ok" || len(reply.Replies) != 2 || reply.Replies[1].Str(t) != "hello" {
 		t.Fatalf("resp_execute = %+v", reply)
 	}
+	callTool(t, cs, "store_store", map[string]any{"collection": "notes", "id": "first", "doc": map[string]any{"text": "hello"}})
+	if got := decode[struct{ Doc struct{ Text string } }](t, callTool(t, cs, "store_get", map[string]any{"collection": "notes", "id": "first"})); got.Doc.Text != "hello" {
+		t.Fatalf("store_get = %+v", got)
+	}
 	cs.Close()
 
 	hp.stop(t)
@@ -60,11 +67,18 @@ func TestRunScript(t *testing.T) {
 	if !strings.Contains(hp.stderr.String(), "run.sh: redis-server pid="+m[1]+" stopped") {
 		t.Fatalf("run.sh did not report stopping redis-server:\n%s", hp.stderr.String())
 	}
+	if !strings.Contains(hp.stderr.String(), "run.sh: store file="+filepath.Join(data, "store.db")) {
+		t.Fatalf("run.sh did not name the store's file:\n%s", hp.stderr.String())
+	}
+	if fi, err := os.Stat(filepath.Join(data, "store.db")); err != nil || fi.Size() == 0 {
+		t.Fatalf("the store's file after run.sh: %v", err)
+	}
 }
 
 // TestRunScriptFailingServe checks that run.sh passes mcpkit's exit status on
 // and still stops its redis-server when mcpkit cannot start.
 func TestRunScriptFailingServe(t *testing.T) {
+	t.Setenv("MCPKIT_DATA_DIR", t.TempDir()) // never the checkout's data/
 	script, err := filepath.Abs(filepath.Join("..", "scripts", "run.sh"))
 	if err != nil {
 		t.Fatal(err)
