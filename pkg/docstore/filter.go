@@ -217,6 +217,50 @@ func (f *Filter) Conjuncts() map[string]Constraint {
 	return out
 }
 
+// Exact reports whether Conjuncts says all the filter says: the filter is
+// an AND of one equality or $in per field, on scalar operands (bool,
+// number, text, bytes; no null), so that a document matches exactly when
+// its values meet every Constraint. A planner can then answer from an
+// index alone.
+func (f *Filter) Exact() bool {
+	seen := map[string]bool{}
+	return f.root.exact(seen)
+}
+
+func (c *clause) exact(seen map[string]bool) bool {
+	switch c.kind {
+	case clauseAnd:
+		for i := range c.subs {
+			if !c.subs[i].exact(seen) {
+				return false
+			}
+		}
+		return true
+	case clauseField:
+		if len(c.ops) != 1 || seen[c.path] {
+			return false
+		}
+		seen[c.path] = true
+		switch op := c.ops[0]; op.op {
+		case opEq:
+			return scalarOperand(op.operand)
+		case opIn:
+			return len(op.set) > 0 && !slices.ContainsFunc(op.set, func(v Value) bool { return !scalarOperand(v) })
+		}
+	}
+	return false
+}
+
+// scalarOperand reports whether v is a non-null scalar, whose equality is
+// its key's.
+func scalarOperand(v Value) bool {
+	switch v.Kind() {
+	case KindBool, KindInt, KindFloat, KindText, KindBytes:
+		return true
+	}
+	return false
+}
+
 // conjoin adds the constraints of c, a clause of the top-level AND, to out.
 func (c *clause) conjoin(out map[string]Constraint) {
 	switch c.kind {

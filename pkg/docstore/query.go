@@ -125,6 +125,7 @@ type indexPlan struct {
 	def    IndexDef
 	ranges []keyRange
 	score  int // fields constrained: 2 per equality, 1 for a range or $in
+	fields int // leading fields of the index the ranges constrain
 }
 
 // planIndex returns how def can narrow the documents that match cons.
@@ -136,6 +137,7 @@ func planIndex(def IndexDef, cons map[string]Constraint) indexPlan {
 		if !ok {
 			break
 		}
+		p.fields++
 		if c.Eq != nil {
 			lo, hi := eqBounds(*c.Eq)
 			if Compare(lo, hi) == 0 && lo.Kind() == hi.Kind() {
@@ -156,6 +158,8 @@ func planIndex(def IndexDef, cons map[string]Constraint) indexPlan {
 				lo, hi := eqBounds(v)
 				p.ranges = append(p.ranges, inclusiveRange(prefix, lo, hi))
 			}
+			// 1 and 1.0 give the same range: read it once.
+			p.ranges = slices.CompactFunc(p.ranges, func(a, b keyRange) bool { return bytes.Equal(a.lo, b.lo) && bytes.Equal(a.hi, b.hi) })
 			p.score++
 			return p
 		}
@@ -187,6 +191,7 @@ func planIndex(def IndexDef, cons map[string]Constraint) indexPlan {
 			p.score++
 			return p
 		}
+		p.fields-- // the field's constraint says nothing an index can use
 		break
 	}
 	return p
@@ -492,6 +497,15 @@ func (s *Store) Count(ctx context.Context, coll string, f *Filter) (int, Plan, e
 		n = 0
 		if f == nil {
 			n = r.docs.KeyN()
+			return nil
+		}
+		if p, ok := r.bestIndex(f); ok && f.Exact() && p.fields == len(f.Conjuncts()) {
+			// The index's entries answer the filter: count them.
+			plan = Plan{Index: p.def.Name, Ranges: len(p.ranges)}
+			ib := r.tx.Bucket(indexBucket(r.col.Name, p.def.Name))
+			for _, kr := range p.ranges {
+				scanRange(ib, kr, nil, false, func([]byte, []byte) bool { n++; return true })
+			}
 			return nil
 		}
 		var err error

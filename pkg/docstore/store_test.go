@@ -283,6 +283,18 @@ func TestIndexesAndPlans(t *testing.T) {
 				t.Errorf("count %s: %d via %q (%+v, %v), want %d via %q", tc.filter, n, plan.Index, plan, err, tc.count, tc.index)
 			}
 		}
+		// A filter of equalities an index covers is counted from the index
+		// alone; anything else reads the documents.
+		for filter, want := range map[string][2]int{
+			`{"age":7}`: {1, 0}, `{"age":{"$in":[7,7.0,1]}}`: {2, 0}, `{"city":"c2"}`: {10, 0},
+			`{"city":"c2","age":7}`: {1, 0}, `{"city":"c2","age":{"$gt":20}}`: {6, 6}, `{"age":{"$eq":7,"$ne":8}}`: {1, 1},
+			`{"age":7,"tag":"t1"}`: {0, 1},
+		} {
+			n, plan, err := s.Count(ctx, "people", flt(t, filter))
+			if err != nil || n != want[0] || plan.Examined != want[1] {
+				t.Errorf("count %s: %d examining %d (%v), want %d examining %d", filter, n, plan.Examined, err, want[0], want[1])
+			}
+		}
 		// An integral bound takes both the int and the equal float (7 and
 		// 7.0), inclusive, and neither, exclusive.
 		for filter, want := range map[string]int{
