@@ -275,7 +275,7 @@ func (r *reader) candidates(p indexPlan) ([][]byte, error) {
 			if id, err = entryID(p.def, k); err != nil {
 				return false
 			}
-			ids = append(ids, bytes.Clone(id))
+			ids = append(ids, id) // keys stay valid until the transaction ends
 			return true
 		})
 		if err != nil {
@@ -379,7 +379,7 @@ func (s *Store) Page(ctx context.Context, coll string, q Query) (PageResult, err
 	var out PageResult
 	limit := clampLimit(q.Limit)
 	err := s.view(ctx, coll, func(r *reader) error {
-		out = PageResult{}
+		out = PageResult{Docs: make([]Doc, 0, min(limit, 64))}
 		if q.OrderBy != "" && q.OrderBy != "id" {
 			return r.pageByIndex(q, limit, &out)
 		}
@@ -394,7 +394,7 @@ func (s *Store) Page(ctx context.Context, coll string, q Query) (PageResult, err
 				return false
 			}
 			out.Docs = append(out.Docs, project(d, q.Select))
-			last = bytes.Clone(k)
+			last = k // valid until the transaction ends; encodeCursor copies it
 			return true
 		})
 		return err
@@ -447,7 +447,7 @@ func (r *reader) pageByIndex(q Query, limit int, out *PageResult) error {
 			return false
 		}
 		out.Docs = append(out.Docs, project(d, q.Select))
-		last = bytes.Clone(k)
+		last = k // valid until the transaction ends; encodeCursor copies it
 		return true
 	})
 	return err
