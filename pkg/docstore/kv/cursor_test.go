@@ -273,11 +273,7 @@ func TestCursorPrevOverEmptiedLeaf(t *testing.T) {
 		fill(t, db, "b", n)
 		update(t, db, func(tx kv.Tx) error {
 			b := tx.Bucket([]byte("b"))
-			for i := 300; i < 700; i++ {
-				if err := b.Delete([]byte(key(i))); err != nil {
-					t.Fatal(err)
-				}
-			}
+			deleteKeys(t, b, 300, 700)
 			c := b.Cursor()
 			c.Seek([]byte(key(700)))
 			k, _ := c.Prev()
@@ -302,11 +298,7 @@ func TestCursorLastOfEmptiedBucket(t *testing.T) {
 		fill(t, db, "b", n)
 		update(t, db, func(tx kv.Tx) error {
 			b := tx.Bucket([]byte("b"))
-			for i := 1; i < n; i++ {
-				if err := b.Delete([]byte(key(i))); err != nil {
-					t.Fatal(err)
-				}
-			}
+			deleteKeys(t, b, 1, n)
 			c := b.Cursor()
 			k, _ := c.Last()
 			wantKey(t, "Last with one key left", k, key(0))

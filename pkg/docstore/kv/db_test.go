@@ -46,11 +46,7 @@ func TestViewIsolation(t *testing.T) {
 			b := tx.Bucket([]byte("b"))
 			mustPut(t, b, key(1), "new value")
 			mustPut(t, mustBucket(t, tx, "new"), "k", "v")
-			for i := 50; i < 60; i++ {
-				if err := b.Delete([]byte(key(i))); err != nil {
-					t.Fatal(err)
-				}
-			}
+			deleteKeys(t, b, 50, 60)
 			// A View during the Update completes without waiting for it.
 			during := make(chan error, 1)
 			go func() { during <- db.View(readOld) }()

@@ -113,6 +113,16 @@ func fill(t testing.TB, db kv.DB, name string, n int) {
 	})
 }
 
+// deleteKeys deletes keys [from, to) from b.
+func deleteKeys(t testing.TB, b kv.Bucket, from, to int) {
+	t.Helper()
+	for i := from; i < to; i++ {
+		if err := b.Delete([]byte(key(i))); err != nil {
+			t.Fatalf("delete %s: %v", key(i), err)
+		}
+	}
+}
+
 // bucketDump is a bucket's whole state.
 type bucketDump struct {
 	Seq   uint64
@@ -389,11 +399,7 @@ func TestKeyN(t *testing.T) {
 			}
 			mustPut(t, b, key(0), "overwrite")
 			mustPut(t, b, "new", "x")
-			for i := 100; i < 200; i++ {
-				if err := b.Delete([]byte(key(i))); err != nil {
-					t.Fatal(err)
-				}
-			}
+			deleteKeys(t, b, 100, 200)
 			if b.KeyN() != 401 {
 				t.Errorf("KeyN in the writing transaction %d, want 401", b.KeyN())
 			}
@@ -442,11 +448,7 @@ func TestRollback(t *testing.T) {
 			keep := tx.Bucket([]byte("keep"))
 			mustPut(t, keep, key(0), "changed")
 			mustPut(t, keep, "added", "1")
-			for i := 10; i < 200; i++ {
-				if err := keep.Delete([]byte(key(i))); err != nil {
-					t.Fatal(err)
-				}
-			}
+			deleteKeys(t, keep, 10, 200)
 			if _, err := keep.NextSequence(); err != nil {
 				t.Fatal(err)
 			}
