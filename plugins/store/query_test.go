@@ -261,8 +261,9 @@ func TestExplain(t *testing.T) {
 			Count int      `json:"count"`
 			Plan  *planOut `json:"plan"`
 		}
+		// Equalities the index covers are counted from its entries alone.
 		c := okAs[counted](e, "count", `{"collection": "c", "filter": {"n": {"$in": [1, 2, 3]}}, "explain": true}`)
-		if c.Count != 3 || c.Plan == nil || *c.Plan.Index != "by_n" || c.Plan.Examined != 3 || c.Plan.Ranges != 3 {
+		if c.Count != 3 || c.Plan == nil || *c.Plan.Index != "by_n" || c.Plan.Examined != 0 || c.Plan.Ranges != 3 {
 			t.Fatalf("count plan %+v", c)
 		}
 		e.ok("create_compound_index", `{"collection": "c", "fields": ["city", "n"]}`)
