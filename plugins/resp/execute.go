@@ -361,6 +361,7 @@ func (p *Plugin) execute(ctx context.Context, req *mcp.CallToolRequest, in Execu
 		}
 		return nil, mcpcore.ErrorResult(mcpcore.ToolErrorReply{Error: p.failure(s, err), Partial: reply})
 	}
+	p.reg.observe(s, b.cmds, reply.Replies)
 	raw, err := reply.raw()
 	if err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/mcpkit/mcpkit/internal/redistest"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore/mcptest"
 	"github.com/mcpkit/mcpkit/pkg/resp"
@@ -105,4 +106,21 @@ func FuzzExecuteArgs(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in string) {
 		mcptest.RefusesAsSchema(t, schema, func() mcpcore.ArgumentsDecoder { return new(ExecuteArgs) }, in)
 	})
+}
+
+// TestSessionFollowsHelloAndSelect: a HELLO or SELECT run through execute
+// changes what the session tool lists; a SELECT queued in MULTI does not
+// (it answers QUEUED), nor does a refused one.
+func TestSessionFollowsHelloAndSelect(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	e := connect(t, targetAt(s, ""), "")
+	e.cs = e.session(legacyVersion)
+	e.exec(cmd("HELLO", "2"), cmd("SELECT", "4"))
+	if l := e.list(nil); len(l) != 1 || l[0].Protocol != 2 || l[0].Database != 4 {
+		t.Fatalf("after HELLO 2 and SELECT 4: %+v", l)
+	}
+	e.execOn(nil, "", cmd("MULTI"), cmd("SELECT", "5"), cmd("DISCARD"), cmd("SELECT", "99999"), cmd("HELLO", "3")) // outcome error: the refused SELECT
+	if l := e.list(nil); l[0].Protocol != 3 || l[0].Database != 4 {
+		t.Fatalf("after a queued and a refused SELECT, and HELLO 3: %+v", l)
+	}
 }

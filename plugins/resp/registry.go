@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -280,6 +282,32 @@ func (r *registry) setManual(s *session) {
 	r.mu.Lock()
 	s.manual = true
 	r.mu.Unlock()
+}
+
+// observe keeps s's protocol and database as its own commands change them
+// (a HELLO with a version, a SELECT answered OK), so that list tells the
+// truth. Inside MULTI they are only queued: a SELECT then answers QUEUED
+// and is not taken.
+func (r *registry) observe(s *session, cmds Commands, replies []resp.Value) {
+	for i, cmd := range cmds {
+		if i >= len(replies) || replies[i].IsError() || len(cmd) != 2 {
+			continue
+		}
+		n, err := strconv.Atoi(string(cmd[1]))
+		if err != nil {
+			continue
+		}
+		switch name := strings.ToUpper(string(cmd[0])); {
+		case name == "HELLO" && (n == 2 || n == 3) && (replies[i].Kind == resp.KindMap || replies[i].Kind == resp.KindArray):
+			r.mu.Lock()
+			s.protocol = n
+			r.mu.Unlock()
+		case name == "SELECT" && string(replies[i].Str) == "OK":
+			r.mu.Lock()
+			s.database = n
+			r.mu.Unlock()
+		}
+	}
 }
 
 // info describes s.
