@@ -1,0 +1,13 @@
+// Package action is the action framework: an action is a Go value with a
+// name, a description, typed inputs (a Go struct whose JSON Schema is
+// derived), a run function, middleware, a timeout and options for each
+// transport. Every transport runs an action through one path,
+// [App.Run]: parse and validate the params, Before middlewares, Run under
+// the timeout, After middlewares, with errors typed as [*Error] whose
+// [Kind] each transport maps to its status.
+//
+// The package serves actions over HTTP ([App.HTTPHandler], with an
+// OpenAPI document) and the command line ([App.RunCLI]). It has no MCP
+// code: plugins/actions maps an App onto MCP tools, resources and
+// prompts.
+package action

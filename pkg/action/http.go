@@ -1,0 +1,396 @@
+package action
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"net/url"
+	"reflect"
+	"slices"
+	"strings"
+
+	segjson "github.com/segmentio/encoding/json"
+)
+
+// HTTPOptions configures [App.HTTPHandler].
+type HTTPOptions struct {
+	Prefix         string       // the path every route is under; "" is "/api"
+	MaxBodyBytes   int64        // the request body limit; 0 is 1 MiB
+	AllowedOrigins []string     // browser origins allowed (CORS); "*" allows any, without credentials
+	Logger         *slog.Logger // nil: the app's logger
+}
+
+// DefaultMaxBodyBytes is the request body limit when HTTPOptions sets none.
+const DefaultMaxBodyBytes = 1 << 20
+
+// maxRequestIDLen bounds a client's X-Request-Id; a longer or non-printable
+// one is replaced by a new id.
+const maxRequestIDLen = 128
+
+type httpHandler struct {
+	app     *App
+	prefix  string
+	maxBody int64
+	origins []string
+	anyOrig bool
+	logger  *slog.Logger
+	routes  []*route // most literal segments first
+	swagger []byte
+}
+
+// HTTPHandler serves the app's actions that have a Web route, Keryx
+// style, at Prefix+Route (":id" segments are path params), and
+// GET Prefix+"/swagger", an OpenAPI 3.1 document of them. Actions without
+// a Web route are not served over HTTP (as in Keryx).
+//
+// Params are merged from the path, the body (a JSON object, or an
+// application/x-www-form-urlencoded form) and the query. Text values
+// (path, form, query) are converted to the input's type; a repeated form
+// or query param makes an array input. A param given by two sources with
+// different values is refused (invalid_param naming it): unlike Keryx,
+// which lets a JSON body override a path param and appends query values
+// to body ones, no source silently wins.
+//
+// A result is 200 with its JSON (null for none). An error is
+// {"error": {"kind", "message", "field"}} with [Kind.HTTPStatus]; a path
+// under the prefix that no route matches is 404, a route matched with
+// another method 405 (with Allow), a body over MaxBodyBytes 413. Every
+// response carries X-Request-Id (the client's, when printable ASCII of at
+// most 128 bytes, else a new one; it is Conn.ID), X-Content-Type-Options
+// nosniff, Referrer-Policy no-referrer and X-Frame-Options DENY. A
+// request with an Origin that is neither the request's host nor allowed
+// is 403; an allowed one gets CORS headers, and a preflight (OPTIONS with
+// Access-Control-Request-Method) 204. The action's context is the
+// request's.
+func (a *App) HTTPHandler(opts HTTPOptions) http.Handler {
+	h := &httpHandler{app: a, prefix: strings.TrimSuffix(opts.Prefix, "/"), maxBody: opts.MaxBodyBytes, logger: opts.Logger}
+	if opts.Prefix == "" {
+		h.prefix = "/api"
+	}
+	if h.maxBody <= 0 {
+		h.maxBody = DefaultMaxBodyBytes
+	}
+	if h.logger == nil {
+		h.logger = a.logger
+	}
+	for _, o := range opts.AllowedOrigins {
+		if o == "*" {
+			h.anyOrig = true
+		} else {
+			h.origins = append(h.origins, strings.TrimSuffix(o, "/"))
+		}
+	}
+	for _, act := range a.Actions() {
+		if act.Web == nil {
+			continue
+		}
+		segs, _ := parseRoute(act.Web.Route) // checked by Add
+		lit := 0
+		for _, s := range segs {
+			if !s.param {
+				lit++
+			}
+		}
+		h.routes = append(h.routes, &route{act: act, method: act.Web.Method, segs: segs, literal: lit})
+	}
+	slices.SortStableFunc(h.routes, func(x, y *route) int { return y.literal - x.literal })
+	h.swagger = a.openAPI(h.prefix)
+	return h
+}
+
+func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	hdr := w.Header()
+	id := r.Header.Get("X-Request-Id")
+	if !validRequestID(id) {
+		id = NewID()
+	}
+	hdr["X-Request-Id"] = []string{id}
+	hdr["X-Content-Type-Options"] = []string{"nosniff"}
+	hdr["Referrer-Policy"] = []string{"no-referrer"}
+	hdr["X-Frame-Options"] = []string{"DENY"}
+	if origin := r.Header.Get("Origin"); origin != "" {
+		if !h.originAllowed(origin, r.Host) {
+			h.fail(w, r, id, "", &Error{Kind: KindForbidden, Message: "origin " + origin + " is not allowed"})
+			return
+		}
+		h.cors(hdr, origin)
+	}
+	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), h.prefix)
+	if !ok || rest != "" && rest[0] != '/' {
+		h.fail(w, r, id, "", &Error{Kind: KindNotFound, Message: "no route " + r.URL.Path})
+		return
+	}
+	if rest == "/swagger" {
+		h.serveSwagger(w, r)
+		return
+	}
+	parts, err := splitPath(rest)
+	if err != nil {
+		h.fail(w, r, id, "", &Error{Kind: KindNotFound, Message: "no route " + r.URL.Path})
+		return
+	}
+	var found *route
+	var pathParams map[string]string
+	var allow []string
+	for _, rt := range h.routes {
+		pp, ok := rt.match(parts)
+		if !ok {
+			continue
+		}
+		if !slices.Contains(allow, rt.method) {
+			allow = append(allow, rt.method)
+		}
+		if found == nil && rt.method == r.Method {
+			found, pathParams = rt, pp
+		}
+	}
+	if r.Method == http.MethodOptions && len(allow) > 0 {
+		slices.Sort(allow)
+		hdr["Allow"] = []string{strings.Join(append(allow, http.MethodOptions), ", ")}
+		if r.Header.Get("Access-Control-Request-Method") != "" && r.Header.Get("Origin") != "" {
+			hdr["Access-Control-Allow-Methods"] = hdr["Allow"]
+			hdr["Access-Control-Allow-Headers"] = []string{"Content-Type, Authorization, X-Request-Id"}
+			hdr["Access-Control-Max-Age"] = []string{"600"}
+		}
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	if found == nil {
+		if len(allow) > 0 {
+			slices.Sort(allow)
+			hdr["Allow"] = []string{strings.Join(allow, ", ")}
+			h.writeError(w, id, http.StatusMethodNotAllowed, &Error{Kind: KindNotFound, Message: "method " + r.Method + " is not allowed here; allowed: " + strings.Join(allow, ", ")})
+			return
+		}
+		h.fail(w, r, id, "", &Error{Kind: KindNotFound, Message: "no route " + r.Method + " " + r.URL.Path})
+		return
+	}
+	h.serveAction(w, r, id, found.act, pathParams)
+}
+
+func (h *httpHandler) serveAction(w http.ResponseWriter, r *http.Request, id string, act *Action, pathParams map[string]string) {
+	m, err := h.params(w, r, act, pathParams)
+	if err != nil {
+		h.fail(w, r, id, act.Name, err)
+		return
+	}
+	var raw json.RawMessage
+	if len(m) > 0 {
+		if raw, err = segjson.Marshal(m); err != nil {
+			h.fail(w, r, id, act.Name, &Error{Kind: KindInternal, Message: "internal error", Err: err})
+			return
+		}
+	}
+	c := &Conn{Type: "web", ID: id, Remote: r.RemoteAddr}
+	out, err := h.app.run(r.Context(), c, act, raw, m)
+	if err != nil {
+		h.fail(w, r, id, act.Name, err)
+		return
+	}
+	body, err := segjson.Marshal(out)
+	if err != nil {
+		h.fail(w, r, id, act.Name, &Error{Kind: KindInternal, Message: "internal error", Err: err})
+		return
+	}
+	w.Header()["Content-Type"] = []string{"application/json"}
+	_, _ = w.Write(append(body, '\n')) // a failed write is the client's loss; nothing to tell it
+}
+
+// params merges the path, body and query params of r for act (see
+// HTTPHandler).
+func (h *httpHandler) params(w http.ResponseWriter, r *http.Request, act *Action, pathParams map[string]string) (map[string]any, error) {
+	m := map[string]any{}
+	src := map[string]string{}
+	add := func(source, k string, v any) error {
+		if prev, dup := m[k]; dup && !reflect.DeepEqual(prev, v) {
+			return paramError(KindInvalidParam, k, "given by both the %s and the %s with different values", src[k], source)
+		}
+		m[k], src[k] = v, source
+		return nil
+	}
+	for k, v := range pathParams {
+		text, err := url.PathUnescape(v)
+		if err != nil {
+			return nil, paramError(KindInvalidParam, k, "bad path escape")
+		}
+		cv, err := act.schema.coerce(k, []string{text})
+		if err != nil {
+			return nil, err
+		}
+		m[k], src[k] = cv, "path"
+	}
+	body, err := h.body(w, r, act)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range sortedKeys(body) {
+		if err := add("body", k, body[k]); err != nil {
+			return nil, err
+		}
+	}
+	if r.URL.RawQuery != "" {
+		q, err := url.ParseQuery(r.URL.RawQuery)
+		if err != nil {
+			return nil, paramError(KindInvalidParam, "", "bad query: %v", err)
+		}
+		for _, k := range sortedKeys(q) {
+			v, err := act.schema.coerce(k, q[k])
+			if err != nil {
+				return nil, err
+			}
+			if err := add("query", k, v); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return m, nil
+}
+
+// body reads r's body params: a JSON object, or a URL-encoded form (text
+// values converted like the query's). GET and HEAD bodies are ignored.
+func (h *httpHandler) body(w http.ResponseWriter, r *http.Request, act *Action) (map[string]any, error) {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead || r.Body == nil || r.Body == http.NoBody {
+		return nil, nil
+	}
+	if r.ContentLength > h.maxBody {
+		return nil, h.tooLarge()
+	}
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody))
+	if err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return nil, h.tooLarge()
+		}
+		return nil, paramError(KindInvalidParam, "", "cannot read the body: %v", err)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, nil
+	}
+	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	switch ct {
+	case "application/json":
+		m, err := parseParams(data)
+		if err != nil {
+			return nil, err
+		}
+		return m, nil
+	case "application/x-www-form-urlencoded":
+		form, err := url.ParseQuery(string(data))
+		if err != nil {
+			return nil, paramError(KindInvalidParam, "", "bad form body: %v", err)
+		}
+		m := make(map[string]any, len(form))
+		for k, vs := range form {
+			if m[k], err = act.schema.coerce(k, vs); err != nil {
+				return nil, err
+			}
+		}
+		return m, nil
+	}
+	return nil, paramError(KindInvalidParam, "", "unsupported body Content-Type %q: send application/json or application/x-www-form-urlencoded", r.Header.Get("Content-Type"))
+}
+
+func (h *httpHandler) tooLarge() *Error {
+	return Errorf(KindTooLarge, "the body is over the limit of %d bytes", h.maxBody)
+}
+
+// fail writes err (made an *Error if it is not one) with its kind's status.
+func (h *httpHandler) fail(w http.ResponseWriter, r *http.Request, id, action string, err error) {
+	var e *Error
+	if !errors.As(err, &e) {
+		e = &Error{Kind: KindInternal, Message: "internal error", Err: err}
+	}
+	if e.Kind == KindInternal && action == "" {
+		h.logger.Error("http", "id", id, "path", r.URL.Path, "error", e.Err)
+	}
+	h.writeError(w, id, e.Kind.HTTPStatus(), e)
+}
+
+// errorBody is the JSON body of an error response.
+type errorBody struct {
+	Error errorJSON `json:"error"`
+}
+
+type errorJSON struct {
+	Kind    Kind   `json:"kind"`
+	Message string `json:"message"`
+	Field   string `json:"field,omitempty"`
+}
+
+// ErrorJSON is the JSON error object every transport shows for err: kind,
+// message and field ("internal error" for an error that is not an *Error).
+func ErrorJSON(err error) []byte {
+	var e *Error
+	if !errors.As(err, &e) {
+		e = &Error{Kind: KindInternal, Message: "internal error"}
+	}
+	b, _ := segjson.Marshal(errorBody{errorJSON{e.Kind, e.Message, e.Field}}) // cannot fail: strings only
+	return b
+}
+
+func (h *httpHandler) writeError(w http.ResponseWriter, id string, status int, e *Error) {
+	w.Header()["Content-Type"] = []string{"application/json"}
+	w.WriteHeader(status)
+	_, _ = w.Write(append(ErrorJSON(e), '\n'))
+}
+
+func (h *httpHandler) serveSwagger(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header()["Allow"] = []string{"GET, HEAD"}
+		h.writeError(w, w.Header().Get("X-Request-Id"), http.StatusMethodNotAllowed, &Error{Kind: KindNotFound, Message: "method " + r.Method + " is not allowed here; allowed: GET"})
+		return
+	}
+	w.Header()["Content-Type"] = []string{"application/json"}
+	_, _ = w.Write(h.swagger)
+}
+
+// originAllowed reports whether a request from origin may call: the
+// request's own host, or an allowed origin.
+func (h *httpHandler) originAllowed(origin, host string) bool {
+	if h.anyOrig || slices.Contains(h.origins, origin) {
+		return true
+	}
+	u, err := url.Parse(origin)
+	return err == nil && u.Host != "" && strings.EqualFold(u.Host, host)
+}
+
+func (h *httpHandler) cors(hdr http.Header, origin string) {
+	hdr["Vary"] = []string{"Origin"}
+	if h.anyOrig {
+		hdr["Access-Control-Allow-Origin"] = []string{"*"}
+		return
+	}
+	hdr["Access-Control-Allow-Origin"] = []string{origin}
+	hdr["Access-Control-Allow-Credentials"] = []string{"true"}
+	hdr["Access-Control-Expose-Headers"] = []string{"X-Request-Id"}
+}
+
+// splitPath splits an escaped path under the prefix into its segments ("" and
+// "/" are none).
+func splitPath(p string) ([]string, error) {
+	p = strings.TrimPrefix(p, "/")
+	if p == "" {
+		return nil, nil
+	}
+	parts := strings.Split(p, "/")
+	if slices.Contains(parts, "") {
+		return nil, errors.New("empty segment")
+	}
+	return parts, nil
+}
+
+func validRequestID(id string) bool {
+	if id == "" || len(id) > maxRequestIDLen {
+		return false
+	}
+	for i := range len(id) {
+		if id[i] < 0x21 || id[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
