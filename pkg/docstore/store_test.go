@@ -710,3 +710,40 @@ func TestValueEdgeCases(t *testing.T) {
 		t.Errorf("a repeated key keeps its first place and its last value: %d fields", len(f))
 	}
 }
+
+// TestPutManyKeepsIndexes: one PutMany that writes an id several times and
+// moves values back and forth leaves every index exact (Verify at cleanup)
+// and is all or nothing.
+func TestPutManyKeepsIndexes(t *testing.T) {
+	backends(t, func(t *testing.T, s *Store) {
+		if _, err := s.CreateIndex(ctx, "c", IndexDef{Name: "n", Fields: []string{"n"}}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.CreateIndex(ctx, "c", IndexDef{Name: "u", Fields: []string{"u"}, Unique: true}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Put(ctx, "c", Int(1), j(t, `{"n":1,"u":"a"}`)); err != nil {
+			t.Fatal(err)
+		}
+		docs := []Doc{
+			{ID: Int(1), Value: j(t, `{"n":2,"u":"b"}`)},
+			{ID: Int(2), Value: j(t, `{"n":2,"u":"a"}`)},
+			{ID: Int(1), Value: j(t, `{"n":1,"u":"c"}`)},
+			{ID: Int(3), Value: j(t, `{"n":3}`)},
+		}
+		if _, err := s.PutMany(ctx, "c", docs); err != nil {
+			t.Fatal(err)
+		}
+		for filter, want := range map[string]int{`{"n":1}`: 1, `{"n":2}`: 1, `{"n":3}`: 1, `{"u":"a"}`: 1} {
+			if n, _, _ := s.Count(ctx, "c", flt(t, filter)); n != want {
+				t.Errorf("count %s = %d, want %d", filter, n, want)
+			}
+		}
+		if _, err := s.PutMany(ctx, "c", []Doc{{ID: Int(9), Value: j(t, `{"n":9}`)}, {ID: Int(10), Value: j(t, `{"u":"a"}`)}}); ErrorCode(err) != CodeUniqueViolation {
+			t.Fatal("a unique violation in a batch:", err)
+		}
+		if _, err := s.Get(ctx, "c", Int(9)); ErrorCode(err) != CodeNotFound {
+			t.Error("a failed batch wrote its first document")
+		}
+	})
+}
