@@ -2,6 +2,7 @@ package action
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"reflect"
@@ -37,9 +38,10 @@ const cliUsage = `usage:
 //     --json gives params as a JSON object; an input given both ways with
 //     different values is refused.
 //
-// An action error is printed on stderr as {"error": {...}} (exit 1); a bad
-// command line (no command, unknown action or flag, malformed --json) is
-// a message on stderr (exit 2).
+// An action error, and a flag value its input refuses, is printed on
+// stderr as {"error": {...}} (exit 1); a bad command line (no command,
+// unknown action or flag, malformed --json) is a message on stderr
+// (exit 2).
 func (a *App) RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		return usage(stderr, "no command")
@@ -67,7 +69,10 @@ func (a *App) RunCLI(ctx context.Context, args []string, stdout, stderr io.Write
 			return usage(stderr, fmt.Sprintf("run: no action %q (see list)", args[1]))
 		}
 		m, err := cliParams(act, args[2:])
-		if err != nil {
+		if e, ok := errors.AsType[*Error](err); ok {
+			_, _ = stderr.Write(append(ErrorJSON(e), '\n'))
+			return ExitAction
+		} else if err != nil {
 			return usage(stderr, "run "+act.Name+": "+err.Error())
 		}
 		raw, err := segjson.Marshal(m)
@@ -143,7 +148,7 @@ func cliParams(act *Action, args []string) (map[string]any, error) {
 	if jsonArg != nil {
 		var err error
 		if m, err = parseParams([]byte(*jsonArg)); err != nil {
-			return nil, fmt.Errorf("--json: %w", err)
+			return nil, fmt.Errorf("--json: %v", err) // a usage error, not the action's
 		}
 	}
 	for _, name := range order {
