@@ -1,0 +1,135 @@
+package actions
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"io"
+
+	"github.com/mcpkit/mcpkit/pkg/cli"
+	"github.com/mcpkit/mcpkit/pkg/mcpcore"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Names of the command's flags.
+const (
+	flagData  = "data"
+	flagStdio = "stdio"
+	flagHTTP  = "http"
+)
+
+const commandDoc = `Serves, lists or runs the actions of the example action app (package
+plugins/actions/exampleapp). --data FILE keeps the app's data (its messages) in
+FILE, a document store file created when absent; without it the data is in
+memory and lost at exit. The command's flags (--data, --log-level,
+--log-format) come before the verb.
+
+  start [--stdio | --http ADDR]
+        serve the actions plugin alone: every action as an MCP tool under its
+        own name (':' as '-': message-post), its resources and prompts, over
+        stdio by default; --http ADDR serves /mcp and the app's HTTP API at
+        /api (with /api/swagger) on loopback. The server instructions are
+        $MCP_SERVER_INSTRUCTIONS, else the app's description;
+        $MCP_MARKDOWN_DEPTH_LIMIT (default 5) bounds markdown results.
+  list
+        the actions with their descriptions
+  run NAME [--input value]... [--json '{...}']
+        run one action and print its JSON result (exit 1 and the error as JSON
+        on stderr when it fails)
+
+Beside other plugins, 'mcpkit serve --plugins actions,...' serves the same
+tools behind the prefix "actions_", configured under plugins.actions.config:
+{"data_path", "instructions", "markdown_depth_limit"}.`
+
+func init() {
+	cli.RegisterCommand(cli.Command{
+		Name:    "actions",
+		Summary: "serve the example action app's actions over MCP and HTTP (/api), list them, or run one",
+		Usage:   "[--data FILE] [--log-level L] [--log-format F] start [--stdio | --http ADDR]\n       mcpkit actions [--data FILE] list\n       mcpkit actions [--data FILE] run NAME [--input value]... [--json '{...}']",
+		Doc:     commandDoc,
+		Flags: func(fs *flag.FlagSet) {
+			fs.String(flagData, "", "the app's data `file` (default: memory)")
+			cli.AddLogFlags(fs)
+		},
+		Run: runCommand,
+	})
+}
+
+func runCommand(ctx context.Context, env *cli.Env) int {
+	if len(env.Args) == 0 {
+		return env.Fail(cli.Usagef("no verb: want start, list or run"))
+	}
+	data, _ := cli.FlagValue[string](env.Flags, flagData)
+	cfg := Config{DataPath: data}
+	verb, args := env.Args[0], env.Args[1:]
+	switch verb {
+	case "start":
+		return runStart(ctx, env, cfg, args)
+	case "list", "run", "help":
+		app, closer, err := OpenExample(ctx, cfg)
+		if err != nil {
+			return env.Fail(err)
+		}
+		defer closer.Close()
+		return app.RunCLI(ctx, env.Args, env.Stdout, env.Stderr)
+	}
+	return env.Fail(cli.Usagef("unknown verb %q: want start, list or run", verb))
+}
+
+// runStart serves the plugin alone, without a tool prefix.
+func runStart(ctx context.Context, env *cli.Env, cfg Config, args []string) int {
+	fs := flag.NewFlagSet("mcpkit actions start", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	stdio := fs.Bool(flagStdio, false, "serve MCP over stdin/stdout (the default)")
+	httpAddr := fs.String(flagHTTP, "", "serve streamable HTTP at ADDR (loopback)")
+	if err := fs.Parse(args); err != nil {
+		return env.Fail(cli.Usagef("start: %v", err))
+	}
+	if fs.NArg() > 0 {
+		return env.Fail(cli.Usagef("start: unexpected argument %q", fs.Arg(0)))
+	}
+	addr, from, err := cli.ChooseTransport(*stdio, *httpAddr, "")
+	if err != nil {
+		return env.Fail(err)
+	}
+	opts, err := startOptions(cfg)
+	if err != nil {
+		return env.Fail(err)
+	}
+	opts.Logger = env.Logger
+	return cli.Serve(ctx, cli.ServeParams{Options: opts, HTTPAddr: addr, TransportFrom: from, Stdin: env.Stdin, Stdout: env.Stdout})
+}
+
+// startOptions builds the server of `mcpkit actions start`: the example
+// app's plugin alone, without a prefix, serving its instructions.
+func startOptions(cfg Config) (mcpcore.Options, error) {
+	raw, err := json.Marshal(cfg)
+	if err != nil {
+		return mcpcore.Options{}, err
+	}
+	prefix := ""
+	c := mcpcore.DefaultConfig()
+	c.Plugins = map[string]mcpcore.PluginConfig{"actions": {Prefix: &prefix, Config: raw}}
+	p := New(OpenExample)
+	return mcpcore.Options{Config: c, Instances: []mcpcore.Instance{{Name: "actions", Plugin: p}},
+		Middleware: []mcp.Middleware{InstructionsMiddleware(p.Instructions)}}, nil
+}
+
+// InstructionsMiddleware serves instructions() as the server instructions
+// of initialize (legacy era) and server/discover (2026-07-28 era) results,
+// in place of the core's. It is for a server that serves one action app
+// alone (`mcpkit actions start`): give it to mcpcore.Options.Middleware.
+func InstructionsMiddleware(instructions func() string) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			switch r := res.(type) {
+			case *mcp.InitializeResult:
+				r.Instructions = instructions()
+			case *mcp.DiscoverResult:
+				r.Instructions = instructions()
+			}
+			return res, err
+		}
+	}
+}

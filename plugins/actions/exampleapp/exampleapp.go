@@ -1,0 +1,328 @@
+// Package exampleapp is the example action app that the actions plugin
+// serves by default: a server status and channels of messages kept in the
+// embedded document store (package pkg/docstore), on every transport of
+// the action framework (HTTP under /api, the command line, MCP).
+//
+//   - status (GET /api/status): the app's name, version and uptime; a
+//     markdown MCP result;
+//   - message:post (POST /api/messages): posts {channel, text, author};
+//   - message:list (GET /api/messages?channel=&cursor=&limit=): a
+//     channel's messages, oldest first, a page at a time;
+//   - status:resource: the status as the MCP resource example://status;
+//   - message:resource: a channel's latest messages as the resource
+//     template example://messages/{channel};
+//   - summarize:channel: the MCP prompt summarize-channel, which asks to
+//     summarize a channel's latest messages.
+//
+// Users, sign-up, sign-in and sign-out come with the OAuth part of the
+// framework, and are not here.
+package exampleapp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/mcpkit/mcpkit/pkg/action"
+	"github.com/mcpkit/mcpkit/pkg/docstore"
+)
+
+// Name, Version and Description describe the app.
+const (
+	Name        = "example"
+	Version     = "0.1.0"
+	Description = "The mcpkit example action app: a status, and channels of messages (post, list, read as a resource, summarize with a prompt)."
+)
+
+// Limits of the app's inputs.
+const (
+	MaxChannelLen = 64
+	MaxTextLen    = 4000
+	MaxAuthorLen  = 64
+	MaxPageSize   = 100
+	// ResourceMessages is how many of a channel's latest messages the
+	// resource and the prompt read.
+	ResourceMessages = 20
+)
+
+// collection holds the messages, indexed on channel.
+const collection = "messages"
+
+// App is the example app over its store.
+type App struct {
+	app     *action.App
+	db      *docstore.Store
+	started time.Time
+}
+
+// Open opens the app's store at path (a bbolt file, created when absent;
+// "" in memory) and returns the app. Close closes the store.
+func Open(path string) (*App, error) {
+	db, err := docstore.Open(path, docstore.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("example app: %w", err)
+	}
+	if _, err := db.CreateIndex(context.Background(), collection, docstore.IndexDef{Name: "by_channel", Fields: []string{"channel"}}, nil); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("example app: index messages by channel: %w", err)
+	}
+	a := &App{app: action.NewApp(Name, Description), db: db, started: time.Now()}
+	for _, act := range a.actions() {
+		if err := a.app.Add(act); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("example app: %w", err)
+		}
+	}
+	return a, nil
+}
+
+// App returns the action app.
+func (a *App) App() *action.App { return a.app }
+
+// Close closes the store; later calls fail with an internal error.
+func (a *App) Close() error { return a.db.Close() }
+
+func off() *bool { return new(bool) }
+
+func (a *App) actions() []action.Action {
+	return []action.Action{
+		{
+			Name:        "status",
+			Description: "The example app's name, version and uptime.",
+			Web:         &action.Web{Method: "GET", Route: "/status"},
+			Run:         func(context.Context, *action.Conn, any) (any, error) { return a.status(), nil },
+			MCP:         action.MCP{ResponseFormat: action.FormatMarkdown},
+		},
+		{
+			Name:        "status:resource",
+			Description: "The example app's status as JSON.",
+			Run: func(context.Context, *action.Conn, any) (any, error) {
+				data, err := json.Marshal(a.status())
+				return Text{Text: string(data), MIMEType: "application/json"}, err
+			},
+			MCP: action.MCP{Tool: off(), Resource: &action.Resource{URI: "example://status", MIMEType: "application/json"}},
+		},
+		{
+			Name:        "message:post",
+			Description: "Post a message to a channel; returns the stored message with its id.",
+			Inputs:      (*PostInputs)(nil),
+			Web:         &action.Web{Method: "POST", Route: "/messages"},
+			Run:         func(ctx context.Context, c *action.Conn, in any) (any, error) { return a.post(ctx, in.(*PostInputs)) },
+		},
+		{
+			Name:        "message:list",
+			Description: "List a channel's messages, oldest first, a page at a time: pass next_cursor back as cursor for the next page.",
+			Inputs:      (*ListInputs)(nil),
+			Web:         &action.Web{Method: "GET", Route: "/messages"},
+			Run:         func(ctx context.Context, c *action.Conn, in any) (any, error) { return a.list(ctx, in.(*ListInputs)) },
+		},
+		{
+			Name:        "message:resource",
+			Description: fmt.Sprintf("A channel's latest %d messages as JSON.", ResourceMessages),
+			Inputs:      (*ChannelInputs)(nil),
+			Run: func(ctx context.Context, c *action.Conn, in any) (any, error) {
+				msgs, err := a.latest(ctx, in.(*ChannelInputs).Channel)
+				if err != nil {
+					return nil, err
+				}
+				data, err := json.Marshal(msgs)
+				return Text{Text: string(data), MIMEType: "application/json"}, err
+			},
+			MCP: action.MCP{Tool: off(), Resource: &action.Resource{URITemplate: "example://messages/{channel}", MIMEType: "application/json"}},
+		},
+		{
+			Name:        "summarize:channel",
+			Description: fmt.Sprintf("Ask for a summary of a channel's latest %d messages.", ResourceMessages),
+			Inputs:      (*ChannelInputs)(nil),
+			Run: func(ctx context.Context, c *action.Conn, in any) (any, error) {
+				return a.summarize(ctx, in.(*ChannelInputs).Channel)
+			},
+			MCP: action.MCP{Tool: off(), Prompt: &action.Prompt{Title: "Summarize a channel"}},
+		},
+	}
+}
+
+// Status is the result of status.
+type Status struct {
+	Name          string  `json:"name"`
+	Version       string  `json:"version"`
+	UptimeSeconds float64 `json:"uptime_seconds"`
+}
+
+func (a *App) status() Status {
+	return Status{Name: Name, Version: Version, UptimeSeconds: time.Since(a.started).Round(time.Millisecond).Seconds()}
+}
+
+// Text is a resource action's result: text and its MIME type.
+type Text struct {
+	Text     string `json:"text"`
+	MIMEType string `json:"mimeType"`
+}
+
+// Message is a stored message.
+type Message struct {
+	ID        int64  `json:"id"`
+	Channel   string `json:"channel"`
+	Text      string `json:"text"`
+	Author    string `json:"author"`
+	CreatedAt string `json:"created_at" jsonschema:"when it was posted (RFC 3339, UTC)"`
+}
+
+// PostInputs are message:post's inputs.
+type PostInputs struct {
+	Channel string `json:"channel" jsonschema:"the channel to post to"`
+	Text    string `json:"text" jsonschema:"the message"`
+	Author  string `json:"author" jsonschema:"who posts it"`
+}
+
+// AdjustSchema implements action.SchemaAdjuster: every field is non-empty
+// and bounded.
+func (*PostInputs) AdjustSchema(s *jsonschema.Schema) error {
+	bound(s, "channel", MaxChannelLen)
+	bound(s, "text", MaxTextLen)
+	bound(s, "author", MaxAuthorLen)
+	return nil
+}
+
+// ChannelInputs name a channel.
+type ChannelInputs struct {
+	Channel string `json:"channel" jsonschema:"the channel"`
+}
+
+// AdjustSchema implements action.SchemaAdjuster.
+func (*ChannelInputs) AdjustSchema(s *jsonschema.Schema) error {
+	bound(s, "channel", MaxChannelLen)
+	return nil
+}
+
+// ListInputs are message:list's inputs.
+type ListInputs struct {
+	Channel string `json:"channel" jsonschema:"the channel"`
+	Cursor  string `json:"cursor,omitempty" jsonschema:"next_cursor of the previous page; omit for the first"`
+	Limit   int    `json:"limit,omitempty" jsonschema:"messages per page (default 20)"`
+}
+
+// AdjustSchema implements action.SchemaAdjuster.
+func (*ListInputs) AdjustSchema(s *jsonschema.Schema) error {
+	bound(s, "channel", MaxChannelLen)
+	one, most := 1.0, float64(MaxPageSize)
+	s.Properties["limit"].Minimum, s.Properties["limit"].Maximum = &one, &most
+	return nil
+}
+
+// bound makes the string property name of s non-empty and at most max
+// characters long.
+func bound(s *jsonschema.Schema, name string, max int) {
+	one := 1
+	s.Properties[name].MinLength, s.Properties[name].MaxLength = &one, &max
+}
+
+// Page is message:list's result.
+type Page struct {
+	Messages   []Message `json:"messages"`
+	NextCursor string    `json:"next_cursor,omitempty" jsonschema:"pass as cursor for the next page; absent after the last"`
+}
+
+func (a *App) post(ctx context.Context, in *PostInputs) (Message, error) {
+	now := time.Now().UTC().Format(time.RFC3339Nano)
+	doc, err := a.db.Insert(ctx, collection, docstore.Map(
+		docstore.Field{Key: "channel", Value: docstore.Text(in.Channel)},
+		docstore.Field{Key: "text", Value: docstore.Text(in.Text)},
+		docstore.Field{Key: "author", Value: docstore.Text(in.Author)},
+		docstore.Field{Key: "created_at", Value: docstore.Text(now)},
+	))
+	if err != nil {
+		return Message{}, fmt.Errorf("store the message: %w", err)
+	}
+	return toMessage(doc), nil
+}
+
+func (a *App) list(ctx context.Context, in *ListInputs) (Page, error) {
+	limit := in.Limit
+	if limit == 0 {
+		limit = ResourceMessages
+	}
+	page, err := a.db.Page(ctx, collection, docstore.Query{Filter: channelFilter(in.Channel), Limit: limit, Cursor: in.Cursor})
+	if err != nil {
+		if docstore.ErrorCode(err) == docstore.CodeInvalid && in.Cursor != "" {
+			return Page{}, &action.Error{Kind: action.KindInvalidParam, Field: "cursor", Message: "not a cursor of this list", Err: err}
+		}
+		return Page{}, fmt.Errorf("list messages: %w", err)
+	}
+	out := Page{Messages: make([]Message, 0, len(page.Docs)), NextCursor: page.Next}
+	for _, d := range page.Docs {
+		out.Messages = append(out.Messages, toMessage(d))
+	}
+	return out, nil
+}
+
+// latest returns a channel's latest ResourceMessages messages, oldest
+// first; not_found when the channel has none.
+func (a *App) latest(ctx context.Context, channel string) ([]Message, error) {
+	page, err := a.db.Page(ctx, collection, docstore.Query{Filter: channelFilter(channel), Desc: true, Limit: ResourceMessages})
+	if err != nil {
+		return nil, fmt.Errorf("read messages: %w", err)
+	}
+	if len(page.Docs) == 0 {
+		return nil, action.Errorf(action.KindNotFound, "channel %q has no messages", channel)
+	}
+	out := make([]Message, len(page.Docs))
+	for i, d := range page.Docs {
+		out[len(out)-1-i] = toMessage(d)
+	}
+	return out, nil
+}
+
+// PromptResult is an MCP prompt action's result (seed 002).
+type PromptResult struct {
+	Description string          `json:"description,omitempty"`
+	Messages    []PromptMessage `json:"messages"`
+}
+
+// PromptMessage is one message of a prompt: a role and text content.
+type PromptMessage struct {
+	Role    string      `json:"role"`
+	Content TextContent `json:"content"`
+}
+
+// TextContent is text content of a prompt message.
+type TextContent struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+func (a *App) summarize(ctx context.Context, channel string) (PromptResult, error) {
+	msgs, err := a.latest(ctx, channel)
+	if err != nil {
+		return PromptResult{}, err
+	}
+	text := fmt.Sprintf("Summarize the latest messages of channel %q in a few sentences: who said what, and any open question.\n", channel)
+	for _, m := range msgs {
+		text += fmt.Sprintf("\n[%s] %s: %s", m.CreatedAt, m.Author, m.Text)
+	}
+	return PromptResult{
+		Description: fmt.Sprintf("Summarize channel %q", channel),
+		Messages:    []PromptMessage{{Role: "user", Content: TextContent{Type: "text", Text: text}}},
+	}, nil
+}
+
+func channelFilter(channel string) *docstore.Filter {
+	f, err := docstore.ParseFilter(docstore.Map(docstore.Field{Key: "channel", Value: docstore.Text(channel)}))
+	if err != nil {
+		panic(fmt.Sprintf("exampleapp: an equality filter is refused: %v", err)) // cannot happen: a text equality is valid
+	}
+	return f
+}
+
+// toMessage reads a stored message.
+func toMessage(d docstore.Doc) Message {
+	id, _ := d.ID.Int()
+	text := func(key string) string {
+		v, _ := d.Value.Get(key)
+		s, _ := v.Text()
+		return s
+	}
+	return Message{ID: id, Channel: text("channel"), Text: text("text"), Author: text("author"), CreatedAt: text("created_at")}
+}

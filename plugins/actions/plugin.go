@@ -1,0 +1,190 @@
+// Package actions is mcpkit's action framework plugin: the MCP surface of
+// an action app (package pkg/action), after Keryx's MCP server (seed 002).
+// Every action of the app is served, through the one run path of
+// [action.App.Run], as:
+//
+//   - a tool (unless its MCP.Tool is false), named after the action with
+//     ':' as '-' ("message:post" → "message-post", behind the plugin's
+//     prefix beside other plugins: "actions_message-post"), described by
+//     the action and taking its derived input schema; the result is JSON,
+//     or markdown when the action's response format says so
+//     ([RenderMarkdown]); errors are always JSON (tools.go);
+//   - a resource or resource template (MCP.Resource), whose template
+//     variables become params and whose action returns {text, mimeType}
+//     or {blob (base64), mimeType} (resources.go);
+//   - a prompt (MCP.Prompt), whose inputs are the prompt's arguments and
+//     whose action returns {description, messages} (resources.go).
+//
+// Over HTTP the app's own transport is mounted at /api (its routes and
+// /api/swagger) beside /mcp. `mcpkit actions` (command.go) serves the
+// plugin alone, lists the actions and runs one from the command line.
+//
+// The plugin serves the app an [Opener] gives it: the registered plugin
+// serves the example app (package exampleapp); a program serves its own
+// app by embedding [New] as an mcpcore.Instance. The plugin holds no
+// action logic: validation, middleware, timeouts and errors are the
+// framework's.
+package actions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+
+	"github.com/mcpkit/mcpkit/pkg/action"
+	"github.com/mcpkit/mcpkit/pkg/mcpcore"
+	"github.com/mcpkit/mcpkit/plugins/actions/exampleapp"
+)
+
+func init() {
+	mcpcore.Register(mcpcore.PluginInfo{
+		Name:        "actions",
+		Description: "an action app's actions as MCP tools, resources and prompts, and its HTTP API at /api (the example app by default)",
+		New:         func() mcpcore.Plugin { return New(OpenExample) },
+	})
+}
+
+// Environment variables of the seed that the plugin reads when its
+// configuration does not set the same thing.
+const (
+	EnvInstructions  = "MCP_SERVER_INSTRUCTIONS"
+	EnvMarkdownDepth = "MCP_MARKDOWN_DEPTH_LIMIT"
+)
+
+// Config is the plugin's configuration, under "plugins.actions.config" in
+// an `mcpkit serve` file, decoded strictly.
+type Config struct {
+	// DataPath is the app's data file (the example app's document store),
+	// created when absent; "" keeps the data in memory, lost at exit.
+	DataPath string `json:"data_path,omitempty"`
+	// Instructions are the server instructions shown to MCP clients;
+	// default $MCP_SERVER_INSTRUCTIONS, else the app's description. Only
+	// `mcpkit actions start` can serve them (see [Plugin.Instructions]).
+	Instructions string `json:"instructions,omitempty"`
+	// MarkdownDepthLimit is how many levels of nesting a markdown result
+	// renders before falling back to a JSON code block (1 to 32); default
+	// $MCP_MARKDOWN_DEPTH_LIMIT, else 5.
+	MarkdownDepthLimit int `json:"markdown_depth_limit,omitempty"`
+}
+
+// resolve fills what the configuration leaves unset from the environment
+// and the defaults, and checks it.
+func (c Config) resolve(getenv func(string) string) (Config, error) {
+	if c.Instructions == "" {
+		c.Instructions = getenv(EnvInstructions)
+	}
+	if c.MarkdownDepthLimit == 0 {
+		c.MarkdownDepthLimit = DefaultMarkdownDepth
+		if s := getenv(EnvMarkdownDepth); s != "" {
+			n, err := strconv.Atoi(s)
+			if err != nil || n < 1 || n > maxMarkdownDepth {
+				return c, &mcpcore.ConfigError{Field: EnvMarkdownDepth, Reason: fmt.Sprintf("%q is not an integer from 1 to %d", s, maxMarkdownDepth)}
+			}
+			c.MarkdownDepthLimit = n
+		}
+	}
+	if c.MarkdownDepthLimit < 1 || c.MarkdownDepthLimit > maxMarkdownDepth {
+		return c, &mcpcore.ConfigError{Field: "markdown_depth_limit", Reason: fmt.Sprintf("%d is not from 1 to %d", c.MarkdownDepthLimit, maxMarkdownDepth)}
+	}
+	return c, nil
+}
+
+// Opener opens the app a plugin serves, with the plugin's configuration;
+// closer (nil for none) releases what it opened and is closed once, at the
+// plugin's Close.
+type Opener func(ctx context.Context, cfg Config) (app *action.App, closer io.Closer, err error)
+
+// OpenExample opens the example app (package exampleapp) on cfg.DataPath.
+func OpenExample(_ context.Context, cfg Config) (*action.App, io.Closer, error) {
+	ex, err := exampleapp.Open(cfg.DataPath)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ex.App(), ex, nil
+}
+
+// Plugin serves one action app over MCP and its HTTP API at /api.
+type Plugin struct {
+	open   Opener
+	cfg    Config
+	app    *action.App
+	closer io.Closer
+	host   *mcpcore.Host
+}
+
+var (
+	_ mcpcore.Plugin     = (*Plugin)(nil)
+	_ mcpcore.Configurer = (*Plugin)(nil)
+)
+
+// New returns a plugin that serves the app open opens at Attach. Serve it
+// with mcpcore.Options.Instances (or register it under another name).
+func New(open Opener) *Plugin {
+	p := &Plugin{open: open}
+	p.cfg, _ = Config{}.resolve(func(string) string { return "" }) // the defaults cannot fail
+	return p
+}
+
+// Configure implements mcpcore.Configurer: it decodes the [Config]
+// strictly and resolves it with the environment, so that a bad value
+// stops the start. It opens nothing.
+func (p *Plugin) Configure(raw []byte) error {
+	var c Config
+	if err := mcpcore.DecodeStrict(raw, &c); err != nil {
+		return err
+	}
+	c, err := c.resolve(os.Getenv)
+	if err != nil {
+		return err
+	}
+	p.cfg = c
+	return nil
+}
+
+// Attach implements mcpcore.Plugin: it opens the app and adds a tool,
+// resource or prompt per action as the action asks, and the app's HTTP
+// API at /api.
+func (p *Plugin) Attach(ctx context.Context, h *mcpcore.Host) error {
+	p.host = h
+	app, closer, err := p.open(ctx, p.cfg)
+	if err != nil {
+		return fmt.Errorf("open the app: %w", err)
+	}
+	p.app, p.closer = app, closer
+	if p.cfg.Instructions == "" {
+		p.cfg.Instructions = app.Description()
+	}
+	var errs []error
+	for _, act := range app.Actions() {
+		if act.MCP.IsTool() {
+			p.addTool(act)
+		}
+		if act.MCP.Resource != nil {
+			errs = append(errs, p.addResource(act))
+		}
+		if act.MCP.Prompt != nil {
+			p.addPrompt(act)
+		}
+	}
+	h.HandleHTTP("/api/", app.HTTPHandler(action.HTTPOptions{Prefix: "/api", Logger: h.Logger()}))
+	return errors.Join(errs...)
+}
+
+// Close implements mcpcore.Plugin: it closes what the opener opened (the
+// example app's store). A late call then fails with the app's error.
+func (p *Plugin) Close(context.Context) error {
+	if p.closer == nil {
+		return nil
+	}
+	return p.closer.Close()
+}
+
+// Instructions are the server instructions the plugin's configuration
+// asks for: Config.Instructions, else $MCP_SERVER_INSTRUCTIONS, else the
+// app's description (after Attach). The core fixes the instructions of a
+// server that serves several plugins; `mcpkit actions start` serves
+// these with [InstructionsMiddleware].
+func (p *Plugin) Instructions() string { return p.cfg.Instructions }
