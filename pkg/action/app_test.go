@@ -237,9 +237,9 @@ func TestSecretsRedacted(t *testing.T) {
 		params string
 		kind   action.Kind
 	}{
-		{`{"name":"taken","password":"` + pw + `"}`, action.KindConflict},     // the action's own message quotes it
-		{`{"name":"untyped","password":"` + pw + `"}`, action.KindInternal},   // the logged cause quotes it
-		{`{"name":"x","password":"short"}`, action.KindInvalidParam},          // the validator's reason would quote it
+		{`{"name":"taken","password":"` + pw + `"}`, action.KindConflict},        // the action's own message quotes it
+		{`{"name":"untyped","password":"` + pw + `"}`, action.KindInternal},      // the logged cause quotes it
+		{`{"name":"x","password":"short"}`, action.KindInvalidParam},             // the validator's reason would quote it
 		{`{"name":"x","password":` + `["` + pw + `"]}`, action.KindInvalidParam}, // wrong type
 	} {
 		_, err := app.Run(context.Background(), &action.Conn{}, "user:create", json.RawMessage(tc.params))

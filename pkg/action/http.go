@@ -393,4 +393,3 @@ func validRequestID(id string) bool {
 	}
 	return true
 }
-
