@@ -144,9 +144,9 @@ func (p *Plugin) Configure(raw []byte) error {
 	return nil
 }
 
-// Attach implements mcpcore.Plugin: it opens the app and adds a tool,
-// resource or prompt per action as the action asks, and the app's HTTP
-// API at /api.
+// Attach implements mcpcore.Plugin: it opens the app, makes the plugin's
+// logger the app's, and adds a tool, resource or prompt per action as the
+// action asks, and the app's HTTP API at /api.
 func (p *Plugin) Attach(ctx context.Context, h *mcpcore.Host) error {
 	p.host = h
 	app, closer, err := p.open(ctx, p.cfg)
@@ -154,6 +154,7 @@ func (p *Plugin) Attach(ctx context.Context, h *mcpcore.Host) error {
 		return fmt.Errorf("open the app: %w", err)
 	}
 	p.app, p.closer = app, closer
+	app.SetLogger(h.Logger())
 	if p.cfg.Instructions == "" {
 		p.cfg.Instructions = app.Description()
 	}
