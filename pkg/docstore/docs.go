@@ -40,9 +40,9 @@ func (s *Store) update(ctx context.Context, coll string, fn func(w *writer) erro
 	if err != nil {
 		return err // dropped meanwhile
 	}
-	return s.db.Batch(func(tx kv.Tx) error {
+	return closedAs(s.db.Batch(func(tx kv.Tx) error {
 		return fn(&writer{tx: tx, col: col, docs: tx.Bucket(docsBucket(coll))})
-	})
+	}))
 }
 
 // get returns the document id, if any.

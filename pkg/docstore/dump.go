@@ -20,7 +20,8 @@ func (s *Store) Backup(ctx context.Context, w io.Writer) (int64, error) {
 	if err := s.usable(ctx); err != nil {
 		return 0, err
 	}
-	return s.db.Backup(w)
+	n, err := s.db.Backup(w)
+	return n, closedAs(err)
 }
 
 // BackupFile writes Backup to path atomically: a temporary file in the same

@@ -29,9 +29,9 @@ func (s *Store) view(ctx context.Context, coll string, fn func(r *reader) error)
 	if err != nil {
 		return err
 	}
-	return s.db.View(func(tx kv.Tx) error {
+	return closedAs(s.db.View(func(tx kv.Tx) error {
 		return fn(&reader{tx: tx, col: col, docs: tx.Bucket(docsBucket(coll))})
-	})
+	}))
 }
 
 // Plan says how a query found its documents.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -110,6 +111,15 @@ func (s *Store) Close() error {
 	return s.db.Close()
 }
 
+// closedAs returns ErrClosed for the storage layer's closed error (a
+// store closed while an operation was under way), err otherwise.
+func closedAs(err error) error {
+	if errors.Is(err, kv.ErrClosed) {
+		return ErrClosed
+	}
+	return err
+}
+
 // usable fails with ErrClosed after Close, and with ctx's error once ctx
 // has ended.
 func (s *Store) usable(ctx context.Context) error {
@@ -209,7 +219,7 @@ func (s *Store) changeCatalog(coll string, create bool, fn func(tx kv.Tx, col *c
 		return putCatalog(tx, col)
 	})
 	if err != nil {
-		return err
+		return closedAs(err)
 	}
 	s.cat[coll] = col
 	return nil

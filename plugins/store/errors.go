@@ -4,7 +4,6 @@ import (
 	"errors"
 
 	"github.com/mcpkit/mcpkit/pkg/docstore"
-	"github.com/mcpkit/mcpkit/pkg/docstore/kv"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
 )
 
@@ -57,10 +56,6 @@ func isNameError(e *docstore.Error) bool {
 // is, for the core to classify.
 func engineFailure(err error, place placer) error {
 	var e *docstore.Error
-	if errors.Is(err, kv.ErrClosed) {
-		// The engine's storage layer, closed under a late handler.
-		return &mcpcore.KindError{Kind: mcpcore.KindUnavailable, Err: err}
-	}
 	if !errors.As(err, &e) {
 		return err
 	}
