@@ -263,6 +263,13 @@ func entryID(def IndexDef, entry []byte) ([]byte, error) {
 	return entry[len(vals):], err
 }
 
+// covers reports whether the index plan p answers f exactly: f is
+// equalities (Filter.Exact) on the fields p's ranges constrain, and no
+// other.
+func covers(p indexPlan, f *Filter) bool {
+	return f.Exact() && p.fields == len(f.Conjuncts())
+}
+
 // candidates returns the id keys, in id order, of the documents an index
 // plan selects (each once).
 func (r *reader) candidates(p indexPlan) ([][]byte, error) {
@@ -302,18 +309,21 @@ func (r *reader) load(k, v []byte) (Doc, error) {
 func (r *reader) matching(f *Filter, after []byte, desc bool, fn func(k []byte, d Doc) bool) (Plan, error) {
 	var plan Plan
 	var err error
+	p, indexed := r.bestIndex(f)
+	// Equalities the index covers need no second look at the document.
+	check := f != nil && !(indexed && covers(p, f))
 	visit := func(k, v []byte) bool {
 		var d Doc
 		if d, err = r.load(k, v); err != nil {
 			return false
 		}
 		plan.Examined++
-		if f != nil && !f.Match(d.Value) {
+		if check && !f.Match(d.Value) {
 			return true
 		}
 		return fn(k, d)
 	}
-	if p, ok := r.bestIndex(f); ok {
+	if indexed {
 		plan.Index, plan.Ranges = p.def.Name, len(p.ranges)
 		ids, cerr := r.candidates(p)
 		if cerr != nil {
@@ -499,7 +509,7 @@ func (s *Store) Count(ctx context.Context, coll string, f *Filter) (int, Plan, e
 			n = r.docs.KeyN()
 			return nil
 		}
-		if p, ok := r.bestIndex(f); ok && f.Exact() && p.fields == len(f.Conjuncts()) {
+		if p, ok := r.bestIndex(f); ok && covers(p, f) {
 			// The index's entries answer the filter: count them.
 			plan = Plan{Index: p.def.Name, Ranges: len(p.ranges)}
 			ib := r.tx.Bucket(indexBucket(r.col.Name, p.def.Name))
