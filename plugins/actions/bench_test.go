@@ -34,7 +34,9 @@ func echo(msg string) echoResult { return echoResult{Message: msg} }
 func BenchmarkToolCallHTTP(b *testing.B) {
 	app := action.NewApp("bench", "bench")
 	app.MustAdd(action.Action{Name: "echo", Description: "Echo.", Inputs: (*echoInputs)(nil),
-		Run: func(_ context.Context, _ *action.Conn, in any) (any, error) { return echo(in.(*echoInputs).Message), nil }})
+		Run: func(_ context.Context, _ *action.Conn, in any) (any, error) {
+			return echo(in.(*echoInputs).Message), nil
+		}})
 	prefix := ""
 	cfg := mcpcore.DefaultConfig()
 	cfg.Plugins = map[string]mcpcore.PluginConfig{"actions": {Prefix: &prefix}}
