@@ -44,7 +44,8 @@
 // the tool's timeout (tool_timeout, or the tool's own [ToolOptions.Timeout],
 // at most 5m) with a context that also ends on notifications/cancelled,
 // recovers a panic (kind "internal", stack in the log, counter "panicked"),
-// serializes the result once and returns it inline or retains it for the
+// serializes the result once (a [Text] result is served as its text, without
+// structuredContent) and returns it inline or retains it for the
 // plugin's "<prefix>_result" read tool. A failed call's structuredContent
 // is a [ToolErrorReply] whose kind an agent can act on: the host's kinds
 // (limit, timeout, cancelled, bad_params, internal, result_not_found,

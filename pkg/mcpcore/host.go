@@ -110,7 +110,7 @@ func NewServer(ctx context.Context, opts Options) (_ *Server, err error) {
 	s.sessions.init()
 	s.life, s.endLife = context.WithCancel(context.WithoutCancel(ctx))
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "mcpkit", Version: opts.Version}, &mcp.ServerOptions{
-		Instructions: "mcpkit serves MCP tools for data systems. Read " + InfoURI + " for the enabled plugins, their tools and the effective limits. A result larger than the inline limit comes back as result_id/total_bytes/read_tool: call read_tool with offset and length until next_offset is null, concatenate the decoded data_base64 chunks, parse the JSON, then release the handle. A failed call's structuredContent.error.kind says what failed (limit, timeout, cancelled, bad_params with path, internal, result_not_found, or a plugin's own kind).",
+		Instructions: "mcpkit serves MCP tools for data systems. Read " + InfoURI + " for the enabled plugins, their tools and the effective limits. A result larger than the inline limit comes back as result_id/total_bytes/read_tool: call read_tool with offset and length until next_offset is null, concatenate the decoded data_base64 chunks (the result's JSON, or its text when format is text), then release the handle. A failed call's structuredContent.error.kind says what failed (limit, timeout, cancelled, bad_params with path, internal, result_not_found, or a plugin's own kind).",
 		Logger:       slog.New(sdkLogHandler{logger.Handler()}).With("component", "sdk"),
 		// Declare every list capability: the SDK answers tools/, resources/
 		// and prompts/list (empty where no plugin adds any), and 2026-07-28

@@ -269,7 +269,10 @@ func (c toolCall) finish(ctx context.Context, owner string, out outcome) (*mcp.C
 func (c toolCall) serve(owner string, v any, isError bool) (*mcp.CallToolResult, error) {
 	s := c.host.srv
 	var data []byte
-	if raw, ok := v.(json.RawMessage); ok {
+	text, isText := v.(Text)
+	if isText {
+		data = []byte(text)
+	} else if raw, ok := v.(json.RawMessage); ok {
 		if !json.Valid(raw) {
 			s.calls.failed.Add(1)
 			return toolError(&KindError{Kind: KindInternal, Err: fmt.Errorf("tool %s returned invalid JSON", c.tool)}), nil
@@ -283,6 +286,9 @@ func (c toolCall) serve(owner string, v any, isError bool) (*mcp.CallToolResult,
 		}
 	}
 	if int64(len(data)) <= s.limits.InlineResultBytes {
+		if isText {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(text)}}, IsError: isError}, nil
+		}
 		return inlineResult(data, isError), nil
 	}
 	handle, err := s.results.Put(owner, data)
@@ -291,9 +297,14 @@ func (c toolCall) serve(owner string, v any, isError bool) (*mcp.CallToolResult,
 		return toolError(err), nil
 	}
 	s.calls.paged.Add(1)
+	format := "json"
+	if isText {
+		format = "text"
+	}
 	ref, _ := json.Marshal(pagedResult{
 		ResultID:   handle.ID,
 		TotalBytes: handle.TotalBytes,
+		Format:     format,
 		ReadTool:   c.host.ReadToolName(),
 		ChunkBytes: s.limits.ResultChunkBytes,
 		ExpiresAt:  handle.ExpiresAt.UTC().Format(time.RFC3339),
@@ -321,10 +332,17 @@ func resultOwner(h *Host, req *mcp.CallToolRequest) string {
 type pagedResult struct {
 	ResultID   string `json:"result_id" jsonschema:"handle of the retained result, for the read tool"`
 	TotalBytes int64  `json:"total_bytes" jsonschema:"size of the serialized JSON result"`
+	Format     string `json:"format" jsonschema:"json (the bytes are the result's JSON) or text (they are the result's text, as it is)"`
 	ReadTool   string `json:"read_tool" jsonschema:"the tool that reads the result by byte range and releases it"`
 	ChunkBytes int64  `json:"chunk_bytes" jsonschema:"default read length"`
 	ExpiresAt  string `json:"expires_at" jsonschema:"when the result is freed (RFC 3339)"`
 }
+
+// Text is a tool result served as text, as it is: one text content and no
+// structuredContent, for output that is prose or markdown rather than
+// data. A text larger than inline_result_bytes is retained and paged like
+// any result, with format "text" (its bytes are the text).
+type Text string
 
 // inlineResult returns data as structuredContent (when it is a JSON object)
 // and as the same JSON text.

@@ -3,6 +3,7 @@ package mcpcore
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -466,5 +467,47 @@ func TestRawJSONResult(t *testing.T) {
 	}
 	if d := errorKind(t, r.call(t, "ta_raw", blockArgs{ID: `{"b":`})); d.Kind != KindInternal {
 		t.Fatalf("invalid raw result: %+v", d)
+	}
+}
+
+// TestTextResult: a Text result is served as its text, as it is, with no
+// structuredContent; a large one is paged with format "text" and reads
+// back byte for byte; a JSON result's reference says format "json".
+func TestTextResult(t *testing.T) {
+	registerTestPlugins()
+	setAttach("ta", func(h *Host) {
+		AddTool(h, &mcp.Tool{Name: "md"}, func(ctx context.Context, _ *mcp.CallToolRequest, in sizeArgs) (any, error) {
+			if in.Size == 0 {
+				return Text("# Title\n\n- **a**: \"1\"\n{not json"), nil
+			}
+			return Text(strings.Repeat("line\n", in.Size/5)), nil
+		})
+		AddTool(h, &mcp.Tool{Name: "big"}, func(ctx context.Context, _ *mcp.CallToolRequest, in sizeArgs) (any, error) {
+			return strings.Repeat("x", in.Size), nil
+		})
+	})
+	lim := DefaultLimits()
+	lim.InlineResultBytes = 4 * KiB
+	r := newRig(t, lim, "ta")
+	res := r.call(t, "ta_md", sizeArgs{})
+	if res.IsError || text(res) != "# Title\n\n- **a**: \"1\"\n{not json" || res.StructuredContent != nil {
+		t.Fatalf("text result: %q, structured %v", text(res), res.StructuredContent)
+	}
+	for tool, format := range map[string]string{"ta_md": "text", "ta_big": "json"} {
+		var ref pagedResult
+		if err := json.Unmarshal([]byte(text(r.call(t, tool, sizeArgs{Size: 10 * KiB}))), &ref); err != nil || ref.Format != format {
+			t.Fatalf("%s: paged reference %+v (%v), want format %s", tool, ref, err, format)
+		}
+		if tool != "ta_md" {
+			continue
+		}
+		chunk := r.call(t, "ta_result", ResultReadArgs{ResultID: ref.ResultID, Length: 100_000})
+		var c ResultReadReply
+		if err := json.Unmarshal([]byte(text(chunk)), &c); err != nil {
+			t.Fatal(err)
+		}
+		if data, _ := base64.StdEncoding.DecodeString(c.DataBase64); string(data) != strings.Repeat("line\n", 2048) {
+			t.Fatalf("paged text read back as %d bytes", len(data))
+		}
 	}
 }
