@@ -155,18 +155,14 @@ func errorOf(t *testing.T, res *mcp.CallToolResult) mcpcore.ToolErrorDetail {
 	return reply.Error
 }
 
-// markdownOf is a markdown result's text. Until the core serves a text
-// result as is, the markdown comes as a JSON string.
+// markdownOf is a markdown result's text, served as is: one text content
+// and no structuredContent.
 func markdownOf(t *testing.T, res *mcp.CallToolResult) string {
 	t.Helper()
-	if res.IsError {
-		t.Fatalf("call failed: %s", text(res))
+	if res.IsError || res.StructuredContent != nil {
+		t.Fatalf("markdown result (isError %v, structured %v): %s", res.IsError, res.StructuredContent, text(res))
 	}
-	var md string
-	if err := json.Unmarshal([]byte(text(res)), &md); err != nil {
-		t.Fatalf("markdown result %s: %v", text(res), err)
-	}
-	return md
+	return text(res)
 }
 
 func TestToolsAsServed(t *testing.T) {

@@ -48,7 +48,7 @@ func (p *Plugin) addTool(act *action.Action) {
 		if err != nil {
 			return nil, mcpcore.Errorf(mcpcore.KindInternal, "action %s: %w", name, err)
 		}
-		return md, nil
+		return mcpcore.Text(md), nil // as is: no JSON quoting, no structuredContent
 	}, mcpcore.ToolOptions{Timeout: min(act.EffectiveTimeout(), mcpcore.MaxToolTimeout)})
 }
 
