@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -389,4 +390,46 @@ func actionNames(app *action.App) []string {
 		out = append(out, a.Name)
 	}
 	return out
+}
+
+// Weights has an input jsonschema-go cannot describe (a map with integer
+// keys): it falls back to a string holding the value's JSON text.
+type Weights struct {
+	Name    string         `json:"name" jsonschema:"who"`
+	ByIndex map[int]string `json:"by_index" jsonschema:"labels by index"`
+	Note    string         `json:"note,omitempty"`
+}
+
+// TestSchemaFallback: an action whose inputs have no JSON Schema as a
+// whole still registers; the field that has none is a string of JSON text,
+// decoded into its Go type, and bad text is an invalid_param naming it.
+func TestSchemaFallback(t *testing.T) {
+	app := action.NewApp("t", "fallback")
+	got := make(chan map[int]string, 1)
+	app.MustAdd(action.Action{Name: "weigh", Inputs: (*Weights)(nil), Run: func(ctx context.Context, c *action.Conn, in any) (any, error) {
+		got <- in.(*Weights).ByIndex
+		return nil, nil
+	}})
+	act, _ := app.Lookup("weigh")
+	s := act.InputSchema()
+	if p := s.Properties["by_index"]; p == nil || p.Type != "string" || !strings.Contains(p.Description, "JSON text") {
+		t.Fatalf("fallback property: %+v", p)
+	}
+	if p := s.Properties["name"]; p == nil || p.Type != "string" || p.Description != "who" || !slices.Equal(s.Required, []string{"name", "by_index"}) {
+		t.Fatalf("other properties: %+v, required %v", p, s.Required)
+	}
+	if _, err := app.Run(t.Context(), &action.Conn{Type: "test"}, "weigh", json.RawMessage(`{"name":"x","by_index":"{\"1\":\"a\",\"2\":\"b\"}"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if m := <-got; m[1] != "a" || m[2] != "b" || len(m) != 2 {
+		t.Fatalf("decoded %v", m)
+	}
+	_, err := app.Run(t.Context(), &action.Conn{Type: "test"}, "weigh", json.RawMessage(`{"name":"x","by_index":"{not json"}`))
+	var ae *action.Error
+	if !errors.As(err, &ae) || ae.Kind != action.KindInvalidParam || ae.Field != "by_index" {
+		t.Fatalf("bad JSON text: %v", err)
+	}
+	if _, err := app.Run(t.Context(), &action.Conn{Type: "test"}, "weigh", json.RawMessage(`{"name":"x","by_index":"{}","extra":1}`)); !errors.As(err, &ae) || ae.Field != "extra" {
+		t.Fatalf("an unknown param: %v", err)
+	}
 }

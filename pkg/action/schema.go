@@ -34,6 +34,10 @@ type inputSchema struct {
 	props    map[string]*jsonschema.Schema
 	checks   map[string]*jsonschema.Resolved // each property resolved alone (absent: it does not resolve alone)
 	secrets  map[string]bool
+	// textJSON names the inputs whose Go type has no JSON Schema: they are
+	// advertised as strings holding the value's JSON text (see
+	// fallbackSchema), which decode parses.
+	textJSON map[string]bool
 }
 
 var emptySchema = &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{}}
@@ -50,10 +54,13 @@ func deriveSchema(inputs any) (*inputSchema, error) {
 	}
 	t = t.Elem()
 	s, err := jsonschema.ForType(t, nil)
+	var textJSON map[string]bool
 	if err != nil {
-		return nil, err
+		if s, textJSON, err = fallbackSchema(t); err != nil {
+			return nil, err
+		}
 	}
-	is := &inputSchema{typ: t, schema: s, props: s.Properties, checks: map[string]*jsonschema.Resolved{}, secrets: map[string]bool{}}
+	is := &inputSchema{typ: t, schema: s, props: s.Properties, checks: map[string]*jsonschema.Resolved{}, secrets: map[string]bool{}, textJSON: textJSON}
 	if is.props == nil {
 		is.props = map[string]*jsonschema.Schema{}
 	}
@@ -87,6 +94,38 @@ func deriveSchema(inputs any) (*inputSchema, error) {
 		}
 	}
 	return is, nil
+}
+
+// fallbackSchema derives struct type t's schema field by field, for a
+// type jsonschema-go refuses as a whole (a map with integer keys, say): a
+// field whose own type has no JSON Schema becomes a string holding the
+// value's JSON text, so that every action registers and every input can
+// still be given. It returns those fields' names.
+func fallbackSchema(t reflect.Type) (*jsonschema.Schema, map[string]bool, error) {
+	s := &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{}, AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}}}
+	textJSON := map[string]bool{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if !f.IsExported() || tag == "-" {
+			continue
+		}
+		name := jsonName(f)
+		p, err := jsonschema.ForType(f.Type, nil)
+		if err != nil {
+			p = &jsonschema.Schema{Type: "string"}
+			textJSON[name] = true
+		}
+		p.Description = f.Tag.Get("jsonschema")
+		if textJSON[name] {
+			p.Description = strings.TrimSpace(p.Description + " (the value's JSON text: its type has no JSON Schema)")
+		}
+		s.Properties[name] = p
+		if !strings.Contains(opts, "omitempty") && !strings.Contains(opts, "omitzero") {
+			s.Required = append(s.Required, name)
+		}
+	}
+	return s, textJSON, nil
 }
 
 // jsonName is the JSON member name of a struct field.
@@ -146,6 +185,12 @@ func (is *inputSchema) decode(raw json.RawMessage, m map[string]any) (any, error
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return in, nil
 	}
+	if len(is.textJSON) > 0 {
+		var err error
+		if raw, err = is.parseTextJSON(m); err != nil {
+			return nil, err
+		}
+	}
 	if _, err := segjson.Parse(raw, in, segjson.DisallowUnknownFields|segjson.DontMatchCaseInsensitiveStructFields); err != nil {
 		var te *segjson.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
@@ -155,6 +200,27 @@ func (is *inputSchema) decode(raw json.RawMessage, m map[string]any) (any, error
 		return nil, paramError(KindInvalidParam, "", "cannot decode the params: %v", err)
 	}
 	return in, nil
+}
+
+// parseTextJSON returns params m as JSON with the text of every textJSON
+// input replaced by the value it holds.
+func (is *inputSchema) parseTextJSON(m map[string]any) (json.RawMessage, error) {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		if text, ok := v.(string); ok && is.textJSON[k] {
+			var parsed any
+			if err := segjson.Unmarshal([]byte(text), &parsed); err != nil {
+				return nil, is.invalid(k, fmt.Errorf("not JSON text: %v", err))
+			}
+			v = parsed
+		}
+		out[k] = v
+	}
+	raw, err := json.Marshal(out)
+	if err != nil {
+		return nil, paramError(KindInvalidParam, "", "cannot re-encode the params: %v", err)
+	}
+	return raw, nil
 }
 
 // invalid is the invalid_param error for field, whose value failed with
