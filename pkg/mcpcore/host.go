@@ -110,7 +110,7 @@ func NewServer(ctx context.Context, opts Options) (_ *Server, err error) {
 	s.sessions.init()
 	s.life, s.endLife = context.WithCancel(context.WithoutCancel(ctx))
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "mcpkit", Version: opts.Version}, &mcp.ServerOptions{
-		Instructions: "mcpkit serves MCP tools for data systems. Read " + InfoURI + " for the enabled plugins, their tools and the effective limits. A result larger than the inline limit comes back as result_id/total_bytes/read_tool: call read_tool with offset and length until next_offset is null, concatenate the decoded data_base64 chunks (the result's JSON, or its text when format is text), then release the handle. A failed call's structuredContent.error.kind says what failed (limit, timeout, cancelled, bad_params with path, internal, result_not_found, or a plugin's own kind).",
+		Instructions: coreInstructions,
 		Logger:       slog.New(sdkLogHandler{logger.Handler()}).With("component", "sdk"),
 		// Declare every list capability: the SDK answers tools/, resources/
 		// and prompts/list (empty where no plugin adds any), and 2026-07-28
@@ -121,7 +121,7 @@ func NewServer(ctx context.Context, opts Options) (_ *Server, err error) {
 	})
 	// Each call wraps the handler built so far: the host's session tracking
 	// innermost, the host's result encoding outermost.
-	s.mcp.AddReceivingMiddleware(s.trackSessions)
+	s.mcp.AddReceivingMiddleware(s.addInstructions, s.trackSessions)
 	s.mcp.AddReceivingMiddleware(opts.Middleware...)
 	s.mcp.AddReceivingMiddleware(encodeToolResults)
 	defer func() {
@@ -243,8 +243,48 @@ type Host struct {
 	prompts     []string
 	routes      []string
 	sessionEnd  []func(*Session)
-	inflight    atomic.Int64 // this plugin's tool calls whose handler has not returned
-	errs        []error
+	// instructions is the plugin's paragraph of the server instructions.
+	instructions string
+	inflight     atomic.Int64 // this plugin's tool calls whose handler has not returned
+	errs         []error
+}
+
+// coreInstructions are the server instructions of every mcpkit server;
+// plugins add theirs ([Host.SetInstructions]).
+const coreInstructions = "mcpkit serves MCP tools for data systems. Read " + InfoURI + " for the enabled plugins, their tools and the effective limits. A result larger than the inline limit comes back as result_id/total_bytes/read_tool: call read_tool with offset and length until next_offset is null, concatenate the decoded data_base64 chunks (the result's JSON, or its text when format is text), then release the handle. A failed call's structuredContent.error.kind says what failed (limit, timeout, cancelled, bad_params with path, internal, result_not_found, or a plugin's own kind)."
+
+// SetInstructions sets the plugin's paragraph of the server instructions,
+// which clients read from initialize (legacy era) and server/discover
+// (2026-07-28): the core's paragraph, then each plugin's, in plugin order.
+// Call it from Attach.
+func (h *Host) SetInstructions(text string) { h.instructions = strings.TrimSpace(text) }
+
+// instructions composes the server instructions.
+func (s *Server) instructions() string {
+	parts := []string{coreInstructions}
+	for _, h := range s.hosts {
+		if h.instructions != "" {
+			parts = append(parts, h.instructions)
+		}
+	}
+	return strings.Join(parts, "\n\n")
+}
+
+// addInstructions is the receiving middleware that puts the composed
+// instructions in initialize and server/discover results. It is the
+// innermost, so that middleware in Options.Middleware may still replace
+// them.
+func (s *Server) addInstructions(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		switch r := res.(type) {
+		case *mcp.InitializeResult:
+			r.Instructions = s.instructions()
+		case *mcp.DiscoverResult:
+			r.Instructions = s.instructions()
+		}
+		return res, err
+	}
 }
 
 // Name is the plugin's name.

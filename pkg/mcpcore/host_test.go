@@ -459,3 +459,15 @@ func TestInfoResource(t *testing.T) {
 		t.Fatalf("limits = %+v, want tool_timeout 10s max 5m0s", info.Limits)
 	}
 }
+
+// TestInstructions: clients read the core's instructions followed by each
+// plugin's paragraph, from initialize.
+func TestInstructions(t *testing.T) {
+	registerTestPlugins()
+	setAttach("ta", func(h *Host) { h.SetInstructions("  Plugin ta: call ta_x first.\n") })
+	r := newRig(t, DefaultLimits(), "ta")
+	got := r.cs.InitializeResult().Instructions
+	if want := coreInstructions + "\n\nPlugin ta: call ta_x first."; got != want {
+		t.Fatalf("instructions %q, want %q", got, want)
+	}
+}

@@ -158,6 +158,7 @@ func (p *Plugin) Attach(ctx context.Context, h *mcpcore.Host) error {
 	if p.cfg.Instructions == "" {
 		p.cfg.Instructions = app.Description()
 	}
+	h.SetInstructions(p.cfg.Instructions) // beside the core's and other plugins' (mcpkit serve)
 	var errs []error
 	for _, act := range app.Actions() {
 		if act.MCP.IsTool() {
@@ -185,7 +186,7 @@ func (p *Plugin) Close(context.Context) error {
 
 // Instructions are the server instructions the plugin's configuration
 // asks for: Config.Instructions, else $MCP_SERVER_INSTRUCTIONS, else the
-// app's description (after Attach). The core fixes the instructions of a
-// server that serves several plugins; `mcpkit actions start` serves
-// these with [InstructionsMiddleware].
+// app's description (after Attach). Beside other plugins they follow the
+// core's paragraph (Host.SetInstructions); `mcpkit actions start` serves
+// them alone, with [InstructionsMiddleware].
 func (p *Plugin) Instructions() string { return p.cfg.Instructions }
