@@ -10,6 +10,8 @@
 # binary carries the store plugin, the store is a file that persists between
 # runs: data/store.db in the checkout (git-ignored; MCPKIT_DATA_DIR moves it),
 # with data/files/ as the directory its backup, dump and load tools may use.
+# The action framework's example app keeps its messages in data/actions.db and
+# serves its HTTP API under /api beside /mcp.
 #
 # Usage: scripts/run.sh [MCPKIT_ARGS...]
 #   MCPKIT_ARGS default to `serve --http 127.0.0.1:8080`; `--config FILE` (the
@@ -135,6 +137,15 @@ if grep -qx store <<<"$plugins"; then
 	[ -z "$configs" ] || configs+=', '
 	configs+='"store": {"config": {"path": "'"$data/store.db"'", "files_dir": "'"$data/files"'"}}'
 	log "store file=$data/store.db files_dir=$data/files"
+fi
+if grep -qx actions <<<"$plugins"; then
+	data=${MCPKIT_DATA_DIR:-$root/data}
+	mkdir -p "$data"
+	data=$(cd "$data" && pwd)
+	enable+=', "actions"'
+	[ -z "$configs" ] || configs+=', '
+	configs+='"actions": {"config": {"data_path": "'"$data/actions.db"'"}}'
+	log "actions app file=$data/actions.db api=/api"
 fi
 printf '{"enable": [%s], "plugins": {%s}}\n' "$enable" "$configs" >"$dir/mcpkit.json"
 

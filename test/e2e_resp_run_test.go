@@ -1,6 +1,8 @@
 package test
 
 import (
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -52,7 +54,18 @@ func TestRunScript(t *testing.T) {
 	if got := decode[struct{ Doc struct{ Text string } }](t, callTool(t, cs, "store_get", map[string]any{"collection": "notes", "id": "first"})); got.Doc.Text != "hello" {
 		t.Fatalf("store_get = %+v", got)
 	}
+	// The example app: its tool, and its HTTP API beside /mcp.
+	callTool(t, cs, "actions_message-post", map[string]any{"channel": "run", "text": "hi", "author": "me"})
 	cs.Close()
+	resp, err := http.Get(hp.base + "/api/messages?channel=run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"text":"hi"`) {
+		t.Fatalf("GET /api/messages: %d %s", resp.StatusCode, body)
+	}
 
 	hp.stop(t)
 	if hp.err != nil {
