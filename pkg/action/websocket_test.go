@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -338,4 +339,98 @@ func TestWebSocketWithoutPubSub(t *testing.T) {
 	t.Cleanup(srv.Close)
 	c := wsDial(t, "ws"+strings.TrimPrefix(srv.URL, "http"))
 	wantWSErr(t, wsCall(t, c, `{"messageType":"subscribe","channel":"a","messageId":1}`), 1.0, action.KindNotFound, "")
+}
+
+// BenchmarkWebSocketAction measures one action round trip on an open
+// connection (the rate limit set out of the way).
+func BenchmarkWebSocketAction(b *testing.B) {
+	app, _ := testApp(b)
+	app.SetLogger(slog.New(slog.DiscardHandler))
+	srv := httptest.NewServer(app.WebSocketHandler(action.WebSocketOptions{MaxMessagesPerSecond: 1 << 30}))
+	b.Cleanup(srv.Close)
+	ctx := context.Background()
+	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.CloseNow()
+	msg := []byte(`{"messageType":"action","action":"status","messageId":1}`)
+	for b.Loop() {
+		if err := c.Write(ctx, websocket.MessageText, msg); err != nil {
+			b.Fatal(err)
+		}
+		if _, _, err := c.Read(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// A client that does not read loses broadcasts beyond its buffer (the
+// publisher never waits) and is told how many with the next one.
+func TestWebSocketSlowClientToldOfDrops(t *testing.T) {
+	t.Parallel()
+	ps := action.NewLocalPubSub()
+	c := wsDial(t, wsServe(t, ps, action.WebSocketOptions{}))
+	wantOK(t, wsCall(t, c, `{"messageType":"subscribe","channel":"feed","messageId":1}`), 1.0)
+	const n = 3000
+	payload := strings.Repeat("p", 16<<10) // 48 MiB in all: more than socket buffers hold
+	start := time.Now()
+	for i := range n {
+		if err := ps.Publish(context.Background(), "feed", action.Message{Message: payload, Sender: string(rune('a' + i%26))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("publishing to a stalled client took %v", d) // it must not wait for the client
+	}
+	// Read until the burst is drained (a pause with nothing pushed),
+	// then publish one more, which carries the count of any trailing drops.
+	msgs := make(chan map[string]any)
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done) })
+	go func() {
+		for {
+			_, data, err := c.Read(context.Background())
+			if err != nil {
+				return // the connection is closed by the test's cleanup
+			}
+			var m map[string]any
+			_ = json.Unmarshal(data, &m)
+			select {
+			case msgs <- m:
+			case <-done:
+				return
+			}
+		}
+	}()
+	got, dropped := 0, 0.0
+	count := func(m map[string]any) {
+		if d, ok := m["dropped"].(float64); ok {
+			dropped += d
+		}
+	}
+	for drained := false; !drained; {
+		select {
+		case m := <-msgs:
+			count(m)
+			got++
+		case <-time.After(500 * time.Millisecond):
+			drained = true
+		}
+	}
+	if err := ps.Publish(context.Background(), "feed", action.Message{Message: "last"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case m := <-msgs:
+		if m["message"] != "last" {
+			t.Fatalf("after the drain: %v", m)
+		}
+		count(m)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the message after the drain did not come")
+	}
+	if dropped == 0 || got+int(dropped) != n {
+		t.Fatalf("got %d and were told of %v dropped: want %d in all, some dropped", got, dropped, n)
+	}
 }
