@@ -2,6 +2,7 @@ package test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -141,4 +143,54 @@ func TestActionsRun(t *testing.T) {
 	if err := cmd.Run(); err == nil || cmd.ProcessState.ExitCode() != 1 || !strings.Contains(stderr.String(), `"missing_param"`) {
 		t.Errorf("a missing param: %v, stderr %s", err, stderr.String())
 	}
+}
+
+// TestActionsWebSocket: a WebSocket client of the running binary runs an
+// action with its messageId echoed, subscribes to a channel, and receives
+// the broadcast of a message posted over HTTP.
+func TestActionsWebSocket(t *testing.T) {
+	hp := startActions(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(hp.base, "http")+"/ws", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	roundTrip := func(msg string) map[string]any {
+		t.Helper()
+		if err := ws.Write(ctx, websocket.MessageText, []byte(msg)); err != nil {
+			t.Fatal(err)
+		}
+		_, data, err := ws.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(data, &m); err != nil {
+			t.Fatalf("%s: %v", data, err)
+		}
+		return m
+	}
+	if m := roundTrip(`{"messageType":"action","action":"status","messageId":"s1"}`); m["messageId"] != "s1" || m["response"] == nil {
+		t.Fatalf("action over the socket: %v", m)
+	}
+	if m := roundTrip(`{"messageType":"subscribe","channel":"live","messageId":2}`); m["status"] != "ok" {
+		t.Fatalf("subscribe: %v", m)
+	}
+	if code, body := httpDo(t, "POST", hp.base+"/api/messages", `{"channel":"live","text":"to the room","author":"ann"}`); code != 200 {
+		t.Fatalf("POST /api/messages: %d %s", code, body)
+	}
+	_, data, err := ws.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b struct {
+		MessageType, Channel string
+		Message              struct{ Text string }
+	}
+	if err := json.Unmarshal(data, &b); err != nil || b.MessageType != "broadcast" || b.Channel != "live" || b.Message.Text != "to the room" {
+		t.Fatalf("broadcast %s (%v)", data, err)
+	}
+	ws.Close(websocket.StatusNormalClosure, "")
 }

@@ -41,7 +41,7 @@ func BenchmarkToolCallHTTP(b *testing.B) {
 	cfg := mcpcore.DefaultConfig()
 	cfg.Plugins = map[string]mcpcore.PluginConfig{"actions": {Prefix: &prefix}}
 	srv, err := mcpcore.NewServer(b.Context(), mcpcore.Options{Config: cfg, Instances: []mcpcore.Instance{{Name: "actions",
-		Plugin: New(func(context.Context, Config) (*action.App, io.Closer, error) { return app, nil, nil })}}})
+		Plugin: New(func(context.Context, Config, action.PubSub) (*action.App, io.Closer, error) { return app, nil, nil })}}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -66,7 +66,7 @@ func runCommand(ctx context.Context, env *cli.Env) int {
 	case "start":
 		return runStart(ctx, env, cfg, args)
 	case "list", "run", "help":
-		app, closer, err := OpenExample(ctx, cfg)
+		app, closer, err := OpenExample(ctx, cfg, nil) // nothing subscribes from the command line
 		if err != nil {
 			return env.Fail(err)
 		}

@@ -31,6 +31,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"strconv"
 
@@ -92,14 +93,15 @@ func (c Config) resolve(getenv func(string) string) (Config, error) {
 	return c, nil
 }
 
-// Opener opens the app a plugin serves, with the plugin's configuration;
-// closer (nil for none) releases what it opened and is closed once, at the
-// plugin's Close.
-type Opener func(ctx context.Context, cfg Config) (app *action.App, closer io.Closer, err error)
+// Opener opens the app a plugin serves, with the plugin's configuration and
+// the PubSub its WebSocket clients subscribe through (the app publishes on
+// it); closer (nil for none) releases what it opened and is closed once, at
+// the plugin's Close.
+type Opener func(ctx context.Context, cfg Config, ps action.PubSub) (app *action.App, closer io.Closer, err error)
 
 // OpenExample opens the example app (package exampleapp) on cfg.DataPath.
-func OpenExample(_ context.Context, cfg Config) (*action.App, io.Closer, error) {
-	ex, err := exampleapp.Open(cfg.DataPath)
+func OpenExample(_ context.Context, cfg Config, ps action.PubSub) (*action.App, io.Closer, error) {
+	ex, err := exampleapp.Open(cfg.DataPath, ps)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -112,6 +114,7 @@ type Plugin struct {
 	cfg    Config
 	app    *action.App
 	closer io.Closer
+	ps     *action.LocalPubSub
 	host   *mcpcore.Host
 }
 
@@ -149,7 +152,8 @@ func (p *Plugin) Configure(raw []byte) error {
 // action asks, and the app's HTTP API at /api.
 func (p *Plugin) Attach(ctx context.Context, h *mcpcore.Host) error {
 	p.host = h
-	app, closer, err := p.open(ctx, p.cfg)
+	p.ps = action.NewLocalPubSub()
+	app, closer, err := p.open(ctx, p.cfg, p.ps)
 	if err != nil {
 		return fmt.Errorf("open the app: %w", err)
 	}
@@ -172,16 +176,29 @@ func (p *Plugin) Attach(ctx context.Context, h *mcpcore.Host) error {
 		}
 	}
 	h.HandleHTTP("/api/", app.HTTPHandler(action.HTTPOptions{Prefix: "/api", Logger: h.Logger()}))
+	ws := app.WebSocketHandler(action.WebSocketOptions{PubSub: p.ps, Logger: h.Logger()})
+	h.HandleHTTP("/ws", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// An upgraded connection outlives the HTTP server's shutdown: end
+		// it, its subscriptions and its running action with the server.
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		defer context.AfterFunc(h.Context(), cancel)()
+		ws.ServeHTTP(w, r.WithContext(ctx))
+	}))
 	return errors.Join(errs...)
 }
 
 // Close implements mcpcore.Plugin: it closes what the opener opened (the
 // example app's store). A late call then fails with the app's error.
 func (p *Plugin) Close(context.Context) error {
-	if p.closer == nil {
-		return nil
+	var err error
+	if p.ps != nil {
+		err = p.ps.Close()
 	}
-	return p.closer.Close()
+	if p.closer != nil {
+		err = errors.Join(err, p.closer.Close())
+	}
+	return err
 }
 
 // Instructions are the server instructions the plugin's configuration

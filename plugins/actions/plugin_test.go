@@ -111,7 +111,7 @@ type setup struct {
 // the prefix (nil: the plugin's name), and the instructions middleware.
 func serve(t *testing.T, cfg string, prefix *string) setup {
 	t.Helper()
-	p := New(func(context.Context, Config) (*action.App, io.Closer, error) { return testApp(t), nil, nil })
+	p := New(func(context.Context, Config, action.PubSub) (*action.App, io.Closer, error) { return testApp(t), nil, nil })
 	c := mcpcore.DefaultConfig()
 	c.Plugins = map[string]mcpcore.PluginConfig{"actions": {Prefix: prefix, Config: json.RawMessage(cfg)}}
 	cs, srv, err := mcptest.Connect(t, mcpcore.Options{Config: c, Instances: []mcpcore.Instance{{Name: "actions", Plugin: p}},
@@ -416,8 +416,8 @@ func TestPrompts(t *testing.T) {
 func TestHTTPAPI(t *testing.T) {
 	s := serve(t, `{}`, noPrefix())
 	routes := s.srv.HTTP().Routes
-	if len(routes) != 1 || routes[0].Pattern != "/api/" || routes[0].Plugin != "actions" {
-		t.Fatalf("routes %+v", routes)
+	if len(routes) != 2 || routes[0].Pattern != "/api/" || routes[1].Pattern != "/ws" || routes[0].Plugin != "actions" {
+		t.Fatalf("routes %+v, want /api/ and /ws", routes)
 	}
 	web := httptest.NewServer(routes[0].Handler)
 	defer web.Close()

@@ -54,12 +54,14 @@ const collection = "messages"
 type App struct {
 	app     *action.App
 	db      *docstore.Store
+	ps      action.PubSub // nil: messages are not broadcast
 	started time.Time
 }
 
 // Open opens the app's store at path (a bbolt file, created when absent;
-// "" in memory) and returns the app. Close closes the store.
-func Open(path string) (*App, error) {
+// "" in memory) and returns the app, which broadcasts every posted message
+// on its channel through ps (nil: it does not). Close closes the store.
+func Open(path string, ps action.PubSub) (*App, error) {
 	db, err := docstore.Open(path, docstore.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("example app: %w", err)
@@ -68,7 +70,7 @@ func Open(path string) (*App, error) {
 		db.Close()
 		return nil, fmt.Errorf("example app: index messages by channel: %w", err)
 	}
-	a := &App{app: action.NewApp(Name, Description), db: db, started: time.Now()}
+	a := &App{app: action.NewApp(Name, Description), db: db, ps: ps, started: time.Now()}
 	for _, act := range a.actions() {
 		if err := a.app.Add(act); err != nil {
 			db.Close()
@@ -109,7 +111,7 @@ func (a *App) actions() []action.Action {
 			Description: "Post a message to a channel; returns the stored message with its id.",
 			Inputs:      (*PostInputs)(nil),
 			Web:         &action.Web{Method: "POST", Route: "/messages"},
-			Run:         func(ctx context.Context, c *action.Conn, in any) (any, error) { return a.post(ctx, in.(*PostInputs)) },
+			Run:         func(ctx context.Context, c *action.Conn, in any) (any, error) { return a.post(ctx, c, in.(*PostInputs)) },
 		},
 		{
 			Name:        "message:list",
@@ -225,7 +227,7 @@ type Page struct {
 	NextCursor string    `json:"next_cursor,omitempty" jsonschema:"pass as cursor for the next page; absent after the last"`
 }
 
-func (a *App) post(ctx context.Context, in *PostInputs) (Message, error) {
+func (a *App) post(ctx context.Context, c *action.Conn, in *PostInputs) (Message, error) {
 	now := time.Now().UTC().Format(time.RFC3339Nano)
 	doc, err := a.db.Insert(ctx, collection, docstore.Map(
 		docstore.Field{Key: "channel", Value: docstore.Text(in.Channel)},
@@ -236,7 +238,14 @@ func (a *App) post(ctx context.Context, in *PostInputs) (Message, error) {
 	if err != nil {
 		return Message{}, fmt.Errorf("store the message: %w", err)
 	}
-	return toMessage(doc), nil
+	msg := toMessage(doc)
+	if a.ps != nil {
+		// The message is stored: a failed broadcast does not fail the post.
+		if err := a.ps.Publish(ctx, in.Channel, action.Message{Channel: in.Channel, Message: msg, Sender: c.ID}); err != nil {
+			a.app.Logger().Warn("broadcast a posted message", "channel", in.Channel, "err", err)
+		}
+	}
+	return msg, nil
 }
 
 func (a *App) list(ctx context.Context, in *ListInputs) (Page, error) {
