@@ -111,7 +111,9 @@ type setup struct {
 // the prefix (nil: the plugin's name), and the instructions middleware.
 func serve(t *testing.T, cfg string, prefix *string) setup {
 	t.Helper()
-	p := New(func(context.Context, Config, action.PubSub) (*action.App, io.Closer, error) { return testApp(t), nil, nil })
+	p := New(func(context.Context, Config, action.PubSub) (*action.App, io.Closer, error) {
+		return testApp(t), nil, nil
+	})
 	c := mcpcore.DefaultConfig()
 	c.Plugins = map[string]mcpcore.PluginConfig{"actions": {Prefix: prefix, Config: json.RawMessage(cfg)}}
 	cs, srv, err := mcptest.Connect(t, mcpcore.Options{Config: c, Instances: []mcpcore.Instance{{Name: "actions", Plugin: p}},

@@ -111,7 +111,9 @@ func (a *App) actions() []action.Action {
 			Description: "Post a message to a channel; returns the stored message with its id.",
 			Inputs:      (*PostInputs)(nil),
 			Web:         &action.Web{Method: "POST", Route: "/messages"},
-			Run:         func(ctx context.Context, c *action.Conn, in any) (any, error) { return a.post(ctx, c, in.(*PostInputs)) },
+			Run: func(ctx context.Context, c *action.Conn, in any) (any, error) {
+				return a.post(ctx, c, in.(*PostInputs))
+			},
 		},
 		{
 			Name:        "message:list",
