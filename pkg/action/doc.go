@@ -7,7 +7,8 @@
 // [Kind] each transport maps to its status.
 //
 // The package serves actions over HTTP ([App.HTTPHandler], with an
-// OpenAPI document) and the command line ([App.RunCLI]). It has no MCP
-// code: plugins/actions maps an App onto MCP tools, resources and
-// prompts.
+// OpenAPI document), WebSocket ([App.WebSocketHandler]: Keryx's message
+// protocol, with channel subscriptions fed by a [PubSub]) and the command
+// line ([App.RunCLI]). It has no MCP code: plugins/actions maps an App
+// onto MCP tools, resources and prompts.
 package action

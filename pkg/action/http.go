@@ -35,8 +35,7 @@ type httpHandler struct {
 	app     *App
 	prefix  string
 	maxBody int64
-	origins []string
-	anyOrig bool
+	origins origins
 	logger  *slog.Logger
 	routes  []*route // most literal segments first
 	swagger []byte
@@ -77,13 +76,7 @@ func (a *App) HTTPHandler(opts HTTPOptions) http.Handler {
 	if h.logger == nil {
 		h.logger = a.logger
 	}
-	for _, o := range opts.AllowedOrigins {
-		if o == "*" {
-			h.anyOrig = true
-		} else {
-			h.origins = append(h.origins, strings.TrimSuffix(o, "/"))
-		}
-	}
+	h.origins = newOrigins(opts.AllowedOrigins)
 	for _, act := range a.Actions() {
 		if act.Web == nil {
 			continue
@@ -113,7 +106,7 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hdr["Referrer-Policy"] = []string{"no-referrer"}
 	hdr["X-Frame-Options"] = []string{"DENY"}
 	if origin := r.Header.Get("Origin"); origin != "" {
-		if !h.originAllowed(origin, r.Host) {
+		if !h.origins.allowed(origin, r.Host) {
 			h.fail(w, r, id, "", &Error{Kind: KindForbidden, Message: "origin " + origin + " is not allowed"})
 			return
 		}
@@ -347,19 +340,9 @@ func (h *httpHandler) serveSwagger(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(h.swagger)
 }
 
-// originAllowed reports whether a request from origin may call: the
-// request's own host, or an allowed origin.
-func (h *httpHandler) originAllowed(origin, host string) bool {
-	if h.anyOrig || slices.Contains(h.origins, origin) {
-		return true
-	}
-	u, err := url.Parse(origin)
-	return err == nil && u.Host != "" && strings.EqualFold(u.Host, host)
-}
-
 func (h *httpHandler) cors(hdr http.Header, origin string) {
 	hdr["Vary"] = []string{"Origin"}
-	if h.anyOrig {
+	if h.origins.any {
 		hdr["Access-Control-Allow-Origin"] = []string{"*"}
 		return
 	}
