@@ -22,6 +22,17 @@ type HTTPOptions struct {
 	MaxBodyBytes   int64        // the request body limit; 0 is 1 MiB
 	AllowedOrigins []string     // browser origins allowed (CORS); "*" allows any, without credentials
 	Logger         *slog.Logger // nil: the app's logger
+	// Identify returns the principal a request authenticates as ("" for
+	// none); it becomes Conn.Principal and the request's rate-limit key.
+	// nil: every request is unauthenticated.
+	Identify func(*http.Request) (principal string)
+	// RateLimit limits each client's requests (see [RateLimit]); nil: no
+	// limit.
+	RateLimit *RateLimit
+	// TrustForwardedFor makes the rate limit take an unauthenticated
+	// client's IP from the last X-Forwarded-For address (set it only
+	// behind a proxy that appends one) rather than the connection's.
+	TrustForwardedFor bool
 }
 
 // DefaultMaxBodyBytes is the request body limit when HTTPOptions sets none.
@@ -32,13 +43,15 @@ const DefaultMaxBodyBytes = 1 << 20
 const maxRequestIDLen = 128
 
 type httpHandler struct {
-	app     *App
-	prefix  string
-	maxBody int64
-	origins origins
-	logger  *slog.Logger
-	routes  []*route // most literal segments first
-	swagger []byte
+	app      *App
+	prefix   string
+	maxBody  int64
+	origins  origins
+	logger   *slog.Logger
+	limiter  *rateLimiter // nil: no rate limit
+	identify func(*http.Request) string
+	routes   []*route // most literal segments first
+	swagger  []byte
 }
 
 // HTTPHandler serves the app's actions that have a Web route, Keryx
@@ -65,6 +78,14 @@ type httpHandler struct {
 // is 403; an allowed one gets CORS headers, and a preflight (OPTIONS with
 // Access-Control-Request-Method) 204. The action's context is the
 // request's.
+//
+// With a RateLimit, every request but a preflight and the swagger
+// document is counted (after the origin check) and its response carries
+// X-RateLimit-Limit, X-RateLimit-Remaining (requests left now) and
+// X-RateLimit-Reset (the Unix second by which the whole limit is back); a
+// refused one is 429 rate_limited with Retry-After (seconds). A failing
+// [RateStore] fails the request (500, logged). HTTPHandler panics on a
+// RateLimit that [RateLimit.Validate] refuses.
 func (a *App) HTTPHandler(opts HTTPOptions) http.Handler {
 	h := &httpHandler{app: a, prefix: strings.TrimSuffix(opts.Prefix, "/"), maxBody: opts.MaxBodyBytes, logger: opts.Logger}
 	if opts.Prefix == "" {
@@ -77,6 +98,8 @@ func (a *App) HTTPHandler(opts HTTPOptions) http.Handler {
 		h.logger = a.logger
 	}
 	h.origins = newOrigins(opts.AllowedOrigins)
+	h.identify = opts.Identify
+	h.limiter = newRateLimiter(opts.RateLimit, opts.TrustForwardedFor)
 	for _, act := range a.Actions() {
 		if act.Web == nil {
 			continue
@@ -121,6 +144,17 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.serveSwagger(w, r)
 		return
 	}
+	var principal string
+	if h.identify != nil {
+		principal = h.identify(r)
+	}
+	preflight := r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" && r.Header.Get("Origin") != ""
+	if h.limiter != nil && !preflight {
+		if err := h.limiter.allow(r, principal, hdr); err != nil {
+			h.fail(w, r, id, "", err)
+			return
+		}
+	}
 	parts, err := splitPath(rest)
 	if err != nil {
 		h.fail(w, r, id, "", &Error{Kind: KindNotFound, Message: "no route " + r.URL.Path})
@@ -144,7 +178,7 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodOptions && len(allow) > 0 {
 		slices.Sort(allow)
 		hdr["Allow"] = []string{strings.Join(append(allow, http.MethodOptions), ", ")}
-		if r.Header.Get("Access-Control-Request-Method") != "" && r.Header.Get("Origin") != "" {
+		if preflight {
 			hdr["Access-Control-Allow-Methods"] = hdr["Allow"]
 			hdr["Access-Control-Allow-Headers"] = []string{"Content-Type, Authorization, X-Request-Id"}
 			hdr["Access-Control-Max-Age"] = []string{"600"}
@@ -162,10 +196,10 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, id, "", &Error{Kind: KindNotFound, Message: "no route " + r.Method + " " + r.URL.Path})
 		return
 	}
-	h.serveAction(w, r, id, found.act, pathParams)
+	h.serveAction(w, r, id, principal, found.act, pathParams)
 }
 
-func (h *httpHandler) serveAction(w http.ResponseWriter, r *http.Request, id string, act *Action, pathParams map[string]string) {
+func (h *httpHandler) serveAction(w http.ResponseWriter, r *http.Request, id, principal string, act *Action, pathParams map[string]string) {
 	m, err := h.params(w, r, act, pathParams)
 	if err != nil {
 		h.fail(w, r, id, act.Name, err)
@@ -178,7 +212,7 @@ func (h *httpHandler) serveAction(w http.ResponseWriter, r *http.Request, id str
 			return
 		}
 	}
-	c := &Conn{Type: "web", ID: id, Remote: r.RemoteAddr}
+	c := &Conn{Type: "web", ID: id, Remote: r.RemoteAddr, Principal: principal}
 	out, err := h.app.run(r.Context(), c, act, raw, m)
 	if err != nil {
 		h.fail(w, r, id, act.Name, err)
@@ -348,7 +382,7 @@ func (h *httpHandler) cors(hdr http.Header, origin string) {
 	}
 	hdr["Access-Control-Allow-Origin"] = []string{origin}
 	hdr["Access-Control-Allow-Credentials"] = []string{"true"}
-	hdr["Access-Control-Expose-Headers"] = []string{"X-Request-Id"}
+	hdr["Access-Control-Expose-Headers"] = []string{"X-Request-Id, " + rateHeaders}
 }
 
 // splitPath splits an escaped path under the prefix into its segments ("" and
