@@ -38,7 +38,7 @@ type Action struct {
 	Timeout time.Duration // 0: DefaultTimeout
 	Before  []Middleware  // run in order before Run; the first error ends the call
 	After   []Middleware  // run in order after Run; each sees and may replace (result, error)
-	Task    *Task         // declared now, run by a later part
+	Task    *Task         // a background task: run by [Tasks]
 	MCP     MCP
 
 	schema *inputSchema // derived by App.Add

@@ -9,6 +9,10 @@
 // The package serves actions over HTTP ([App.HTTPHandler], with an
 // OpenAPI document), WebSocket ([App.WebSocketHandler]: Keryx's message
 // protocol, with channel subscriptions fed by a [PubSub]) and the command
-// line ([App.RunCLI]). It has no MCP code: plugins/actions maps an App
-// onto MCP tools, resources and prompts.
+// line ([App.RunCLI]); HTTP requests can be rate-limited per client
+// ([RateLimit], counted in a [RateStore]). Background tasks: [Tasks]
+// enqueues actions that declare a [Task] on a [TaskQueue] ([LocalQueue] in
+// process) and runs them with workers through App.Run on a "task" Conn.
+// It has no MCP code: plugins/actions maps an App onto MCP tools,
+// resources and prompts.
 package action

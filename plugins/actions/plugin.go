@@ -33,7 +33,9 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
+	"time"
 
 	"github.com/mcpkit/mcpkit/pkg/action"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
@@ -62,13 +64,29 @@ type Config struct {
 	// created when absent; "" keeps the data in memory, lost at exit.
 	DataPath string `json:"data_path,omitempty"`
 	// Instructions are the server instructions shown to MCP clients;
-	// default $MCP_SERVER_INSTRUCTIONS, else the app's description. Only
-	// `mcpkit actions start` can serve them (see [Plugin.Instructions]).
+	// default $MCP_SERVER_INSTRUCTIONS, else the app's description (see
+	// [Plugin.Instructions]).
 	Instructions string `json:"instructions,omitempty"`
 	// MarkdownDepthLimit is how many levels of nesting a markdown result
 	// renders before falling back to a JSON code block (1 to 32); default
 	// $MCP_MARKDOWN_DEPTH_LIMIT, else 5.
 	MarkdownDepthLimit int `json:"markdown_depth_limit,omitempty"`
+	// RateLimit limits the HTTP API's calls per client in a sliding window
+	// (see action.RateLimit); unset: Keryx's 20 a minute per IP
+	// unauthenticated and 200 a minute per principal authenticated. A limit
+	// of 0 leaves that class unlimited.
+	RateLimit *RateLimitConfig `json:"rate_limit,omitempty"`
+}
+
+// RateLimitConfig is the HTTP API's rate limit.
+type RateLimitConfig struct {
+	Unauthenticated int `json:"unauthenticated"`
+	Authenticated   int `json:"authenticated"`
+	// WindowSeconds is the window's length; default 60.
+	WindowSeconds int `json:"window_seconds,omitempty"`
+	// TrustForwardedFor takes the client's address from X-Forwarded-For
+	// (its last entry: set it only behind a proxy that writes it).
+	TrustForwardedFor bool `json:"trust_forwarded_for,omitempty"`
 }
 
 // resolve fills what the configuration leaves unset from the environment
@@ -90,7 +108,19 @@ func (c Config) resolve(getenv func(string) string) (Config, error) {
 	if c.MarkdownDepthLimit < 1 || c.MarkdownDepthLimit > maxMarkdownDepth {
 		return c, &mcpcore.ConfigError{Field: "markdown_depth_limit", Reason: fmt.Sprintf("%d is not from 1 to %d", c.MarkdownDepthLimit, maxMarkdownDepth)}
 	}
+	if c.RateLimit == nil {
+		c.RateLimit = &RateLimitConfig{Unauthenticated: 20, Authenticated: 200}
+	}
+	if err := c.rateLimit().Validate(); err != nil || c.RateLimit.WindowSeconds < 0 {
+		return c, &mcpcore.ConfigError{Field: "rate_limit", Reason: fmt.Sprintf("limits and window must not be negative (%v)", err)}
+	}
 	return c, nil
+}
+
+// rateLimit is the action package's form of the rate limit.
+func (c Config) rateLimit() *action.RateLimit {
+	return &action.RateLimit{Unauthenticated: c.RateLimit.Unauthenticated, Authenticated: c.RateLimit.Authenticated,
+		Window: time.Duration(c.RateLimit.WindowSeconds) * time.Second}
 }
 
 // Opener opens the app a plugin serves, with the plugin's configuration and
@@ -116,6 +146,9 @@ type Plugin struct {
 	closer io.Closer
 	ps     *action.LocalPubSub
 	host   *mcpcore.Host
+	// tasksDone is closed when the app's task workers have stopped (nil:
+	// the app declares no task).
+	tasksDone chan struct{}
 }
 
 var (
@@ -175,7 +208,20 @@ func (p *Plugin) Attach(ctx context.Context, h *mcpcore.Host) error {
 			p.addPrompt(act)
 		}
 	}
-	h.HandleHTTP("/api/", app.HTTPHandler(action.HTTPOptions{Prefix: "/api", Logger: h.Logger()}))
+	if slices.ContainsFunc(app.Actions(), func(a *action.Action) bool { return a.Task != nil }) {
+		// Task workers (an in-process queue) run for the server's lifetime:
+		// Close waits for them.
+		tasks := action.NewTasks(app, action.NewLocalQueue(), action.TaskOptions{Logger: h.Logger()})
+		p.tasksDone = make(chan struct{})
+		go func() {
+			defer close(p.tasksDone)
+			if err := tasks.Run(h.Context()); err != nil {
+				h.Logger().Error("task workers stopped", "err", err)
+			}
+		}()
+	}
+	h.HandleHTTP("/api/", app.HTTPHandler(action.HTTPOptions{Prefix: "/api", Logger: h.Logger(),
+		RateLimit: p.cfg.rateLimit(), TrustForwardedFor: p.cfg.RateLimit.TrustForwardedFor}))
 	ws := app.WebSocketHandler(action.WebSocketOptions{PubSub: p.ps, Logger: h.Logger()})
 	h.HandleHTTP("/ws", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// An upgraded connection outlives the HTTP server's shutdown: end
@@ -190,7 +236,14 @@ func (p *Plugin) Attach(ctx context.Context, h *mcpcore.Host) error {
 
 // Close implements mcpcore.Plugin: it closes what the opener opened (the
 // example app's store). A late call then fails with the app's error.
-func (p *Plugin) Close(context.Context) error {
+func (p *Plugin) Close(ctx context.Context) error {
+	if p.tasksDone != nil {
+		select { // the host's context has ended: the workers are stopping
+		case <-p.tasksDone:
+		case <-ctx.Done():
+			return fmt.Errorf("task workers still running: %w", ctx.Err())
+		}
+	}
 	var err error
 	if p.ps != nil {
 		err = p.ps.Close()

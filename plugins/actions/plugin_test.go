@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcpkit/mcpkit/pkg/action"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
@@ -443,4 +444,67 @@ func TestHTTPAPI(t *testing.T) {
 	}
 	web.CloseClientConnections()
 	http.DefaultClient.CloseIdleConnections()
+}
+
+// TestRecurringTaskRuns: an app's recurring task runs under the served
+// plugin, on a "task" connection, and its workers stop when the server
+// closes.
+func TestRecurringTaskRuns(t *testing.T) {
+	runs := make(chan string, 100)
+	p := New(func(context.Context, Config, action.PubSub) (*action.App, io.Closer, error) {
+		app := action.NewApp("tasks", "an app with a recurring task")
+		app.MustAdd(action.Action{Name: "tick", Task: &action.Task{Queue: "default", Frequency: 20 * time.Millisecond},
+			Run: func(_ context.Context, c *action.Conn, _ any) (any, error) { runs <- c.Type; return nil, nil }})
+		return app, nil, nil
+	})
+	srv, err := mcpcore.NewServer(t.Context(), mcpcore.Options{Instances: []mcpcore.Instance{{Name: "actions", Plugin: p}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		select {
+		case typ := <-runs:
+			if typ != "task" {
+				t.Fatalf("ran on a %q connection", typ)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("the recurring task did not run three times")
+		}
+	}
+	if err := srv.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.tasksDone:
+	default:
+		t.Fatal("Close returned while task workers were running")
+	}
+}
+
+// TestAPIRateLimited: the mounted API applies the configured rate limit
+// per client: 429 with Retry-After past it.
+func TestAPIRateLimited(t *testing.T) {
+	s := serve(t, `{"rate_limit": {"unauthenticated": 2, "authenticated": 0}}`, noPrefix())
+	web := httptest.NewServer(s.srv.HTTP().Routes[0].Handler)
+	defer web.Close()
+	var codes []int
+	for range 3 {
+		resp, err := http.Post(web.URL+"/api/users", "application/json", strings.NewReader(`{"name":"ann"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		codes = append(codes, resp.StatusCode)
+		if resp.StatusCode == http.StatusTooManyRequests && resp.Header.Get("Retry-After") == "" {
+			t.Error("429 without Retry-After")
+		}
+	}
+	if codes[0] == http.StatusTooManyRequests || codes[2] != http.StatusTooManyRequests {
+		t.Fatalf("statuses %v, want the third refused with 429", codes)
+	}
+	for _, bad := range []string{`{"rate_limit": {"unauthenticated": -1, "authenticated": 1}}`, `{"rate_limit": {"window_seconds": -5, "unauthenticated": 1, "authenticated": 1}}`} {
+		if err := New(OpenExample).Configure([]byte(bad)); err == nil {
+			t.Errorf("%s: accepted", bad)
+		}
+	}
 }
