@@ -1,0 +1,15 @@
+// Package redisstate implements the action framework's shared state over
+// Redis (github.com/redis/go-redis/v9), so that several mcpkit processes
+// behind a load balancer share it: [PubSub] ([action.PubSub]), [RateStore]
+// ([action.RateStore]) and [TaskQueue] ([action.TaskQueue]). The
+// in-process implementations are in package action (LocalPubSub,
+// MemoryRateStore, LocalQueue); both kinds pass the same conformance tests.
+//
+// Every key and channel is under a caller-chosen prefix, so several apps
+// may share one Redis. The package never creates or closes the client: the
+// caller owns it (and closes it after the values built on it).
+//
+// The task queue's scripts touch keys of several queues, so it needs a
+// single Redis (or a failover client), not Redis Cluster; the rate store
+// and the pubsub also work on a cluster.
+package redisstate
