@@ -32,3 +32,39 @@ func ctx(t *testing.T) context.Context {
 	t.Cleanup(cancel)
 	return c
 }
+
+// impl is one implementation of an interface under a conformance test:
+// new makes two values sharing state (two processes' views of one Redis;
+// one in-process value twice).
+type impl[T any] struct {
+	name string
+	new  func(t *testing.T) (a, b T)
+}
+
+// impls are the in-process implementation (one value shared) and the
+// Redis one (two values on two clients of one disposable server, under
+// one prefix).
+func impls[T any](local func() T, remote func(t *testing.T, c redis.UniversalClient, prefix string) T) []impl[T] {
+	return []impl[T]{
+		{"local", func(*testing.T) (T, T) {
+			v := local()
+			return v, v
+		}},
+		{"redis", func(t *testing.T) (T, T) {
+			c1, c2 := twoClients(t)
+			return remote(t, c1, "app:"), remote(t, c2, "app:")
+		}},
+	}
+}
+
+// conform runs test on every implementation, in parallel.
+func conform[T any](t *testing.T, impls []impl[T], test func(t *testing.T, a, b T)) {
+	t.Parallel()
+	for _, im := range impls {
+		t.Run(im.name, func(t *testing.T) {
+			t.Parallel()
+			a, b := im.new(t)
+			test(t, a, b)
+		})
+	}
+}

@@ -10,25 +10,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/mcpkit/mcpkit/pkg/action"
 	"github.com/mcpkit/mcpkit/pkg/action/redisstate"
 )
 
 // rateStores are the implementations under test: each makes two stores
 // sharing counts (two processes for Redis; one value twice in process).
-var rateStores = []struct {
-	name string
-	new  func(t *testing.T) (a, b action.RateStore)
-}{
-	{"memory", func(t *testing.T) (action.RateStore, action.RateStore) {
-		s := action.NewMemoryRateStore()
-		return s, s
-	}},
-	{"redis", func(t *testing.T) (action.RateStore, action.RateStore) {
-		c1, c2 := twoClients(t)
-		return redisstate.NewRateStore(c1, "app:"), redisstate.NewRateStore(c2, "app:")
-	}},
-}
+var rateStores = impls(func() action.RateStore { return action.NewMemoryRateStore() },
+	func(_ *testing.T, c redis.UniversalClient, prefix string) action.RateStore {
+		return redisstate.NewRateStore(c, prefix)
+	})
 
 func hit(t *testing.T, s action.RateStore, key string, index int64, window time.Duration, cur, prev int64) {
 	t.Helper()
@@ -41,50 +34,40 @@ func hit(t *testing.T, s action.RateStore, key string, index int64, window time.
 // Counts per key and window, the previous window's count, none two
 // windows back; a key counted with another window length is counted apart.
 func TestRateStoreCounts(t *testing.T) {
-	t.Parallel()
-	for _, impl := range rateStores {
-		t.Run(impl.name, func(t *testing.T) {
-			t.Parallel()
-			a, b := impl.new(t)
-			hit(t, a, "ip:1", 100, time.Minute, 1, 0)
-			hit(t, b, "ip:1", 100, time.Minute, 2, 0)
-			hit(t, b, "ip:2", 100, time.Minute, 1, 0)
-			hit(t, a, "ip:1", 101, time.Minute, 1, 2)
-			hit(t, b, "ip:1", 101, time.Minute, 2, 2)
-			hit(t, a, "ip:1", 103, time.Minute, 1, 0)
-			hit(t, a, "ip:2", 102, time.Minute, 1, 0)
-			hit(t, a, "ip:1", 7, time.Second, 1, 0)
-			hit(t, b, "ip:1", 8, time.Second, 1, 1)
-		})
-	}
+	conform(t, rateStores, func(t *testing.T, a, b action.RateStore) {
+		hit(t, a, "ip:1", 100, time.Minute, 1, 0)
+		hit(t, b, "ip:1", 100, time.Minute, 2, 0)
+		hit(t, b, "ip:2", 100, time.Minute, 1, 0)
+		hit(t, a, "ip:1", 101, time.Minute, 1, 2)
+		hit(t, b, "ip:1", 101, time.Minute, 2, 2)
+		hit(t, a, "ip:1", 103, time.Minute, 1, 0)
+		hit(t, a, "ip:2", 102, time.Minute, 1, 0)
+		hit(t, a, "ip:1", 7, time.Second, 1, 0)
+		hit(t, b, "ip:1", 8, time.Second, 1, 1)
+	})
 }
 
 // Concurrent hits through two stores lose no count.
 func TestRateStoreConcurrent(t *testing.T) {
-	t.Parallel()
-	for _, impl := range rateStores {
-		t.Run(impl.name, func(t *testing.T) {
-			t.Parallel()
-			a, b := impl.new(t)
-			var wg sync.WaitGroup
-			for g := range 20 {
-				wg.Go(func() {
-					s := a
-					if g%2 == 1 {
-						s = b
+	conform(t, rateStores, func(t *testing.T, a, b action.RateStore) {
+		var wg sync.WaitGroup
+		for g := range 20 {
+			wg.Go(func() {
+				s := a
+				if g%2 == 1 {
+					s = b
+				}
+				for range 25 {
+					if _, _, err := s.Hit(ctx(t), "k", 5, time.Minute); err != nil {
+						t.Error(err)
 					}
-					for range 25 {
-						if _, _, err := s.Hit(ctx(t), "k", 5, time.Minute); err != nil {
-							t.Error(err)
-						}
-					}
-				})
-			}
-			wg.Wait()
-			hit(t, a, "k", 5, time.Minute, 501, 0)
-			hit(t, b, "k", 6, time.Minute, 1, 501)
-		})
-	}
+				}
+			})
+		}
+		wg.Wait()
+		hit(t, a, "k", 5, time.Minute, 501, 0)
+		hit(t, b, "k", 6, time.Minute, 1, 501)
+	})
 }
 
 // Two app instances behind a load balancer share one limit through Redis.
