@@ -10,6 +10,8 @@
 // caller owns it (and closes it after the values built on it).
 //
 // The task queue's scripts touch keys of several queues, so it needs a
-// single Redis (or a failover client), not Redis Cluster; the rate store
-// and the pubsub also work on a cluster.
+// single Redis (or a failover client), not Redis Cluster. The rate store
+// keeps each Hit's keys in one cluster slot (for a non-empty key) and the
+// pubsub uses plain PUBLISH/SUBSCRIBE, so both are meant to work on a
+// cluster too, but only a single Redis is tested.
 package redisstate
