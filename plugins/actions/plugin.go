@@ -76,7 +76,29 @@ type Config struct {
 	// unauthenticated and 200 a minute per principal authenticated. A limit
 	// of 0 leaves that class unlimited.
 	RateLimit *RateLimitConfig `json:"rate_limit,omitempty"`
+	// Redis, when set, holds the state that several instances of the app
+	// share: PubSub channels, rate-limit counts and task queues (package
+	// pkg/action/redisstate). Unset: all of it in process.
+	Redis *RedisConfig `json:"redis,omitempty"`
 }
+
+// RedisConfig is where an app's shared state lives. The password is read
+// from a file or the environment, never written in the configuration.
+type RedisConfig struct {
+	Addr string `json:"addr"`
+	// Username and PasswordFile (or $MCPKIT_ACTIONS_REDIS_PASSWORD)
+	// authenticate; empty: none.
+	Username     string `json:"username,omitempty"`
+	PasswordFile string `json:"password_file,omitempty"`
+	DB           int    `json:"db,omitempty"`
+	// Prefix starts every key and channel; the same on every instance of
+	// one app. Default "mcpkit:actions:".
+	Prefix string `json:"prefix,omitempty"`
+}
+
+// EnvRedisPassword is the environment variable with the Redis password,
+// when the configuration names no password_file.
+const EnvRedisPassword = "MCPKIT_ACTIONS_REDIS_PASSWORD"
 
 // RateLimitConfig is the HTTP API's rate limit.
 type RateLimitConfig struct {
@@ -111,16 +133,20 @@ func (c Config) resolve(getenv func(string) string) (Config, error) {
 	if c.RateLimit == nil {
 		c.RateLimit = &RateLimitConfig{Unauthenticated: 20, Authenticated: 200}
 	}
-	if err := c.rateLimit().Validate(); err != nil || c.RateLimit.WindowSeconds < 0 {
+	if c.Redis != nil && c.Redis.Addr == "" {
+		return c, &mcpcore.ConfigError{Field: "redis.addr", Reason: "the Redis address is required (host:port)"}
+	}
+	if err := c.rateLimit(nil).Validate(); err != nil || c.RateLimit.WindowSeconds < 0 {
 		return c, &mcpcore.ConfigError{Field: "rate_limit", Reason: fmt.Sprintf("limits and window must not be negative (%v)", err)}
 	}
 	return c, nil
 }
 
-// rateLimit is the action package's form of the rate limit.
-func (c Config) rateLimit() *action.RateLimit {
+// rateLimit is the action package's form of the rate limit, counted in
+// store (nil: in process).
+func (c Config) rateLimit(store action.RateStore) *action.RateLimit {
 	return &action.RateLimit{Unauthenticated: c.RateLimit.Unauthenticated, Authenticated: c.RateLimit.Authenticated,
-		Window: time.Duration(c.RateLimit.WindowSeconds) * time.Second}
+		Window: time.Duration(c.RateLimit.WindowSeconds) * time.Second, Store: store}
 }
 
 // Opener opens the app a plugin serves, with the plugin's configuration and
@@ -144,7 +170,7 @@ type Plugin struct {
 	cfg    Config
 	app    *action.App
 	closer io.Closer
-	ps     *action.LocalPubSub
+	state  sharedState
 	host   *mcpcore.Host
 	// tasksDone is closed when the app's task workers have stopped (nil:
 	// the app declares no task).
@@ -185,8 +211,12 @@ func (p *Plugin) Configure(raw []byte) error {
 // action asks, and the app's HTTP API at /api.
 func (p *Plugin) Attach(ctx context.Context, h *mcpcore.Host) error {
 	p.host = h
-	p.ps = action.NewLocalPubSub()
-	app, closer, err := p.open(ctx, p.cfg, p.ps)
+	state, err := openState(ctx, p.cfg.Redis)
+	if err != nil {
+		return err
+	}
+	p.state = state
+	app, closer, err := p.open(ctx, p.cfg, p.state.pubsub)
 	if err != nil {
 		return fmt.Errorf("open the app: %w", err)
 	}
@@ -211,7 +241,7 @@ func (p *Plugin) Attach(ctx context.Context, h *mcpcore.Host) error {
 	if slices.ContainsFunc(app.Actions(), func(a *action.Action) bool { return a.Task != nil }) {
 		// Task workers (an in-process queue) run for the server's lifetime:
 		// Close waits for them.
-		tasks := action.NewTasks(app, action.NewLocalQueue(), action.TaskOptions{Logger: h.Logger()})
+		tasks := action.NewTasks(app, p.state.queue, action.TaskOptions{Logger: h.Logger()})
 		p.tasksDone = make(chan struct{})
 		go func() {
 			defer close(p.tasksDone)
@@ -221,8 +251,8 @@ func (p *Plugin) Attach(ctx context.Context, h *mcpcore.Host) error {
 		}()
 	}
 	h.HandleHTTP("/api/", app.HTTPHandler(action.HTTPOptions{Prefix: "/api", Logger: h.Logger(),
-		RateLimit: p.cfg.rateLimit(), TrustForwardedFor: p.cfg.RateLimit.TrustForwardedFor}))
-	ws := app.WebSocketHandler(action.WebSocketOptions{PubSub: p.ps, Logger: h.Logger()})
+		RateLimit: p.cfg.rateLimit(p.state.rates), TrustForwardedFor: p.cfg.RateLimit.TrustForwardedFor}))
+	ws := app.WebSocketHandler(action.WebSocketOptions{PubSub: p.state.pubsub, Logger: h.Logger()})
 	h.HandleHTTP("/ws", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// An upgraded connection outlives the HTTP server's shutdown: end
 		// it, its subscriptions and its running action with the server.
@@ -245,11 +275,11 @@ func (p *Plugin) Close(ctx context.Context) error {
 		}
 	}
 	var err error
-	if p.ps != nil {
-		err = p.ps.Close()
-	}
 	if p.closer != nil {
-		err = errors.Join(err, p.closer.Close())
+		err = p.closer.Close()
+	}
+	if p.state.close != nil {
+		err = errors.Join(err, p.state.close())
 	}
 	return err
 }

@@ -1,0 +1,50 @@
+package actions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/mcpkit/mcpkit/pkg/action"
+	"github.com/mcpkit/mcpkit/pkg/action/redisstate"
+	"github.com/redis/go-redis/v9"
+)
+
+// sharedState is where an app's PubSub, rate-limit counts and task queue
+// live: in process, or in Redis for several instances.
+type sharedState struct {
+	pubsub action.PubSub
+	rates  action.RateStore // nil: the rate limiter's own, in process
+	queue  action.TaskQueue
+	close  func() error
+}
+
+// openState opens the shared state cfg names (nil: in process).
+func openState(ctx context.Context, cfg *RedisConfig) (sharedState, error) {
+	if cfg == nil {
+		ps := action.NewLocalPubSub()
+		return sharedState{pubsub: ps, queue: action.NewLocalQueue(), close: ps.Close}, nil
+	}
+	password := os.Getenv(EnvRedisPassword)
+	if cfg.PasswordFile != "" {
+		b, err := os.ReadFile(cfg.PasswordFile)
+		if err != nil {
+			return sharedState{}, fmt.Errorf("redis password_file: %w", err)
+		}
+		password = strings.TrimRight(string(b), "\r\n")
+	}
+	client := redis.NewClient(&redis.Options{Addr: cfg.Addr, Username: cfg.Username, Password: password, DB: cfg.DB})
+	if err := client.Ping(ctx).Err(); err != nil {
+		client.Close()
+		return sharedState{}, fmt.Errorf("redis at %s: %w", cfg.Addr, err) // the password is not in the error
+	}
+	prefix := cfg.Prefix
+	if prefix == "" {
+		prefix = "mcpkit:actions:"
+	}
+	ps := redisstate.NewPubSub(client, prefix)
+	return sharedState{pubsub: ps, rates: redisstate.NewRateStore(client, prefix), queue: redisstate.NewTaskQueue(client, prefix),
+		close: func() error { return errors.Join(ps.Close(), client.Close()) }}, nil
+}
