@@ -78,7 +78,9 @@ type Config struct {
 	RateLimit *RateLimitConfig `json:"rate_limit,omitempty"`
 	// Redis, when set, holds the state that several instances of the app
 	// share: PubSub channels, rate-limit counts and task queues (package
-	// pkg/action/redisstate). Unset: all of it in process.
+	// pkg/action/redisstate), and the server's legacy streamable-HTTP
+	// sessions (sessionstore.Redis), so that any instance serves a session
+	// another opened. Unset: all of it in process.
 	Redis *RedisConfig `json:"redis,omitempty"`
 }
 
@@ -216,6 +218,9 @@ func (p *Plugin) Attach(ctx context.Context, h *mcpcore.Host) error {
 		return err
 	}
 	p.state = state
+	if state.sessions != nil {
+		h.SetSessionStore(state.sessions) // legacy HTTP sessions served by any instance
+	}
 	app, closer, err := p.open(ctx, p.cfg, p.state.pubsub)
 	if err != nil {
 		return fmt.Errorf("open the app: %w", err)

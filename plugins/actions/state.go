@@ -9,16 +9,19 @@ import (
 
 	"github.com/mcpkit/mcpkit/pkg/action"
 	"github.com/mcpkit/mcpkit/pkg/action/redisstate"
+	"github.com/mcpkit/mcpkit/pkg/mcpcore/sessionstore"
 	"github.com/redis/go-redis/v9"
 )
 
 // sharedState is where an app's PubSub, rate-limit counts and task queue
-// live: in process, or in Redis for several instances.
+// live, and the server's legacy HTTP sessions: in process, or in Redis for
+// several instances.
 type sharedState struct {
-	pubsub action.PubSub
-	rates  action.RateStore // nil: the rate limiter's own, in process
-	queue  action.TaskQueue
-	close  func() error
+	pubsub   action.PubSub
+	rates    action.RateStore // nil: the rate limiter's own, in process
+	queue    action.TaskQueue
+	sessions sessionstore.Store // nil: the HTTP handler's own, in process
+	close    func() error
 }
 
 // openState opens the shared state cfg names (nil: in process).
@@ -46,5 +49,6 @@ func openState(ctx context.Context, cfg *RedisConfig) (sharedState, error) {
 	}
 	ps := redisstate.NewPubSub(client, prefix)
 	return sharedState{pubsub: ps, rates: redisstate.NewRateStore(client, prefix), queue: redisstate.NewTaskQueue(client, prefix),
-		close: func() error { return errors.Join(ps.Close(), client.Close()) }}, nil
+		sessions: sessionstore.NewRedis(client, prefix),
+		close:    func() error { return errors.Join(ps.Close(), client.Close()) }}, nil
 }
