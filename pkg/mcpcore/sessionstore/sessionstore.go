@@ -3,8 +3,8 @@
 // [Record] per session (its id, the principal that opened it, the SDK's
 // session state as JSON, and an expiry), behind the small [Store] interface.
 // [NewMemory] is the in-process implementation (one instance, or several
-// handlers in one process); a shared implementation (Redis) satisfies the
-// same interface.
+// handlers in one process); [NewRedis] keeps the records in Redis, for
+// instances behind a load balancer.
 //
 // The package knows neither HTTP nor the MCP SDK: the state is opaque JSON
 // to it. It starts no goroutine: expired records are dropped when they are
