@@ -39,7 +39,9 @@ memory and lost at exit. The command's flags (--data, --log-level,
 
 Beside other plugins, 'mcpkit serve --plugins actions,...' serves the same
 tools behind the prefix "actions_", configured under plugins.actions.config:
-{"data_path", "instructions", "markdown_depth_limit"}.`
+{"data_path", "instructions", "markdown_depth_limit", "rate_limit", "redis"};
+with "redis", several instances share PubSub, rate-limit counts, task queues
+and MCP sessions.`
 
 func init() {
 	cli.RegisterCommand(cli.Command{
