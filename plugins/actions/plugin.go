@@ -221,7 +221,7 @@ func (p *Plugin) Attach(ctx context.Context, h *mcpcore.Host) error {
 	if state.sessions != nil {
 		h.SetSessionStore(state.sessions) // legacy HTTP sessions served by any instance
 	}
-	app, closer, err := p.open(ctx, p.cfg, p.state.pubsub)
+	app, closer, err := p.open(ctx, p.cfg, &forwardingPubSub{PubSub: p.state.pubsub, host: h})
 	if err != nil {
 		return fmt.Errorf("open the app: %w", err)
 	}
