@@ -19,23 +19,7 @@ import (
 // its base URL once it listens.
 func startActions(t *testing.T) *httpProc {
 	t.Helper()
-	p := startProc(t, nil, nil, "actions", "--log-format", "json", "start", "--http", "127.0.0.1:0")
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
-		for line := range strings.Lines(p.stderr.String()) {
-			var m map[string]any
-			if json.Unmarshal([]byte(line), &m) == nil && m["msg"] == "listening" {
-				return &httpProc{proc: p, base: strings.TrimSuffix(m["url"].(string), "/mcp")}
-			}
-		}
-		select {
-		case <-p.done:
-			t.Fatalf("mcpkit actions start exited before listening: %v\n%s", p.err, p.stderr.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	t.Fatalf("mcpkit actions start did not listen within 15s:\n%s", p.stderr.String())
-	return nil
+	return startListening(t, binary(t), "actions", "--log-format", "json", "start", "--http", "127.0.0.1:0")
 }
 
 func httpDo(t *testing.T, method, url, body string) (int, string) {

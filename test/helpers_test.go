@@ -263,7 +263,14 @@ func startHTTP(t testing.TB, args ...string) *httpProc {
 // startHTTPBinary is startHTTP for another mcpkit build.
 func startHTTPBinary(t testing.TB, bin string, args ...string) *httpProc {
 	t.Helper()
-	p := startBinary(t, bin, nil, nil, append([]string{"serve", "--http", "127.0.0.1:0", "--log-format", "json"}, args...)...)
+	return startListening(t, bin, append([]string{"serve", "--http", "127.0.0.1:0", "--log-format", "json"}, args...)...)
+}
+
+// startListening runs bin with args (which must serve HTTP and log JSON)
+// and returns its base URL once it logs "listening".
+func startListening(t testing.TB, bin string, args ...string) *httpProc {
+	t.Helper()
+	p := startBinary(t, bin, nil, nil, args...)
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {
 		for line := range strings.Lines(p.stderr.String()) {

@@ -141,7 +141,7 @@ func (s *Store) Dump(ctx context.Context, w io.Writer, colls []string, progress 
 // userIndexes drops the indexes a schema's unique fields imply (the schema
 // brings them back).
 func userIndexes(defs []IndexDef) []IndexDef {
-	return slices.DeleteFunc(slices.Clone(defs), func(d IndexDef) bool { return len(d.Name) > 8 && d.Name[:8] == "$unique:" })
+	return slices.DeleteFunc(slices.Clone(defs), func(d IndexDef) bool { return schemaIndex(d.Name) })
 }
 
 // LoadMode says what Load does with a collection that already exists.

@@ -155,7 +155,7 @@ func (s *Store) SetSchema(ctx context.Context, coll string, schema Schema) error
 		}
 		var kept []IndexDef
 		for _, d := range col.Indexes {
-			if strings.HasPrefix(d.Name, "$unique:") && !want[d.Name] {
+			if schemaIndex(d.Name) && !want[d.Name] {
 				if err := tx.DeleteBucket(indexBucket(coll, d.Name)); err != nil {
 					return err
 				}

@@ -29,7 +29,15 @@ type FieldDef struct {
 const TypeAny = "any"
 
 // uniqueIndexName is the name of the index behind a unique schema field.
-func uniqueIndexName(field string) string { return "$unique:" + field }
+func uniqueIndexName(field string) string { return uniquePrefix + field }
+
+// uniquePrefix starts the name of every index a schema's unique field
+// implies.
+const uniquePrefix = "$unique:"
+
+// schemaIndex reports whether the index named name is a schema's (kept by
+// SetSchema, not by the user).
+func schemaIndex(name string) bool { return strings.HasPrefix(name, uniquePrefix) }
 
 // check validates the schema itself.
 func (s *Schema) check(coll string) error {
