@@ -29,17 +29,17 @@ test: deps build ## lint, then every test of every module with the race detector
 	$(GO) test $(TEST_FLAGS) $(PKGS)
 
 # bench leaves BenchmarkRespSidecar to bench-resp (it runs 100 rounds per
-# batch size by design) and BenchmarkStoreSQLite to bench-store (one run of
-# about a minute, whatever BENCHTIME says); both fail while their targets are
-# unmet.
+# batch size by design) and the BenchmarkStore* peers (SQLite, chromem-go,
+# bleve) to bench-store (one run each, whatever BENCHTIME says); they fail
+# while their targets are unmet.
 bench: build ## benchmarks against their peers, with ratios (bench-resp and bench-store apart)
-	$(GO) test -run '^$$' -bench . -skip '^(BenchmarkRespSidecar|BenchmarkStoreSQLite)$$' -benchtime $(BENCHTIME) $(PKGS)
+	$(GO) test -run '^$$' -bench . -skip '^(BenchmarkRespSidecar|BenchmarkStore.*)$$' -benchtime $(BENCHTIME) $(PKGS)
 
 bench-resp: build ## the RESP sidecar over MCP stdio against direct RESP and redis-benchmark, batches 1/16/128
 	cd test && $(GO) test -run '^$$' -bench '^BenchmarkRespSidecar$$' -benchtime 100x -timeout 10m .
 
-bench-store: ## the document store against SQLite (WAL, synchronous=FULL): ingest, get, indexed queries, reopen
-	cd test && $(GO) test -run '^$$' -bench '^BenchmarkStoreSQLite$$' -benchtime 1x -timeout 10m .
+bench-store: ## the document store against its peers: SQLite (ingest, get, indexed queries, reopen), chromem-go (vectors), bleve (text)
+	cd test && $(GO) test -run '^$$' -bench '^BenchmarkStore' -benchtime 1x -timeout 10m .
 
 fuzz: ## run every fuzz target for FUZZTIME each
 	@set -e; for pkg in $$($(GO) list $(PKGS)); do \

@@ -94,6 +94,9 @@ func (w *writer) put(id, doc Value, old Doc, exists bool) (Doc, error) {
 			return Doc{}, err
 		}
 	}
+	if err := w.derive(docChange{ID: id, IDKey: idKey, Old: old.Value, HadOld: exists, New: doc, HasNew: true}); err != nil {
+		return Doc{}, err
+	}
 	rev, err := w.tx.Bucket([]byte(metaBucket)).NextSequence()
 	if err != nil {
 		return Doc{}, err
@@ -159,6 +162,9 @@ func (w *writer) remove(old Doc) error {
 		if err := w.tx.Bucket(indexBucket(w.col.Name, w.col.Indexes[i].Name)).Delete(e); err != nil {
 			return err
 		}
+	}
+	if err := w.derive(docChange{ID: old.ID, IDKey: idKey, Old: old.Value, HadOld: true}); err != nil {
+		return err
 	}
 	return w.docs.Delete(idKey)
 }

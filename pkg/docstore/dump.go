@@ -54,13 +54,14 @@ const DumpFormat = 1
 // dumpLine is one line of a dump: a header, a collection (its schema and
 // indexes), or a document.
 type dumpLine struct {
-	Type       string          `json:"type"`             // "dump", "collection" or "document"
-	Format     int             `json:"format,omitempty"` // dump
-	Collection string          `json:"collection,omitempty"`
-	Schema     *Schema         `json:"schema,omitempty"`
-	Indexes    []IndexDef      `json:"indexes,omitempty"`
-	ID         json.RawMessage `json:"id,omitempty"`
-	Doc        json.RawMessage `json:"doc,omitempty"`
+	Type       string     `json:"type"`             // "dump", "collection" or "document"
+	Format     int        `json:"format,omitempty"` // dump
+	Collection string     `json:"collection,omitempty"`
+	Schema     *Schema    `json:"schema,omitempty"`
+	Indexes    []IndexDef `json:"indexes,omitempty"`
+	derivedDefs
+	ID  json.RawMessage `json:"id,omitempty"`
+	Doc json.RawMessage `json:"doc,omitempty"`
 }
 
 // Dump writes the collections named (all when none) as JSON Lines: a
@@ -96,7 +97,7 @@ func (s *Store) Dump(ctx context.Context, w io.Writer, colls []string, progress 
 		}
 		for _, name := range colls {
 			col := s.cat[name]
-			if err := enc.Encode(dumpLine{Type: "collection", Collection: name, Schema: col.Schema, Indexes: userIndexes(col.Indexes)}); err != nil {
+			if err := enc.Encode(dumpLine{Type: "collection", Collection: name, Schema: col.Schema, Indexes: userIndexes(col.Indexes), derivedDefs: col.derivedDefs}); err != nil {
 				return err
 			}
 			r := &reader{tx: tx, col: col, docs: tx.Bucket(docsBucket(name))}
@@ -316,7 +317,7 @@ func (s *Store) loadCollection(ctx context.Context, l dumpLine, mode LoadMode) e
 			return err
 		}
 	}
-	return nil
+	return s.createDerived(ctx, l.Collection, l.derivedDefs)
 }
 
 // dropCollection deletes a collection: its documents, indexes and catalog
@@ -333,6 +334,9 @@ func (s *Store) dropCollection(coll string) error {
 			if err := tx.DeleteBucket(indexBucket(coll, d.Name)); err != nil {
 				return err
 			}
+		}
+		if err := dropDerived(tx, col); err != nil {
+			return err
 		}
 		if err := tx.DeleteBucket(docsBucket(coll)); err != nil {
 			return err

@@ -72,6 +72,7 @@ type collection struct {
 	Name    string     `json:"name"`
 	Schema  *Schema    `json:"schema,omitempty"`
 	Indexes []IndexDef `json:"indexes"`
+	derivedDefs
 }
 
 // IndexDef defines a secondary index: a scalar index has one field, a
@@ -208,6 +209,7 @@ func (s *Store) changeCatalog(coll string, create bool, fn func(tx kv.Tx, col *c
 	if old != nil {
 		col.Schema = old.Schema
 		col.Indexes = slices.Clone(old.Indexes)
+		col.derivedDefs = old.derivedDefs.clone()
 	}
 	err := s.db.Update(func(tx kv.Tx) error {
 		if _, err := tx.CreateBucketIfNotExists(docsBucket(coll)); err != nil {
@@ -231,6 +233,11 @@ type CollectionInfo struct {
 	Count   int        `json:"count"`
 	Indexes []IndexDef `json:"indexes"`
 	Schema  *Schema    `json:"schema"`
+	// TextIndexes, Vector and GeoIndexes are the collection's search
+	// structures, when it has them.
+	TextIndexes []TextIndexDef `json:"text_indexes,omitempty"`
+	Vector      *VectorDef     `json:"vector,omitempty"`
+	GeoIndexes  []GeoIndexDef  `json:"geo_indexes,omitempty"`
 }
 
 // Collections lists the collections in name order.
@@ -245,7 +252,9 @@ func (s *Store) Collections(ctx context.Context) ([]CollectionInfo, error) {
 		out = out[:0]
 		for _, name := range sortedNames(s.cat) {
 			col := s.cat[name]
-			info := CollectionInfo{Name: name, Indexes: slices.Clone(col.Indexes), Schema: col.Schema}
+			d := col.derivedDefs.clone()
+			info := CollectionInfo{Name: name, Indexes: slices.Clone(col.Indexes), Schema: col.Schema,
+				TextIndexes: d.TextIndexes, Vector: d.Vector, GeoIndexes: d.GeoIndexes}
 			if b := tx.Bucket(docsBucket(name)); b != nil {
 				info.Count = b.KeyN()
 			}

@@ -75,6 +75,9 @@ func (s *Store) Verify(ctx context.Context) error {
 					return fmt.Errorf("docstore: verify: index %q of %q has %d entries for %d documents", def.Name, name, n, len(want[i]))
 				}
 			}
+			if err := verifyDerived(ctx, tx, col); err != nil {
+				return err
+			}
 		}
 		return nil
 	})

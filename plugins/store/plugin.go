@@ -97,6 +97,10 @@ func (p *Plugin) Attach(ctx context.Context, h *mcpcore.Host) error {
 	p.addQueryTools()
 	p.addCollectionTools()
 	p.addFileTools()
+	p.addTextTools()
+	p.addSearchTools()
+	p.addGeoTools()
+	p.addGraphTools()
 	return errors.Join(p.setupErrs...)
 }
 
