@@ -101,8 +101,10 @@ type Conn struct {
 	Principal string // authenticated identity, or ""
 	// Params are the params as the transport gave them (before validation),
 	// set by App.Run with secret inputs redacted ([Action.Redacted]).
-	Params  map[string]any
-	Session map[string]any // reserved for sessions (a later part); may be nil
+	Params map[string]any
+	// Session is the client's web session (HTTP and WebSocket transports
+	// configured with [Sessions]); nil on every other connection.
+	Session *Session
 }
 
 // InputSchema returns the action's derived JSON Schema (an object schema;

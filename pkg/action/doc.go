@@ -10,7 +10,10 @@
 // OpenAPI document), WebSocket ([App.WebSocketHandler]: Keryx's message
 // protocol, with channel subscriptions fed by a [PubSub]) and the command
 // line ([App.RunCLI]); HTTP requests can be rate-limited per client
-// ([RateLimit], counted in a [RateStore]). Background tasks: [Tasks]
+// ([RateLimit], counted in a [RateStore]). Web clients have sessions
+// ([Sessions]: a cookie naming data in a [SessionStore], shared by the
+// HTTP and WebSocket transports), which actions use through
+// [Conn.Session]. Background tasks: [Tasks]
 // enqueues actions that declare a [Task] on a [TaskQueue] ([LocalQueue] in
 // process) and runs them with workers through App.Run on a "task" Conn.
 // It has no MCP code: plugins/actions maps an App onto MCP tools,

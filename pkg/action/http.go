@@ -33,6 +33,9 @@ type HTTPOptions struct {
 	// client's IP from the last X-Forwarded-For address (set it only
 	// behind a proxy that appends one) rather than the connection's.
 	TrustForwardedFor bool
+	// Sessions gives each request the web session its cookie names
+	// (Conn.Session); nil: no sessions.
+	Sessions *Sessions
 }
 
 // DefaultMaxBodyBytes is the request body limit when HTTPOptions sets none.
@@ -50,7 +53,8 @@ type httpHandler struct {
 	logger   *slog.Logger
 	limiter  *rateLimiter // nil: no rate limit
 	identify func(*http.Request) string
-	routes   []*route // most literal segments first
+	sessions *Sessions // nil: none
+	routes   []*route  // most literal segments first
 	swagger  []byte
 }
 
@@ -86,6 +90,13 @@ type httpHandler struct {
 // refused one is 429 rate_limited with Retry-After (seconds). A failing
 // [RateStore] fails the request (500, logged). HTTPHandler panics on a
 // RateLimit that [RateLimit.Validate] refuses.
+//
+// With Sessions, an action's Conn.Session is the session the request's
+// cookie names (a new, empty one when it names none that is live; an id
+// the client made up is never adopted). The response sets the cookie
+// when the store holds the session after the run (extending it), and
+// clears it when the request named a session that is gone or destroyed.
+// A failing [SessionStore] fails the request (500, logged).
 func (a *App) HTTPHandler(opts HTTPOptions) http.Handler {
 	h := &httpHandler{app: a, prefix: strings.TrimSuffix(opts.Prefix, "/"), maxBody: opts.MaxBodyBytes, logger: opts.Logger}
 	if opts.Prefix == "" {
@@ -99,6 +110,7 @@ func (a *App) HTTPHandler(opts HTTPOptions) http.Handler {
 	}
 	h.origins = newOrigins(opts.AllowedOrigins)
 	h.identify = opts.Identify
+	h.sessions = opts.Sessions.withDefaults()
 	h.limiter = newRateLimiter(opts.RateLimit, opts.TrustForwardedFor)
 	for _, act := range a.Actions() {
 		if act.Web == nil {
@@ -213,7 +225,18 @@ func (h *httpHandler) serveAction(w http.ResponseWriter, r *http.Request, id, pr
 		}
 	}
 	c := &Conn{Type: "web", ID: id, Remote: r.RemoteAddr, Principal: principal}
+	var cookie string
+	if h.sessions != nil {
+		cookie = h.sessions.cookieID(r)
+		if c.Session, err = h.sessions.load(r.Context(), cookie, false); err != nil {
+			h.fail(w, r, id, act.Name, err)
+			return
+		}
+	}
 	out, err := h.app.run(r.Context(), c, act, raw, m)
+	if c.Session != nil { // before anything is written
+		h.sessions.setCookie(w, r, c.Session, cookie != "")
+	}
 	if err != nil {
 		h.fail(w, r, id, act.Name, err)
 		return

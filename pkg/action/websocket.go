@@ -42,7 +42,11 @@ type WebSocketOptions struct {
 	// MaxSubscriptions bounds a connection's subscriptions; a subscribe
 	// beyond it is a conflict error. 0 is 100.
 	MaxSubscriptions int
-	Logger           *slog.Logger // nil: the app's logger
+	// Sessions, the HTTP transport's, gives the connection the session
+	// its upgrade request's cookie names (see WebSocketHandler); nil: no
+	// sessions.
+	Sessions *Sessions
+	Logger   *slog.Logger // nil: the app's logger
 }
 
 // The WebSocket defaults (see WebSocketOptions).
@@ -57,9 +61,10 @@ const (
 const wsWriteTimeout = 10 * time.Second
 
 type wsHandler struct {
-	app     *App
-	opts    WebSocketOptions
-	origins origins
+	app      *App
+	opts     WebSocketOptions
+	origins  origins
+	sessions *Sessions // nil: none
 }
 
 // WebSocketHandler serves the app's actions and PubSub channels over
@@ -88,6 +93,14 @@ type wsHandler struct {
 // ends the connection's subscriptions and goroutines before ServeHTTP
 // returns. An upgrade request from an origin not allowed is 403 with an
 // error body.
+//
+// With Sessions, the connection has one session id: the live session its
+// upgrade request's cookie names (the HTTP transport's session), else a
+// new id whose cookie the upgrade response sets. Each action message's
+// Conn.Session is that session as the store has it when the message is
+// handled, so changes made over HTTP are seen. A session destroyed over
+// the connection continues under a new id that only the connection
+// knows: the upgrade's cookie cannot be changed afterwards.
 func (a *App) WebSocketHandler(opts WebSocketOptions) http.Handler {
 	if opts.MaxMessageBytes <= 0 {
 		opts.MaxMessageBytes = DefaultMaxMessageBytes
@@ -101,7 +114,7 @@ func (a *App) WebSocketHandler(opts WebSocketOptions) http.Handler {
 	if opts.Logger == nil {
 		opts.Logger = a.logger
 	}
-	return &wsHandler{app: a, opts: opts, origins: newOrigins(opts.AllowedOrigins)}
+	return &wsHandler{app: a, opts: opts, origins: newOrigins(opts.AllowedOrigins), sessions: opts.Sessions.withDefaults()}
 }
 
 func (h *wsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -110,6 +123,22 @@ func (h *wsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusForbidden)
 		_, _ = w.Write(append(ErrorJSON(&Error{Kind: KindForbidden, Message: "origin " + origin + " is not allowed"}), '\n'))
 		return
+	}
+	var sessionID string
+	if h.sessions != nil {
+		// The connection keeps one session id: the live one the cookie
+		// names, else a new one whose cookie the upgrade response sets
+		// (the session itself is stored when an action first sets a value).
+		s, err := h.sessions.load(r.Context(), h.sessions.cookieID(r), false)
+		if err != nil {
+			h.opts.Logger.Error("websocket: load the session", "error", err)
+			w.Header()["Content-Type"] = []string{"application/json"}
+			w.WriteHeader(http.StatusInternalServerError)
+			_, _ = w.Write(append(ErrorJSON(err), '\n'))
+			return
+		}
+		sessionID = s.ID()
+		h.sessions.writeCookie(w, r, sessionID)
 	}
 	// The origin is checked above by the same rule as HTTPHandler's.
 	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
@@ -120,9 +149,10 @@ func (h *wsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithCancel(r.Context())
 	wc := &wsConn{
 		h: h, ws: ws, ctx: ctx, cancel: cancel,
-		conn: Conn{Type: "websocket", ID: NewID(), Remote: r.RemoteAddr},
-		subs: map[string]Subscription{},
-		rate: newBucket(h.opts.MaxMessagesPerSecond, time.Now()),
+		conn:      Conn{Type: "websocket", ID: NewID(), Remote: r.RemoteAddr},
+		sessionID: sessionID,
+		subs:      map[string]Subscription{},
+		rate:      newBucket(h.opts.MaxMessagesPerSecond, time.Now()),
 	}
 	wc.serve()
 }
@@ -134,9 +164,12 @@ type wsConn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	conn   Conn // the template of each message's Conn
-	subs   map[string]Subscription
-	wg     sync.WaitGroup // the broadcast pushers
-	rate   *bucket
+	// sessionID is the connection's session (see WebSocketHandler); "":
+	// no sessions.
+	sessionID string
+	subs      map[string]Subscription
+	wg        sync.WaitGroup // the broadcast pushers
+	rate      *bucket
 }
 
 // wsMessage is a client message.
@@ -214,6 +247,15 @@ func (c *wsConn) handle(data []byte) {
 	switch m.MessageType {
 	case "action":
 		cn := c.conn
+		if c.sessionID != "" {
+			s, err := c.h.sessions.load(c.ctx, c.sessionID, true)
+			if err != nil {
+				c.reply(m.MessageID, nil, err)
+				return
+			}
+			cn.Session = s
+			defer func() { c.sessionID = s.ID() }() // a destroyed session's successor
+		}
 		out, err := c.h.app.Run(c.ctx, &cn, m.Action, m.Params)
 		if err != nil {
 			c.reply(m.MessageID, nil, err)
