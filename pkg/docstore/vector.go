@@ -1,23 +1,486 @@
 package docstore
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"slices"
 
 	"github.com/mcpkit/mcpkit/pkg/docstore/kv"
 )
 
-// VectorDef defines a collection's vector field.
+// A collection's vector field (SetVector) keeps every document's vector
+// beside the documents, in five buckets named v\x00<collection>\x00<part>:
+//
+//	b  blocks: uint32 block number (big-endian) → a fixed-size block of
+//	   vectorsPerBlock slots: the slots' float32 components, little-endian
+//	   and contiguous, then vectorsPerBlock+1 uint32 offsets into the doc
+//	   keys that follow (a free slot has an empty key), padded to 4 bytes,
+//	   so that a scan reads raw float32s with no per-document decoding
+//	i  doc key (AppendKey(nil, id)) → its slot, uint32 big-endian
+//	f  free slots (uint32 big-endian → ""), reused before new ones
+//	m  metadata: "n" the number of slots ever used (uint32), "e" the HNSW
+//	   entry point (slot uint32 and its level, one byte), absent when empty
+//	g  the HNSW graph (hnsw.go): slot → its links per level
+//
+// A slot is a document's node in the graph for the document's life; a
+// deleted document's slot keeps its vector and links (a tombstone that
+// still routes searches) until a new vector reuses the slot.
+
+// Vector metrics.
+const (
+	MetricCosine = "cosine" // cosine similarity; vectors are stored normalised
+	MetricDot    = "dot"    // dot product
+	MetricL2     = "l2"     // Euclidean distance (the score is its negation)
+)
+
+// MaxVectorDimension is the largest dimension of a vector field.
+const MaxVectorDimension = 4096
+
+// VectorDef defines a collection's vector field: the dotted path of the
+// field holding each document's vector, its dimension and the metric
+// searches rank by.
 type VectorDef struct {
 	Field     string `json:"field"`
 	Dimension int    `json:"dimension"`
-	Metric    string `json:"metric"`
+	// Metric is cosine (the default), dot or l2.
+	Metric string `json:"metric"`
 }
 
-// SetVector declares coll's vector field and builds its structures.
+func vectorBucket(coll string, part byte) []byte {
+	return []byte("v\x00" + coll + "\x00" + string(part))
+}
+
+// The parts of a collection's vector buckets.
+const (
+	vecBlocks = 'b'
+	vecIDs    = 'i'
+	vecFree   = 'f'
+	vecMeta   = 'm'
+	vecGraph  = 'g'
+)
+
+var vectorParts = [...]byte{vecBlocks, vecIDs, vecFree, vecMeta, vecGraph}
+
+// checkVectorDef validates def (its metric defaulted) for coll.
+func checkVectorDef(coll string, def *VectorDef) error {
+	if def.Metric == "" {
+		def.Metric = MetricCosine
+	}
+	bad := func(field, format string, args ...any) error {
+		return &Error{Code: CodeInvalid, Collection: coll, Field: field, Message: fmt.Sprintf(format, args...)}
+	}
+	f := def.Field
+	if f == "" || f[0] == '$' || f[0] == '.' || f[len(f)-1] == '.' || bytes.Contains([]byte(f), []byte("..")) {
+		return bad("field", "vector field %q is not a dotted path of field names", f)
+	}
+	if def.Dimension < 1 || def.Dimension > MaxVectorDimension {
+		return bad("dimension", "vector dimension %d: want 1 to %d", def.Dimension, MaxVectorDimension)
+	}
+	if def.Metric != MetricCosine && def.Metric != MetricDot && def.Metric != MetricL2 {
+		return bad("metric", "vector metric %q: want cosine, dot or l2", def.Metric)
+	}
+	return nil
+}
+
+// SetVector declares coll's vector field (coll is created if absent) and
+// indexes the vectors of the existing documents, exactly (blocks) and
+// approximately (HNSW), in one transaction. It reports false when the same
+// definition exists; another definition fails with index_exists (a
+// collection has one vector field). A document whose field holds anything
+// but a vector of def's dimension (null and missing excepted) fails it
+// with schema_violation naming the field, and nothing changes.
 func (s *Store) SetVector(ctx context.Context, coll string, def VectorDef, progress Progress) (bool, error) {
-	return false, errorf(CodeInvalid, coll, "vector fields are not built yet")
+	if err := checkName("collection", coll); err != nil {
+		return false, err
+	}
+	if err := checkVectorDef(coll, &def); err != nil {
+		return false, err
+	}
+	if err := s.ensureCollection(coll); err != nil {
+		return false, err
+	}
+	created := false
+	err := s.changeCatalog(coll, false, func(tx kv.Tx, col *collection) error {
+		created = false
+		if col.Vector != nil {
+			if *col.Vector == def {
+				return nil
+			}
+			return &Error{Code: CodeIndexExists, Collection: coll, Field: col.Vector.Field,
+				Message: fmt.Sprintf("%q has a vector field already: %q, %d dimensions, %s", coll, col.Vector.Field, col.Vector.Dimension, col.Vector.Metric)}
+		}
+		col.Vector = &def
+		docs := tx.Bucket(docsBucket(coll))
+		w := &writer{tx: tx, col: col, docs: docs}
+		r := &reader{tx: tx, col: col, docs: docs}
+		total, done := int64(docs.KeyN()), int64(0)
+		c := docs.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			d, err := r.load(k, v)
+			if err != nil {
+				return err
+			}
+			if err := w.deriveVector(docChange{ID: d.ID, IDKey: k, New: d.Value, HasNew: true}); err != nil {
+				return err
+			}
+			if done++; done%256 == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				if progress != nil {
+					progress(done, total)
+				}
+			}
+		}
+		if progress != nil {
+			progress(done, total)
+		}
+		created = true
+		return nil
+	})
+	if err != nil {
+		return false, err
+	}
+	return created, nil
 }
 
-func (w *writer) deriveVector(c docChange) error                        { return nil }
-func dropVector(tx kv.Tx, col *collection) error                        { return nil }
-func verifyVector(ctx context.Context, tx kv.Tx, col *collection) error { return nil }
+// vectorOf returns the vector doc holds in def's field, normalised for
+// cosine, and whether it holds one (a missing or null field holds none).
+// Any other value, a vector of another dimension, a component that is not
+// finite and, for cosine, a zero vector are schema violations.
+func (def *VectorDef) vectorOf(coll string, id Value, doc Value) ([]float32, bool, error) {
+	v, ok := doc.Path(def.Field)
+	if !ok || v.IsNull() {
+		return nil, false, nil
+	}
+	bad := func(format string, args ...any) error {
+		return &Error{Code: CodeSchemaViolation, Collection: coll, ID: &id, Field: def.Field,
+			Message: fmt.Sprintf("document %s in %q: vector field %q ", idString(id), coll, def.Field) + fmt.Sprintf(format, args...)}
+	}
+	vec, ok := v.Vector()
+	if !ok {
+		return nil, false, bad(`holds %s, not a vector (write {"$vector": [...]})`, v.Kind())
+	}
+	out, err := def.checkVector(vec)
+	if err != nil {
+		return nil, false, bad("%s", err)
+	}
+	return out, true, nil
+}
+
+// checkVector validates vec against def and returns it as stored (a copy,
+// normalised for cosine).
+func (def *VectorDef) checkVector(vec []float32) ([]float32, error) {
+	if len(vec) != def.Dimension {
+		return nil, fmt.Errorf("has %d dimensions, not %d", len(vec), def.Dimension)
+	}
+	var norm float64
+	for i, x := range vec {
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			return nil, fmt.Errorf("component %d is %v, not a finite number", i, x)
+		}
+		norm += float64(x) * float64(x)
+	}
+	out := slices.Clone(vec)
+	if def.Metric == MetricCosine {
+		if norm == 0 {
+			return nil, fmt.Errorf("is zero, which has no direction for cosine")
+		}
+		inv := 1 / math.Sqrt(norm)
+		for i := range out {
+			out[i] = float32(float64(out[i]) * inv)
+		}
+	}
+	return out, nil
+}
+
+// vectorsPerBlock is the number of slots of a block: about 16 KiB of
+// components, 4 to 256 slots.
+func vectorsPerBlock(dim int) int { return min(max(16384/dim, 4), 256) }
+
+// vectors is a collection's vector buckets in one transaction.
+type vectors struct {
+	def                         *VectorDef
+	per                         int // vectorsPerBlock(def.Dimension)
+	blocks, ids, free, meta, gr kv.Bucket
+}
+
+// openVectors returns col's vector buckets in tx (created when tx is
+// writable), or nil when col has no vector field.
+func openVectors(tx kv.Tx, col *collection) (*vectors, error) {
+	if col.Vector == nil {
+		return nil, nil
+	}
+	v := &vectors{def: col.Vector, per: vectorsPerBlock(col.Vector.Dimension)}
+	for i, b := range []*kv.Bucket{&v.blocks, &v.ids, &v.free, &v.meta, &v.gr} {
+		name := vectorBucket(col.Name, vectorParts[i])
+		if !tx.Writable() {
+			if *b = tx.Bucket(name); *b == nil {
+				return nil, fmt.Errorf("docstore: %q: vector bucket %q is missing", col.Name, name)
+			}
+			continue
+		}
+		var err error
+		if *b, err = tx.CreateBucketIfNotExists(name); err != nil {
+			return nil, err
+		}
+	}
+	return v, nil
+}
+
+func u32key(n uint32) []byte { return binary.BigEndian.AppendUint32(nil, n) }
+
+// slots returns the number of slots ever used.
+func (v *vectors) slots() uint32 {
+	if b := v.meta.Get([]byte("n")); len(b) == 4 {
+		return binary.LittleEndian.Uint32(b)
+	}
+	return 0
+}
+
+// blockLen is the byte length of a block's components.
+func (v *vectors) blockLen() int { return v.per * v.def.Dimension * 4 }
+
+// block is one decoded block: its components (a view of the stored bytes
+// when aligned) and its doc keys.
+type block struct {
+	vecs []float32
+	raw  []byte // the stored value
+	per  int
+}
+
+// key returns slot i's doc key (empty when free).
+func (b block) key(i int) []byte {
+	offs := b.raw[len(b.vecs)*4:]
+	base := 4 * (b.per + 1)
+	lo, hi := binary.LittleEndian.Uint32(offs[4*i:]), binary.LittleEndian.Uint32(offs[4*i+4:])
+	return offs[base+int(lo) : base+int(hi)]
+}
+
+// readBlock returns block n, or false when it was never written.
+func (v *vectors) readBlock(n uint32) (block, bool) {
+	raw := v.blocks.Get(u32key(n))
+	if raw == nil {
+		return block{}, false
+	}
+	return block{vecs: floats(raw[:v.blockLen()]), raw: raw, per: v.per}, true
+}
+
+// vector returns slot's stored vector.
+func (v *vectors) vector(slot uint32) []float32 {
+	b, ok := v.readBlock(slot / uint32(v.per))
+	if !ok {
+		return nil
+	}
+	i := int(slot%uint32(v.per)) * v.def.Dimension
+	return b.vecs[i : i+v.def.Dimension]
+}
+
+// writeSlot sets slot's doc key (nil frees it) and, when vec is not nil,
+// its vector, rewriting its block.
+func (v *vectors) writeSlot(slot uint32, idKey []byte, vec []float32) error {
+	n, i := slot/uint32(v.per), int(slot%uint32(v.per))
+	old, ok := v.readBlock(n)
+	keys := make([][]byte, v.per)
+	size := 0
+	if ok {
+		for j := range keys {
+			keys[j] = old.key(j)
+			size += len(keys[j])
+		}
+	}
+	size += len(idKey) - len(keys[i])
+	keys[i] = idKey
+	base := v.blockLen() + 4*(v.per+1)
+	out := make([]byte, base+size, (base+size+3)&^3)
+	if ok {
+		copy(out, old.raw[:v.blockLen()])
+	}
+	if vec != nil {
+		at := i * v.def.Dimension * 4
+		for j, x := range vec {
+			binary.LittleEndian.PutUint32(out[at+4*j:], math.Float32bits(x))
+		}
+	}
+	off := 0
+	for j, k := range keys {
+		binary.LittleEndian.PutUint32(out[v.blockLen()+4*j:], uint32(off))
+		copy(out[base+off:], k)
+		off += len(k)
+	}
+	binary.LittleEndian.PutUint32(out[v.blockLen()+4*v.per:], uint32(off))
+	return v.blocks.Put(u32key(n), out[:cap(out)])
+}
+
+// slotOf returns the slot of the document idKey, if it has one.
+func (v *vectors) slotOf(idKey []byte) (uint32, bool) {
+	b := v.ids.Get(idKey)
+	if len(b) != 4 {
+		return 0, false
+	}
+	return binary.BigEndian.Uint32(b), true
+}
+
+// allocSlot returns a free slot, or a new one.
+func (v *vectors) allocSlot() (uint32, error) {
+	c := v.free.Cursor()
+	if k, _ := c.First(); k != nil {
+		slot := binary.BigEndian.Uint32(k)
+		return slot, v.free.Delete(k)
+	}
+	n := v.slots()
+	if n == math.MaxUint32 {
+		return 0, fmt.Errorf("docstore: vector slots exhausted")
+	}
+	return n, v.meta.Put([]byte("n"), binary.LittleEndian.AppendUint32(nil, n+1))
+}
+
+// put stores vec as the vector of the document idKey and links it into
+// the graph.
+func (v *vectors) put(idKey []byte, vec []float32) error {
+	slot, ok := v.slotOf(idKey)
+	if ok && slices.Equal(v.vector(slot), vec) {
+		return nil
+	}
+	if !ok {
+		var err error
+		if slot, err = v.allocSlot(); err != nil {
+			return err
+		}
+		if err := v.ids.Put(bytes.Clone(idKey), u32key(slot)); err != nil {
+			return err
+		}
+	}
+	if err := v.writeSlot(slot, idKey, vec); err != nil {
+		return err
+	}
+	return v.graph().insert(slot, vec, idKey)
+}
+
+// remove drops the vector of the document idKey, if it has one: its slot
+// is freed (its graph node stays as a tombstone until the slot is reused).
+func (v *vectors) remove(idKey []byte) error {
+	slot, ok := v.slotOf(idKey)
+	if !ok {
+		return nil
+	}
+	if err := v.ids.Delete(idKey); err != nil {
+		return err
+	}
+	if err := v.writeSlot(slot, nil, nil); err != nil {
+		return err
+	}
+	return v.free.Put(u32key(slot), nil)
+}
+
+// deriveVector keeps the collection's vectors for c: a document with a
+// vector in the field gets (or keeps) a slot, one without loses it.
+func (w *writer) deriveVector(c docChange) error {
+	def := w.col.Vector
+	if def == nil {
+		return nil
+	}
+	var vec []float32
+	has := false
+	if c.HasNew {
+		var err error
+		if vec, has, err = def.vectorOf(w.col.Name, c.ID, c.New); err != nil {
+			return err
+		}
+	}
+	v, err := openVectors(w.tx, w.col)
+	if err != nil {
+		return err
+	}
+	if has {
+		return v.put(c.IDKey, vec)
+	}
+	return v.remove(c.IDKey)
+}
+
+// dropVector deletes col's vector buckets.
+func dropVector(tx kv.Tx, col *collection) error {
+	if col.Vector == nil {
+		return nil
+	}
+	for _, p := range vectorParts {
+		if tx.Bucket(vectorBucket(col.Name, p)) == nil {
+			continue
+		}
+		if err := tx.DeleteBucket(vectorBucket(col.Name, p)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// verifyVector checks col's vectors against its documents: every document
+// with a vector has a slot holding it (normalised for cosine) and its key,
+// every other slot is free, and the graph's links name existing slots.
+func verifyVector(ctx context.Context, tx kv.Tx, col *collection) error {
+	v, err := openVectors(tx, col)
+	if v == nil || err != nil {
+		return err
+	}
+	fail := func(format string, args ...any) error {
+		return fmt.Errorf("docstore: verify: vectors of %q: %s", col.Name, fmt.Sprintf(format, args...))
+	}
+	docs := tx.Bucket(docsBucket(col.Name))
+	r := &reader{tx: tx, col: col, docs: docs}
+	n := v.slots()
+	used := make([]bool, n)
+	withVec := 0
+	c := docs.Cursor()
+	for k, val := c.First(); k != nil; k, val = c.Next() {
+		d, err := r.load(k, val)
+		if err != nil {
+			return err
+		}
+		vec, has, err := v.def.vectorOf(col.Name, d.ID, d.Value)
+		if err != nil {
+			return fail("%v", err)
+		}
+		slot, ok := v.slotOf(k)
+		if has != ok {
+			return fail("document %s has a vector %v but a slot %v", idString(d.ID), has, ok)
+		}
+		if !has {
+			continue
+		}
+		withVec++
+		if slot >= n || used[slot] {
+			return fail("document %s has slot %d of %d, or a slot taken twice", idString(d.ID), slot, n)
+		}
+		used[slot] = true
+		b, _ := v.readBlock(slot / uint32(v.per))
+		if !bytes.Equal(b.key(int(slot%uint32(v.per))), k) || !slices.Equal(v.vector(slot), vec) {
+			return fail("slot %d does not hold document %s and its vector", slot, idString(d.ID))
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	if got := v.ids.KeyN(); got != withVec {
+		return fail("%d slot entries for %d documents with a vector", got, withVec)
+	}
+	free := 0
+	fc := v.free.Cursor()
+	for k, _ := fc.First(); k != nil; k, _ = fc.Next() {
+		slot := binary.BigEndian.Uint32(k)
+		if slot >= n || used[slot] {
+			return fail("free slot %d is out of range or in use", slot)
+		}
+		b, _ := v.readBlock(slot / uint32(v.per))
+		if len(b.key(int(slot%uint32(v.per)))) != 0 {
+			return fail("free slot %d holds a key", slot)
+		}
+		free++
+	}
+	if free+withVec != int(n) {
+		return fail("%d free and %d used slots of %d", free, withVec, n)
+	}
+	return v.graph().verify(n)
+}

@@ -1,0 +1,446 @@
+package docstore
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"slices"
+)
+
+// The approximate vector index is an HNSW graph (Malkov & Yashunin,
+// "Efficient and robust approximate nearest neighbor search using
+// Hierarchical Navigable Small World graphs", 2016) whose nodes are the
+// vector slots (vector.go). It lives in the v\x00<collection>\x00g bucket,
+// slot (uint32 big-endian) → its level L (one byte), then for each level 0
+// to L a uint16 count and that many uint32 slots (little-endian); the
+// entry point is in the vectors' metadata. Every write updates it in the
+// write's own transaction, so a rolled-back or retried write leaves no
+// trace and the file is the whole truth.
+//
+// A deleted document's node stays as a tombstone: it keeps routing
+// searches, is never a result and is not linked to by new nodes; a new
+// vector reusing its slot gets fresh links (links other nodes kept to it
+// stay, as extra edges). An updated vector is linked again the same way.
+const (
+	hnswM              = 16  // links per node above level 0
+	hnswM0             = 32  // links per node at level 0
+	hnswEfConstruction = 128 // candidates considered when linking a node
+	// HNSWDefaultEf is the candidates an approximate search considers
+	// unless it asks for more (never fewer than the results it wants).
+	HNSWDefaultEf = 100
+	hnswMaxLevel  = 15
+)
+
+// hnswLevelMult is 1/ln(M), the level distribution's multiplier.
+var hnswLevelMult = 1 / math.Log(hnswM)
+
+// cand is a slot and its distance to the query.
+type cand struct {
+	slot uint32
+	d    float32
+}
+
+// hgraph is the HNSW graph of a collection's vectors in one transaction,
+// with the blocks it read (valid until the transaction ends, and only
+// until the next write to the blocks).
+type hgraph struct {
+	v      *vectors
+	dist   func(a, b []float32) float32 // smaller is closer
+	blocks map[uint32]block
+}
+
+// graph returns the graph of v's vectors.
+func (v *vectors) graph() *hgraph {
+	return &hgraph{v: v, dist: distanceOf(v.def.Metric), blocks: map[uint32]block{}}
+}
+
+// distanceOf returns metric's distance (smaller is closer) on stored
+// vectors: 1 − cosine for cosine (stored normalised), −dot for dot, and
+// the squared Euclidean distance for l2.
+func distanceOf(metric string) func(a, b []float32) float32 {
+	switch metric {
+	case MetricDot:
+		return func(a, b []float32) float32 { return -dot(a, b) }
+	case MetricL2:
+		return sqL2
+	}
+	return func(a, b []float32) float32 { return 1 - dot(a, b) }
+}
+
+// block returns block n, read once per graph.
+func (g *hgraph) block(n uint32) block {
+	b, ok := g.blocks[n]
+	if !ok {
+		b, _ = g.v.readBlock(n)
+		g.blocks[n] = b
+	}
+	return b
+}
+
+// vec returns slot's vector.
+func (g *hgraph) vec(slot uint32) []float32 {
+	per, dim := uint32(g.v.per), g.v.def.Dimension
+	b := g.block(slot / per)
+	i := int(slot%per) * dim
+	return b.vecs[i : i+dim]
+}
+
+// live reports whether slot holds a document's vector (not a tombstone).
+func (g *hgraph) live(slot uint32) bool {
+	per := uint32(g.v.per)
+	return len(g.block(slot/per).key(int(slot%per))) > 0
+}
+
+// docKey returns the doc key of a live slot.
+func (g *hgraph) docKey(slot uint32) []byte {
+	per := uint32(g.v.per)
+	return g.block(slot / per).key(int(slot % per))
+}
+
+// entry returns the entry point and the top level, if the graph has nodes.
+func (g *hgraph) entry() (uint32, int, bool) {
+	b := g.v.meta.Get([]byte("e"))
+	if len(b) != 5 {
+		return 0, 0, false
+	}
+	return binary.LittleEndian.Uint32(b), int(b[4]), true
+}
+
+func (g *hgraph) setEntry(slot uint32, level int) error {
+	return g.v.meta.Put([]byte("e"), append(binary.LittleEndian.AppendUint32(nil, slot), byte(level)))
+}
+
+// node returns slot's stored node (nil when it has none).
+func (g *hgraph) node(slot uint32) []byte { return g.v.gr.Get(u32key(slot)) }
+
+// nodeLinks returns the links of a stored node at level (nil above its
+// level) as raw little-endian uint32s.
+func nodeLinks(raw []byte, level int) []byte {
+	if len(raw) == 0 || level > int(raw[0]) {
+		return nil
+	}
+	p := 1
+	for l := 0; ; l++ {
+		c := int(binary.LittleEndian.Uint16(raw[p:]))
+		p += 2
+		if l == level {
+			return raw[p : p+4*c]
+		}
+		p += 4 * c
+	}
+}
+
+// decodeNode returns a stored node's links per level.
+func decodeNode(raw []byte) [][]uint32 {
+	if len(raw) == 0 {
+		return nil
+	}
+	out := make([][]uint32, int(raw[0])+1)
+	for l := range out {
+		links := nodeLinks(raw, l)
+		out[l] = make([]uint32, len(links)/4, len(links)/4+1)
+		for i := range out[l] {
+			out[l][i] = binary.LittleEndian.Uint32(links[4*i:])
+		}
+	}
+	return out
+}
+
+func encodeNode(lists [][]uint32) []byte {
+	n := 1
+	for _, l := range lists {
+		n += 2 + 4*len(l)
+	}
+	out := make([]byte, 1, n)
+	out[0] = byte(len(lists) - 1)
+	for _, l := range lists {
+		out = binary.LittleEndian.AppendUint16(out, uint16(len(l)))
+		for _, s := range l {
+			out = binary.LittleEndian.AppendUint32(out, s)
+		}
+	}
+	return out
+}
+
+// hnswLevel is the level of the node the document idKey gets in slot:
+// drawn from the exponential distribution HNSW prescribes, but fixed by
+// the key and slot, so that a write that runs again draws the same.
+func hnswLevel(idKey []byte, slot uint32) int {
+	h := uint64(14695981039346656037)
+	for _, c := range binary.BigEndian.AppendUint32(idKey[:len(idKey):len(idKey)], slot) {
+		h = (h ^ uint64(c)) * 1099511628211
+	}
+	// splitmix64's finaliser spreads FNV's bits.
+	h ^= h >> 30
+	h *= 0xbf58476d1ce4e5b9
+	h ^= h >> 27
+	h *= 0x94d049bb133111eb
+	h ^= h >> 31
+	u := (float64(h>>11) + 1) / (1 << 53) // (0, 1]
+	return min(int(-math.Log(u)*hnswLevelMult), hnswMaxLevel)
+}
+
+// insert links slot, whose vector q was just written, into the graph.
+func (g *hgraph) insert(slot uint32, q []float32, idKey []byte) error {
+	level := hnswLevel(idKey, slot)
+	entry, top, ok := g.entry()
+	if !ok {
+		if err := g.v.gr.Put(u32key(slot), encodeNode(make([][]uint32, level+1))); err != nil {
+			return err
+		}
+		return g.setEntry(slot, level)
+	}
+	if entry == slot {
+		level = max(level, top) // the entry point keeps the top level
+	}
+	ep := []cand{{entry, g.dist(q, g.vec(entry))}}
+	for l := top; l > level; l-- {
+		ep = g.searchLayer(q, ep, 1, l, nil)
+	}
+	// New links go to other live nodes only.
+	accept := func(s uint32) bool { return s != slot && g.live(s) }
+	lists := make([][]uint32, level+1)
+	for l := min(level, top); l >= 0; l-- {
+		w := g.searchLayer(q, ep, hnswEfConstruction, l, accept)
+		for _, c := range g.selectNeighbors(w, hnswM) {
+			lists[l] = append(lists[l], c.slot)
+		}
+		if len(w) > 0 {
+			ep = w
+		}
+	}
+	if err := g.v.gr.Put(u32key(slot), encodeNode(lists)); err != nil {
+		return err
+	}
+	for l, list := range lists {
+		for _, n := range list {
+			if err := g.link(n, slot, l); err != nil {
+				return err
+			}
+		}
+	}
+	if level > top {
+		return g.setEntry(slot, level)
+	}
+	return nil
+}
+
+// link adds slot to n's links at level, pruning them to the level's
+// maximum with the neighbour-selection heuristic.
+func (g *hgraph) link(n, slot uint32, level int) error {
+	lists := decodeNode(g.node(n))
+	if level >= len(lists) || slices.Contains(lists[level], slot) {
+		return nil
+	}
+	list := append(lists[level], slot)
+	if limit := hnswMaxLinks(level); len(list) > limit {
+		nv := g.vec(n)
+		cs := make([]cand, len(list))
+		for i, s := range list {
+			cs[i] = cand{s, g.dist(nv, g.vec(s))}
+		}
+		sortCands(cs)
+		list = list[:0]
+		for _, c := range g.selectNeighbors(cs, limit) {
+			list = append(list, c.slot)
+		}
+	}
+	lists[level] = list
+	return g.v.gr.Put(u32key(n), encodeNode(lists))
+}
+
+func hnswMaxLinks(level int) int {
+	if level == 0 {
+		return hnswM0
+	}
+	return hnswM
+}
+
+func sortCands(cs []cand) {
+	slices.SortFunc(cs, func(a, b cand) int {
+		switch {
+		case a.d < b.d:
+			return -1
+		case a.d > b.d:
+			return 1
+		}
+		return int(a.slot) - int(b.slot)
+	})
+}
+
+// selectNeighbors picks up to m of cands (sorted by distance) by the HNSW
+// heuristic: a candidate is kept when it is closer to the node than to
+// every candidate kept before it, which spreads the links.
+func (g *hgraph) selectNeighbors(cands []cand, m int) []cand {
+	out := make([]cand, 0, m)
+	for _, c := range cands {
+		if len(out) == m {
+			break
+		}
+		cv := g.vec(c.slot)
+		keep := true
+		for _, r := range out {
+			if g.dist(cv, g.vec(r.slot)) < c.d {
+				keep = false
+				break
+			}
+		}
+		if keep {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// searchLayer returns the up to ef nodes of level closest to q found from
+// the entry points ep, sorted by distance; only nodes accept allows (nil:
+// every node) are results, every node routes.
+func (g *hgraph) searchLayer(q []float32, ep []cand, ef, level int, accept func(uint32) bool) []cand {
+	visited := make(map[uint32]struct{}, 4*ef)
+	next := candHeap{}           // candidates to expand, closest first
+	found := candHeap{far: true} // results, farthest first
+	for _, c := range ep {
+		visited[c.slot] = struct{}{}
+		next.push(c)
+		if accept == nil || accept(c.slot) {
+			found.push(c)
+		}
+	}
+	for len(next.c) > 0 {
+		c := next.pop()
+		if len(found.c) >= ef && c.d > found.c[0].d {
+			break
+		}
+		links := nodeLinks(g.node(c.slot), level)
+		for i := 0; i+4 <= len(links); i += 4 {
+			s := binary.LittleEndian.Uint32(links[i:])
+			if _, seen := visited[s]; seen {
+				continue
+			}
+			visited[s] = struct{}{}
+			if level > 0 {
+				if raw := g.node(s); len(raw) == 0 || int(raw[0]) < level {
+					continue // a stale link to a slot reused at a lower level
+				}
+			}
+			d := g.dist(q, g.vec(s))
+			if len(found.c) < ef || d < found.c[0].d {
+				next.push(cand{s, d})
+				if accept == nil || accept(s) {
+					found.push(cand{s, d})
+					if len(found.c) > ef {
+						found.pop()
+					}
+				}
+			}
+		}
+	}
+	out := found.c
+	sortCands(out)
+	return out
+}
+
+// search returns the k live slots closest to q that accept allows (nil:
+// all), considering ef candidates at level 0.
+func (g *hgraph) search(q []float32, k, ef int, accept func(uint32) bool) []cand {
+	entry, top, ok := g.entry()
+	if !ok {
+		return nil
+	}
+	ep := []cand{{entry, g.dist(q, g.vec(entry))}}
+	for l := top; l > 0; l-- {
+		ep = g.searchLayer(q, ep, 1, l, nil)
+	}
+	res := g.searchLayer(q, ep, max(ef, k), 0, func(s uint32) bool {
+		return g.live(s) && (accept == nil || accept(s))
+	})
+	return res[:min(k, len(res))]
+}
+
+// verify checks the graph of n slots: one node per slot, links to
+// existing slots within each level's maximum, and an entry point at the
+// top level.
+func (g *hgraph) verify(n uint32) error {
+	fail := func(format string, args ...any) error {
+		return fmt.Errorf("docstore: verify: vector graph of %q: %s", g.v.def.Field, fmt.Sprintf(format, args...))
+	}
+	nodes, top := 0, -1
+	c := g.v.gr.Cursor()
+	for k, raw := c.First(); k != nil; k, raw = c.Next() {
+		if len(k) != 4 || binary.BigEndian.Uint32(k) >= n || len(raw) == 0 {
+			return fail("node %x is not a slot", k)
+		}
+		lists := decodeNode(raw)
+		if len(encodeNode(lists)) != len(raw) {
+			return fail("node %x is corrupt", k)
+		}
+		for l, list := range lists {
+			if len(list) > hnswMaxLinks(l) {
+				return fail("node %x has %d links at level %d", k, len(list), l)
+			}
+			for _, s := range list {
+				if s >= n {
+					return fail("node %x links to slot %d of %d", k, s, n)
+				}
+			}
+		}
+		top = max(top, len(lists)-1)
+		nodes++
+	}
+	if nodes != int(n) {
+		return fail("%d nodes for %d slots", nodes, n)
+	}
+	entry, level, ok := g.entry()
+	if ok != (n > 0) || (ok && (level != top || entry >= n || int(g.node(entry)[0]) != top)) {
+		return fail("entry point %d at level %d (present %v) for top level %d", entry, level, ok, top)
+	}
+	return nil
+}
+
+// candHeap is a binary heap of candidates: the closest first, or the
+// farthest first when far is set.
+type candHeap struct {
+	c   []cand
+	far bool
+}
+
+func (h *candHeap) before(i, j int) bool {
+	if h.far {
+		return h.c[i].d > h.c[j].d
+	}
+	return h.c[i].d < h.c[j].d
+}
+
+func (h *candHeap) push(c cand) {
+	h.c = append(h.c, c)
+	for i := len(h.c) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !h.before(i, p) {
+			break
+		}
+		h.c[p], h.c[i] = h.c[i], h.c[p]
+		i = p
+	}
+}
+
+func (h *candHeap) pop() cand {
+	top := h.c[0]
+	last := len(h.c) - 1
+	h.c[0] = h.c[last]
+	h.c = h.c[:last]
+	for i := 0; ; {
+		l, m := 2*i+1, i
+		if l < len(h.c) && h.before(l, m) {
+			m = l
+		}
+		if l+1 < len(h.c) && h.before(l+1, m) {
+			m = l + 1
+		}
+		if m == i {
+			break
+		}
+		h.c[m], h.c[i] = h.c[i], h.c[m]
+		i = m
+	}
+	return top
+}
