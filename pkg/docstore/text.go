@@ -1,45 +1,371 @@
 package docstore
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/mcpkit/mcpkit/pkg/docstore/kv"
 )
 
-// TextIndexDef defines a full-text index.
+// TextIndexDef defines a full-text index: the text reached by its fields
+// (dotted paths, through arrays too), analyzed as analyze.go describes,
+// in an inverted index with positions that every write keeps exact.
 type TextIndexDef struct {
-	Name   string   `json:"name"`
+	Name string `json:"name"`
+	// Fields are dotted paths to text values (or arrays of them); at most
+	// MaxTextFields.
 	Fields []string `json:"fields"`
+	// Language is the language of stemming and stop words, one of
+	// TextLanguages; CreateTextIndex sets "english" when either is on and
+	// Language is empty.
+	Language string `json:"language,omitempty"`
+	// Stem reduces words to their Snowball stem ("running" → "run").
+	Stem bool `json:"stem,omitempty"`
+	// StopWords drops the language's stop words ("the", "of", ...).
+	StopWords bool `json:"stop_words,omitempty"`
 }
+
+// MaxTextFields is the most fields a text index has.
+const MaxTextFields = 64
 
 func (d TextIndexDef) clone() TextIndexDef {
 	d.Fields = append([]string(nil), d.Fields...)
 	return d
 }
 
-// TextQuery is a full-text query ranked by BM25: the `text` source of a
-// hybrid search.
-type TextQuery struct {
-	// Query is the text to match; it is analyzed like the indexed text.
-	Query string `json:"query"`
-	// Index names the text index; it may be omitted when the collection
-	// has exactly one.
-	Index string `json:"index,omitempty"`
-	// Fields restricts matching to these of the index's fields.
-	Fields []string `json:"fields,omitempty"`
+func sameTextIndex(a, b TextIndexDef) bool {
+	return a.Name == b.Name && slices.Equal(a.Fields, b.Fields) && a.Language == b.Language && a.Stem == b.Stem && a.StopWords == b.StopWords
 }
 
-// CreateTextIndex creates a full-text index on coll and builds it.
+// checkTextDef validates def and sets its default language.
+func checkTextDef(coll string, def *TextIndexDef) error {
+	if err := checkIndexDef(coll, IndexDef{Name: def.Name, Fields: def.Fields}); err != nil {
+		return err
+	}
+	if len(def.Fields) > MaxTextFields {
+		return &Error{Code: CodeInvalid, Collection: coll, Index: def.Name,
+			Message: fmt.Sprintf("text index %q has %d fields; at most %d", def.Name, len(def.Fields), MaxTextFields)}
+	}
+	if def.Language == "" && (def.Stem || def.StopWords) {
+		def.Language = "english"
+	}
+	if _, ok := snowballLanguages[def.Language]; def.Language != "" && !ok {
+		return &Error{Code: CodeInvalid, Collection: coll, Index: def.Name,
+			Message: fmt.Sprintf("text index %q: language %q is not one of %s", def.Name, def.Language, strings.Join(TextLanguages, ", "))}
+	}
+	return nil
+}
+
+// CreateTextIndex creates the full-text index def on coll (created if
+// absent) and builds it over the existing documents, in one transaction;
+// it reports false when an identical index exists, and fails with
+// index_exists when a text index of that name has another definition.
+// From then on every write of the collection keeps the index exact.
 func (s *Store) CreateTextIndex(ctx context.Context, coll string, def TextIndexDef, progress Progress) (bool, error) {
-	return false, errorf(CodeInvalid, coll, "text indexes are not built yet")
+	if err := checkTextDef(coll, &def); err != nil {
+		return false, err
+	}
+	if err := s.ensureCollection(coll); err != nil {
+		return false, err
+	}
+	created := false
+	err := s.changeCatalog(coll, false, func(tx kv.Tx, col *collection) error {
+		created = false
+		if i := slices.IndexFunc(col.TextIndexes, func(d TextIndexDef) bool { return d.Name == def.Name }); i >= 0 {
+			if sameTextIndex(col.TextIndexes[i], def) {
+				return nil
+			}
+			return &Error{Code: CodeIndexExists, Collection: coll, Index: def.Name,
+				Message: fmt.Sprintf("text index %q of %q exists with another definition (fields %v, language %q, stem %v, stop words %v)",
+					def.Name, coll, col.TextIndexes[i].Fields, col.TextIndexes[i].Language, col.TextIndexes[i].Stem, col.TextIndexes[i].StopWords)}
+		}
+		if err := buildText(ctx, tx, col.Name, def, progress); err != nil {
+			return err
+		}
+		col.TextIndexes = append(col.TextIndexes, def)
+		created = true
+		return nil
+	})
+	return created, err
 }
 
-// textRanked returns the BM25 top n documents for q among those allowed
-// (nil allows all), best first.
-func (r *reader) textRanked(q TextQuery, allowed func(idKey []byte) bool, n int) ([]Ranked, error) {
-	return nil, errorf(CodeInvalid, "", "text search is not built yet")
+// buildText indexes every document of coll in def's new bucket.
+func buildText(ctx context.Context, tx kv.Tx, coll string, def TextIndexDef, progress Progress) error {
+	b, err := tx.CreateBucketIfNotExists(textBucket(coll, def.Name))
+	if err != nil {
+		return err
+	}
+	an := newAnalyzer(def)
+	return scanDocs(ctx, tx, coll, progress, func(k []byte, d Doc) error {
+		if err := updateText(b, def, an, docChange{ID: d.ID, IDKey: k, New: d.Value, HasNew: true}); err != nil {
+			return fmt.Errorf("docstore: text index %q of %q: %w", def.Name, coll, err)
+		}
+		return nil
+	})
 }
 
-func (w *writer) deriveText(c docChange) error                        { return nil }
-func dropText(tx kv.Tx, col *collection) error                        { return nil }
-func verifyText(ctx context.Context, tx kv.Tx, col *collection) error { return nil }
+// scanDocs calls fn with every document of coll in id order, reporting
+// progress (when not nil) and stopping when ctx ends.
+func scanDocs(ctx context.Context, tx kv.Tx, coll string, progress Progress, fn func(k []byte, d Doc) error) error {
+	docs := tx.Bucket(docsBucket(coll))
+	r := &reader{tx: tx, col: &collection{Name: coll}, docs: docs}
+	total, done := int64(0), int64(0)
+	if progress != nil {
+		total = int64(docs.KeyN())
+	}
+	c := docs.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		d, err := r.load(k, v)
+		if err != nil {
+			return err
+		}
+		if err := fn(k, d); err != nil {
+			return err
+		}
+		if done++; done%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if progress != nil {
+				progress(done, total)
+			}
+		}
+	}
+	if progress != nil {
+		progress(done, total)
+	}
+	return ctx.Err()
+}
+
+// docText is what a document gives a text index: its terms' payloads, in
+// term order, and its number of terms in each field.
+type docText struct {
+	terms    []string
+	payloads [][]byte
+	lens     []int
+	has      bool // at least one term
+}
+
+// indexDoc analyzes doc for def.
+func indexDoc(def TextIndexDef, an analyzer, doc Value) docText {
+	out := docText{lens: make([]int, len(def.Fields))}
+	// occ[term] holds, per field, the term's positions.
+	occ := map[string][][]int{}
+	for f, path := range def.Fields {
+		pos := 0
+		textValues(doc, path, func(text string) {
+			next := an.terms(text, pos, func(t string, p int) {
+				o := occ[t]
+				if o == nil {
+					o = make([][]int, len(def.Fields))
+					occ[t] = o
+				}
+				o[f] = append(o[f], p)
+				out.lens[f]++
+			})
+			if next > pos {
+				pos = next + positionGap
+			}
+		})
+	}
+	out.has = len(occ) > 0
+	out.terms = make([]string, 0, len(occ))
+	for t := range occ {
+		out.terms = append(out.terms, t)
+	}
+	slices.Sort(out.terms)
+	var head []byte
+	for _, l := range out.lens {
+		head = binary.AppendUvarint(head, uint64(l))
+	}
+	out.payloads = make([][]byte, len(out.terms))
+	var ps []byte
+	for i, t := range out.terms {
+		p := append(make([]byte, 0, len(head)+16), head...)
+		for f, positions := range occ[t] {
+			if len(positions) == 0 {
+				continue
+			}
+			ps = ps[:0]
+			prev := 0
+			for _, x := range positions {
+				ps = binary.AppendUvarint(ps, uint64(x-prev))
+				prev = x
+			}
+			p = binary.AppendUvarint(p, uint64(f))
+			p = binary.AppendUvarint(p, uint64(len(positions)))
+			p = binary.AppendUvarint(p, uint64(len(ps)))
+			p = append(p, ps...)
+		}
+		out.payloads[i] = p
+	}
+	return out
+}
+
+// deriveText keeps the collection's text indexes exact for c: the
+// postings that changed are rewritten, the others left alone.
+func (w *writer) deriveText(c docChange) error {
+	for _, def := range w.col.TextIndexes {
+		b := w.tx.Bucket(textBucket(w.col.Name, def.Name))
+		if b == nil {
+			return fmt.Errorf("docstore: text index %q of %q has no bucket", def.Name, w.col.Name)
+		}
+		if err := updateText(b, def, newAnalyzer(def), c); err != nil {
+			return fmt.Errorf("docstore: text index %q of %q: %w", def.Name, w.col.Name, err)
+		}
+	}
+	return nil
+}
+
+// updateText applies c to the text index def in b.
+func updateText(b kv.Bucket, def TextIndexDef, an analyzer, c docChange) error {
+	var old, cur docText
+	if c.HadOld {
+		old = indexDoc(def, an, c.Old)
+	}
+	if c.HasNew {
+		cur = indexDoc(def, an, c.New)
+	}
+	i, j := 0, 0
+	for i < len(old.terms) || j < len(cur.terms) {
+		switch {
+		case j == len(cur.terms) || (i < len(old.terms) && old.terms[i] < cur.terms[j]):
+			if err := deletePosting(b, old.terms[i], c.IDKey); err != nil {
+				return err
+			}
+			i++
+		case i == len(old.terms) || cur.terms[j] < old.terms[i]:
+			if err := putPosting(b, cur.terms[j], c.IDKey, cur.payloads[j]); err != nil {
+				return err
+			}
+			j++
+		default:
+			if !bytes.Equal(old.payloads[i], cur.payloads[j]) {
+				if err := putPosting(b, cur.terms[j], c.IDKey, cur.payloads[j]); err != nil {
+					return err
+				}
+			}
+			i++
+			j++
+		}
+	}
+	if !old.has && !cur.has || (old.has && cur.has && slices.Equal(old.lens, cur.lens)) {
+		return nil
+	}
+	st, err := readTextStats(b, len(def.Fields))
+	if err != nil {
+		return err
+	}
+	if old.has {
+		st.docs--
+		for f, l := range old.lens {
+			st.total[f] -= uint64(l)
+		}
+	}
+	if cur.has {
+		st.docs++
+		for f, l := range cur.lens {
+			st.total[f] += uint64(l)
+		}
+	}
+	return b.Put([]byte(textStatsKey), st.encode())
+}
+
+// dropText deletes col's text indexes.
+func dropText(tx kv.Tx, col *collection) error {
+	for _, def := range col.TextIndexes {
+		if err := tx.DeleteBucket(textBucket(col.Name, def.Name)); err != nil {
+			return fmt.Errorf("docstore: drop text index %q of %q: %w", def.Name, col.Name, err)
+		}
+	}
+	return nil
+}
+
+// verifyText checks that each text index of col holds exactly the
+// postings and statistics its documents give, in well-formed blocks.
+func verifyText(ctx context.Context, tx kv.Tx, col *collection) error {
+	for _, def := range col.TextIndexes {
+		if err := verifyTextIndex(ctx, tx, col, def); err != nil {
+			return fmt.Errorf("docstore: verify: text index %q of %q: %w", def.Name, col.Name, err)
+		}
+	}
+	return nil
+}
+
+func verifyTextIndex(ctx context.Context, tx kv.Tx, col *collection, def TextIndexDef) error {
+	b := tx.Bucket(textBucket(col.Name, def.Name))
+	if b == nil {
+		return fmt.Errorf("no bucket")
+	}
+	an := newAnalyzer(def)
+	want := map[string][]byte{} // term NUL id key → payload
+	st := textStats{total: make([]uint64, len(def.Fields))}
+	err := scanDocs(ctx, tx, col.Name, nil, func(k []byte, d Doc) error {
+		dt := indexDoc(def, an, d.Value)
+		for i, t := range dt.terms {
+			want[t+"\x00"+string(k)] = dt.payloads[i]
+		}
+		if dt.has {
+			st.docs++
+			for f, l := range dt.lens {
+				st.total[f] += uint64(l)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	bc := b.Cursor()
+	var prevTerm string
+	var prevLast []byte
+	for k, v := bc.First(); k != nil; k, v = bc.Next() {
+		if string(k) == textStatsKey {
+			if !bytes.Equal(v, st.encode()) {
+				return fmt.Errorf("statistics %x, but the documents give %x", v, st.encode())
+			}
+			continue
+		}
+		term, first, ok := bytes.Cut(k[min(1, len(k)):], []byte{0})
+		if k[0] != textPostingsKind || !ok {
+			return fmt.Errorf("unexpected key %q", k)
+		}
+		ps, err := decodeBlock(v)
+		if err != nil {
+			return fmt.Errorf("block %q: %w", k, err)
+		}
+		if !bytes.Equal(ps[0].key, first) {
+			return fmt.Errorf("block %q starts at another document", k)
+		}
+		if string(term) == prevTerm && bytes.Compare(prevLast, first) >= 0 {
+			return fmt.Errorf("blocks of term %q overlap", term)
+		}
+		for i, p := range ps {
+			if i > 0 && bytes.Compare(ps[i-1].key, p.key) >= 0 {
+				return fmt.Errorf("block %q is out of order", k)
+			}
+			wk := string(term) + "\x00" + string(p.key)
+			payload, ok := want[wk]
+			if !ok {
+				return fmt.Errorf("term %q has a posting %x that no document gives", term, p.key)
+			}
+			if !bytes.Equal(payload, p.payload) {
+				return fmt.Errorf("term %q: posting %x is %x, but the document gives %x", term, p.key, p.payload, payload)
+			}
+			delete(want, wk)
+		}
+		prevTerm, prevLast = string(term), ps[len(ps)-1].key
+	}
+	if b.Get([]byte(textStatsKey)) == nil && st.docs > 0 {
+		return fmt.Errorf("no statistics for %d documents", st.docs)
+	}
+	for wk := range want {
+		term, key, _ := strings.Cut(wk, "\x00")
+		return fmt.Errorf("term %q lacks the posting of document %x", term, key)
+	}
+	return nil
+}

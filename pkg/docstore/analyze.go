@@ -1,0 +1,189 @@
+package docstore
+
+import (
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/kljensen/snowball/english"
+	"github.com/kljensen/snowball/french"
+	"github.com/kljensen/snowball/hungarian"
+	"github.com/kljensen/snowball/norwegian"
+	"github.com/kljensen/snowball/russian"
+	"github.com/kljensen/snowball/spanish"
+	"github.com/kljensen/snowball/swedish"
+	"github.com/rivo/uniseg"
+	"golang.org/x/text/unicode/norm"
+)
+
+// The text analyzer turns text into terms with positions, the same way
+// for indexed text and for queries:
+//
+//  1. words are found by Unicode word segmentation (UAX #29, through
+//     github.com/rivo/uniseg); a segment without a letter or a digit
+//     (spaces, punctuation) is not a word;
+//  2. each word is normalized (NFKC, golang.org/x/text) and lowercased;
+//  3. with stop words on, the language's stop words are dropped (they
+//     keep their position, so a phrase does not close the gap);
+//  4. with stemming on, each word is reduced to its Snowball stem
+//     (github.com/kljensen/snowball, which also holds the stop lists).
+//
+// A word's position is its number among the words of its field (0
+// first), stop words included; each further value of an array field
+// starts positionGap after the previous one, so that a phrase never spans
+// two values.
+
+// TextLanguages are the languages a text index may stem and drop stop
+// words in.
+var TextLanguages = []string{"english", "french", "hungarian", "norwegian", "russian", "spanish", "swedish"}
+
+// snowballLanguages are the Snowball stemmer and stop list of each of
+// TextLanguages.
+var snowballLanguages = map[string]struct {
+	stem func(word string, stemStopWords bool) string
+	stop func(word string) bool
+}{
+	"english":   {english.Stem, english.IsStopWord},
+	"french":    {french.Stem, french.IsStopWord},
+	"hungarian": {hungarian.Stem, hungarian.IsStopWord},
+	"norwegian": {norwegian.Stem, norwegian.IsStopWord},
+	"russian":   {russian.Stem, russian.IsStopWord},
+	"spanish":   {spanish.Stem, spanish.IsStopWord},
+	"swedish":   {swedish.Stem, swedish.IsStopWord},
+}
+
+// MaxTermBytes is the longest word indexed, in bytes after
+// normalization; a longer word keeps its position but is not indexed
+// (nor matched in a query).
+const MaxTermBytes = 256
+
+// positionGap separates the values of an array field: the first word of
+// a value is positionGap+1 positions after the last word of the previous
+// one, more than MaxSlop.
+const positionGap = 128
+
+// analyzer is a text index's analysis.
+type analyzer struct {
+	stem func(string, bool) string // nil: no stemming
+	stop func(string) bool         // nil: no stop words
+}
+
+// newAnalyzer returns def's analyzer; def is valid (checkTextDef).
+func newAnalyzer(def TextIndexDef) analyzer {
+	var a analyzer
+	l := snowballLanguages[def.Language]
+	if def.Stem {
+		a.stem = l.stem
+	}
+	if def.StopWords {
+		a.stop = l.stop
+	}
+	return a
+}
+
+// terms calls fn with each term of text and its position, numbering
+// words from pos, and returns the position after the last word.
+func (a analyzer) terms(text string, pos int, fn func(term string, pos int)) int {
+	state := -1
+	for len(text) > 0 {
+		var w string
+		w, text, state = uniseg.FirstWordInString(text, state)
+		if !isWord(w) {
+			continue
+		}
+		p := pos
+		pos++
+		t := fold(w)
+		if len(t) > MaxTermBytes || (a.stop != nil && a.stop(t)) {
+			continue
+		}
+		if a.stem != nil {
+			t = a.stem(t, true)
+		}
+		fn(t, p)
+	}
+	return pos
+}
+
+// isWord reports whether a word segment holds a letter or a digit.
+func isWord(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			return strings.IndexFunc(s, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsNumber(r) }) >= 0
+		}
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' {
+			return true
+		}
+	}
+	return false
+}
+
+// fold normalizes and lowercases a word.
+func fold(w string) string {
+	for i := 0; i < len(w); i++ {
+		if w[i] >= utf8.RuneSelf {
+			return strings.ToLower(norm.NFKC.String(w))
+		}
+	}
+	for i := 0; i < len(w); i++ {
+		if 'A' <= w[i] && w[i] <= 'Z' {
+			return strings.ToLower(w)
+		}
+	}
+	return w
+}
+
+// textValues calls fn with each text reached by the dotted path in doc,
+// in document order: through maps, and into every element of the arrays
+// on the way (and at its end).
+func textValues(doc Value, path string, fn func(string)) {
+	key, rest, more := strings.Cut(path, ".")
+	var walk func(v Value, key, rest string, more bool)
+	walk = func(v Value, key, rest string, more bool) {
+		if items, ok := v.Array(); ok {
+			for _, x := range items {
+				walk(x, key, rest, more)
+			}
+			return
+		}
+		f, ok := v.Get(key)
+		if !ok {
+			return
+		}
+		if more {
+			k, r, m := strings.Cut(rest, ".")
+			walk(f, k, r, m)
+			return
+		}
+		emitText(f, fn)
+	}
+	walk(doc, key, rest, more)
+}
+
+// emitText calls fn with v when it is a text, and with the texts of an
+// array, at any depth.
+func emitText(v Value, fn func(string)) {
+	if t, ok := v.Text(); ok {
+		fn(t)
+		return
+	}
+	if items, ok := v.Array(); ok {
+		for _, x := range items {
+			emitText(x, fn)
+		}
+	}
+}
+
+// queryTerms analyzes a query: its distinct terms, in order of first
+// appearance.
+func (a analyzer) queryTerms(text string) []string {
+	var terms []string
+	a.terms(text, 0, func(t string, _ int) {
+		if !slices.Contains(terms, t) {
+			terms = append(terms, t)
+		}
+	})
+	return terms
+}

@@ -1,0 +1,396 @@
+package docstore
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/mcpkit/mcpkit/pkg/docstore/kv"
+)
+
+// A text index's bucket, t\x00<collection>\x00<index>, holds:
+//
+//	"s"                        the index's statistics: uvarint(documents
+//	                           with at least one term), then per field
+//	                           uvarint(total terms)
+//	"p" term "\x00" firstKey   a block of term's postings: the postings
+//	                           of up to maxBlock documents, in id-key
+//	                           order, from the document firstKey on
+//
+// A block is uvarint(count), uvarint(len(lastKey)), lastKey (the id key
+// of its last posting, so that appending needs no decoding), then its
+// postings; each posting is the document's id key, prefix-compressed
+// against the previous one (uvarint(shared), uvarint(len(suffix)),
+// suffix), then uvarint(len(payload)), payload. A payload holds what
+// BM25 and phrases need of the term in that document: uvarint(terms in
+// field f) for each field of the index, then, for each field where the
+// term occurs, uvarint(field), uvarint(frequency), uvarint(len(positions)),
+// positions (uvarint deltas, the first from 0).
+//
+// A term's blocks never overlap, and each block's key names its first
+// posting; blocks split in two when they outgrow maxBlock and are deleted
+// when emptied.
+
+// maxBlock is the most postings one block holds.
+const maxBlock = 128
+
+const (
+	textStatsKey     = "s"
+	textPostingsKind = 'p'
+)
+
+// errCorruptText reports a text index that does not decode.
+var errCorruptText = errors.New("corrupt text index")
+
+func textBucket(coll, index string) []byte {
+	return []byte("t\x00" + coll + "\x00" + index)
+}
+
+// termPrefix returns the prefix of term's block keys.
+func termPrefix(term string) []byte {
+	b := make([]byte, 0, len(term)+2)
+	return append(append(append(b, textPostingsKind), term...), 0)
+}
+
+// posting is one document's posting of a term.
+type posting struct{ key, payload []byte }
+
+// blockHeader splits a block into its count, its last key and its
+// postings.
+func blockHeader(b []byte) (count int, last, body []byte, err error) {
+	c, n := binary.Uvarint(b)
+	if n <= 0 || c == 0 || c > maxBlock {
+		return 0, nil, nil, errCorruptText
+	}
+	b = b[n:]
+	l, n := binary.Uvarint(b)
+	if n <= 0 || l > uint64(len(b)-n) {
+		return 0, nil, nil, errCorruptText
+	}
+	return int(c), b[n : n+int(l)], b[n+int(l):], nil
+}
+
+// nextPosting decodes the posting at the start of body, whose previous
+// key is in key (reused), and returns the rest of body.
+func nextPosting(body, key []byte) (newKey, payload, rest []byte, err error) {
+	shared, n := binary.Uvarint(body)
+	if n <= 0 || shared > uint64(len(key)) {
+		return nil, nil, nil, errCorruptText
+	}
+	body = body[n:]
+	sl, n := binary.Uvarint(body)
+	if n <= 0 || sl > uint64(len(body)-n) {
+		return nil, nil, nil, errCorruptText
+	}
+	key = append(key[:shared], body[n:n+int(sl)]...)
+	body = body[n+int(sl):]
+	pl, n := binary.Uvarint(body)
+	if n <= 0 || pl > uint64(len(body)-n) {
+		return nil, nil, nil, errCorruptText
+	}
+	return key, body[n : n+int(pl)], body[n+int(pl):], nil
+}
+
+// decodeBlock returns a block's postings, sharing nothing with b.
+func decodeBlock(b []byte) ([]posting, error) {
+	count, last, body, err := blockHeader(b)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]posting, 0, count+1)
+	var key, payload []byte
+	for range count {
+		if key, payload, body, err = nextPosting(body, key); err != nil {
+			return nil, err
+		}
+		out = append(out, posting{key: bytes.Clone(key), payload: bytes.Clone(payload)})
+	}
+	if len(body) != 0 || !bytes.Equal(key, last) {
+		return nil, errCorruptText
+	}
+	return out, nil
+}
+
+// appendPosting appends p to a block's postings, prefix-compressed
+// against the previous key prev.
+func appendPosting(dst, prev []byte, p posting) []byte {
+	shared := 0
+	for shared < len(prev) && shared < len(p.key) && prev[shared] == p.key[shared] {
+		shared++
+	}
+	dst = binary.AppendUvarint(dst, uint64(shared))
+	dst = binary.AppendUvarint(dst, uint64(len(p.key)-shared))
+	dst = append(dst, p.key[shared:]...)
+	dst = binary.AppendUvarint(dst, uint64(len(p.payload)))
+	return append(dst, p.payload...)
+}
+
+func appendBlockHeader(dst []byte, count int, last []byte) []byte {
+	dst = binary.AppendUvarint(dst, uint64(count))
+	dst = binary.AppendUvarint(dst, uint64(len(last)))
+	return append(dst, last...)
+}
+
+// encodeBlock encodes postings (1 to maxBlock, in key order) as a block.
+func encodeBlock(ps []posting) []byte {
+	size := 16
+	for _, p := range ps {
+		size += len(p.key) + len(p.payload) + 6
+	}
+	b := appendBlockHeader(make([]byte, 0, size+len(ps[len(ps)-1].key)), len(ps), ps[len(ps)-1].key)
+	var prev []byte
+	for _, p := range ps {
+		b = appendPosting(b, prev, p)
+		prev = p.key
+	}
+	return b
+}
+
+// findBlock returns the key and value of the block of the term with
+// prefix that holds key, or would: the last block starting at or before
+// key, else the term's first block; nil when the term has none.
+func findBlock(b kv.Bucket, prefix, key []byte) (k, v []byte) {
+	c := b.Cursor()
+	seek := append(slices.Clip(prefix), key...)
+	k, v = c.Seek(seek)
+	if k != nil && bytes.Equal(k, seek) {
+		return k, v
+	}
+	if pk, pv := c.Prev(); pk != nil && bytes.HasPrefix(pk, prefix) {
+		return pk, pv
+	}
+	if k != nil && bytes.HasPrefix(k, prefix) {
+		return k, v
+	}
+	return nil, nil
+}
+
+// putPosting sets the posting of key in term's postings to payload.
+func putPosting(b kv.Bucket, term string, key, payload []byte) error {
+	prefix := termPrefix(term)
+	bk, bv := findBlock(b, prefix, key)
+	if bk == nil {
+		return b.Put(append(prefix, key...), encodeBlock([]posting{{key, payload}}))
+	}
+	count, last, body, err := blockHeader(bv)
+	if err != nil {
+		return err
+	}
+	if bytes.Compare(key, last) > 0 { // after the block's last posting: append
+		if count == maxBlock {
+			return b.Put(append(prefix, key...), encodeBlock([]posting{{key, payload}}))
+		}
+		nb := appendBlockHeader(make([]byte, 0, len(bv)+len(key)*2+len(payload)+8), count+1, key)
+		nb = appendPosting(append(nb, body...), last, posting{key, payload})
+		return b.Put(bytes.Clone(bk), nb)
+	}
+	ps, err := decodeBlock(bv)
+	if err != nil {
+		return err
+	}
+	bk = bytes.Clone(bk)
+	i, found := slices.BinarySearchFunc(ps, key, func(p posting, k []byte) int { return bytes.Compare(p.key, k) })
+	if found {
+		ps[i].payload = payload
+	} else {
+		ps = slices.Insert(ps, i, posting{key, payload})
+	}
+	return writeBlocks(b, prefix, bk, ps)
+}
+
+// deletePosting removes key's posting from term's postings, which must
+// hold it.
+func deletePosting(b kv.Bucket, term string, key []byte) error {
+	prefix := termPrefix(term)
+	bk, bv := findBlock(b, prefix, key)
+	if bk == nil {
+		return fmt.Errorf("%w: term %q has no postings to remove a document from", errCorruptText, term)
+	}
+	ps, err := decodeBlock(bv)
+	if err != nil {
+		return err
+	}
+	bk = bytes.Clone(bk)
+	i, found := slices.BinarySearchFunc(ps, key, func(p posting, k []byte) int { return bytes.Compare(p.key, k) })
+	if !found {
+		return fmt.Errorf("%w: term %q has no posting of the document to remove", errCorruptText, term)
+	}
+	return writeBlocks(b, prefix, bk, slices.Delete(ps, i, i+1))
+}
+
+// writeBlocks replaces the block at key old with ps (none: deleted;
+// more than maxBlock: split in two), each block at its first key.
+func writeBlocks(b kv.Bucket, prefix, old []byte, ps []posting) error {
+	if len(ps) == 0 || !bytes.Equal(old[len(prefix):], ps[0].key) {
+		if err := b.Delete(old); err != nil {
+			return err
+		}
+	}
+	for len(ps) > 0 {
+		n := len(ps)
+		if n > maxBlock {
+			n = len(ps) / 2
+		}
+		if err := b.Put(append(slices.Clip(prefix), ps[0].key...), encodeBlock(ps[:n])); err != nil {
+			return err
+		}
+		ps = ps[n:]
+	}
+	return nil
+}
+
+// termIter walks a term's postings in id-key order.
+type termIter struct {
+	c       kv.Cursor
+	prefix  []byte
+	started bool
+	done    bool
+	left    int    // postings left in the current block
+	body    []byte // their encoding
+	key     []byte // the current posting's id key (reused)
+	payload []byte // and its payload
+	err     error
+}
+
+func newTermIter(b kv.Bucket, term string) *termIter {
+	return &termIter{c: b.Cursor(), prefix: termPrefix(term)}
+}
+
+// next moves to the next posting; false at the end or on an error (err).
+func (it *termIter) next() bool {
+	for it.left == 0 {
+		if it.done {
+			return false
+		}
+		var k, v []byte
+		if it.started {
+			k, v = it.c.Next()
+		} else {
+			k, v = it.c.Seek(it.prefix)
+			it.started = true
+		}
+		if k == nil || !bytes.HasPrefix(k, it.prefix) {
+			it.done = true
+			return false
+		}
+		var err error
+		if it.left, _, it.body, err = blockHeader(v); err != nil {
+			it.err, it.done = err, true
+			return false
+		}
+		it.key = it.key[:0]
+	}
+	var err error
+	if it.key, it.payload, it.body, err = nextPosting(it.body, it.key); err != nil {
+		it.err, it.done, it.left = err, true, 0
+		return false
+	}
+	it.left--
+	return true
+}
+
+// count returns how many postings the term has, from the blocks' headers.
+func (it *termIter) count() (int, error) {
+	n := 0
+	for k, v := it.c.Seek(it.prefix); k != nil && bytes.HasPrefix(k, it.prefix); k, v = it.c.Next() {
+		c, _, _, err := blockHeader(v)
+		if err != nil {
+			return 0, err
+		}
+		n += c
+	}
+	return n, nil
+}
+
+// payloadView reads a posting's payload for nf fields.
+type payloadView struct {
+	lens   []int // terms in each field
+	groups []byte
+}
+
+func readPayload(p []byte, nf int, lens []int) (payloadView, error) {
+	lens = lens[:0]
+	for range nf {
+		l, n := binary.Uvarint(p)
+		if n <= 0 {
+			return payloadView{}, errCorruptText
+		}
+		lens = append(lens, int(l))
+		p = p[n:]
+	}
+	return payloadView{lens: lens, groups: p}, nil
+}
+
+// nextGroup returns the next field group of a payload: its field, its
+// frequency, its encoded positions and the rest.
+func nextGroup(g []byte) (field, tf int, positions, rest []byte, err error) {
+	f, n := binary.Uvarint(g)
+	if n <= 0 {
+		return 0, 0, nil, nil, errCorruptText
+	}
+	g = g[n:]
+	t, n := binary.Uvarint(g)
+	if n <= 0 {
+		return 0, 0, nil, nil, errCorruptText
+	}
+	g = g[n:]
+	l, n := binary.Uvarint(g)
+	if n <= 0 || l > uint64(len(g)-n) {
+		return 0, 0, nil, nil, errCorruptText
+	}
+	return int(f), int(t), g[n : n+int(l)], g[n+int(l):], nil
+}
+
+// decodePositions appends the positions encoded in b to dst.
+func decodePositions(dst []int, b []byte) ([]int, error) {
+	p := 0
+	for len(b) > 0 {
+		d, n := binary.Uvarint(b)
+		if n <= 0 {
+			return nil, errCorruptText
+		}
+		p += int(d)
+		dst = append(dst, p)
+		b = b[n:]
+	}
+	return dst, nil
+}
+
+// textStats are a text index's collection statistics.
+type textStats struct {
+	docs  uint64   // documents with at least one term
+	total []uint64 // terms in each field, over all documents
+}
+
+func readTextStats(b kv.Bucket, nf int) (textStats, error) {
+	st := textStats{total: make([]uint64, nf)}
+	v := b.Get([]byte(textStatsKey))
+	if v == nil {
+		return st, nil
+	}
+	var n int
+	if st.docs, n = binary.Uvarint(v); n <= 0 {
+		return st, errCorruptText
+	}
+	v = v[n:]
+	for i := range st.total {
+		if st.total[i], n = binary.Uvarint(v); n <= 0 {
+			return st, errCorruptText
+		}
+		v = v[n:]
+	}
+	if len(v) != 0 {
+		return st, errCorruptText
+	}
+	return st, nil
+}
+
+func (st textStats) encode() []byte {
+	b := binary.AppendUvarint(nil, st.docs)
+	for _, t := range st.total {
+		b = binary.AppendUvarint(b, t)
+	}
+	return b
+}
