@@ -8,6 +8,8 @@
 //     close), send and receive for blocking commands, Pub/Sub and MONITOR,
 //     and raw byte streams;
 //   - <prefix>_commands (commands.go): the target's live command registry;
+//   - <prefix>_process (process*.go): when the operator enables it, server
+//     processes the plugin starts, owns, and terminates and reaps on Close;
 //   - <prefix>_result: the core's paging of large results;
 //
 // and the resources <scheme>://capabilities and <scheme>://commands.
@@ -31,6 +33,7 @@ package resp
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
@@ -88,10 +91,11 @@ func Limits() []mcpcore.LimitSpec {
 
 // Plugin is the RESP sidecar plugin.
 type Plugin struct {
-	cfg  *settings
-	host *mcpcore.Host
-	reg  *registry
-	cmds *commandCache
+	cfg   *settings
+	host  *mcpcore.Host
+	reg   *registry
+	cmds  *commandCache
+	procs *processes
 }
 
 var (
@@ -123,7 +127,7 @@ func (p *Plugin) Attach(ctx context.Context, h *mcpcore.Host) error {
 	p.host = h
 	p.reg = newRegistry(h, p.cfg)
 	p.cmds = new(commandCache)
-	for _, add := range []func() error{p.addExecute, p.addSession, p.addCommands, p.addResources} {
+	for _, add := range []func() error{p.addExecute, p.addSession, p.addCommands, p.addProcess, p.addResources} {
 		if err := add(); err != nil {
 			return err
 		}
@@ -133,12 +137,13 @@ func (p *Plugin) Attach(ctx context.Context, h *mcpcore.Host) error {
 	return nil
 }
 
-// Close implements mcpcore.Plugin: it stops the reaper and closes every
-// session's connection.
-func (p *Plugin) Close(context.Context) error {
+// Close implements mcpcore.Plugin: it stops the reaper, closes every
+// session's connection, and terminates and reaps every process the
+// process tool started.
+func (p *Plugin) Close(ctx context.Context) error {
 	if p.reg == nil {
 		return nil
 	}
 	p.cmds.close()
-	return p.reg.close()
+	return errors.Join(p.procs.close(ctx), p.reg.close())
 }

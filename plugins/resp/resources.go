@@ -13,10 +13,14 @@ import (
 // Capabilities is the content of <scheme>://capabilities: what the plugin
 // can reach and do, never a credential.
 type Capabilities struct {
-	DefaultTarget string              `json:"default_target"`
-	Targets       []TargetInfo        `json:"targets"`
-	Privileges    Privileges          `json:"privileges"`
-	Limits        []mcpcore.LimitInfo `json:"limits"`
+	DefaultTarget string       `json:"default_target"`
+	Targets       []TargetInfo `json:"targets"`
+	Privileges    Privileges   `json:"privileges"`
+	// Management and Process detail the privileged surfaces and their
+	// limits.
+	Management ManagementCapability `json:"management"`
+	Process    ProcessCapability    `json:"process"`
+	Limits     []mcpcore.LimitInfo  `json:"limits"`
 	// Access maps each tool and resource to what it reaches.
 	Access map[string]string `json:"access"`
 }
@@ -33,10 +37,43 @@ type TargetInfo struct {
 
 // Privileges says which privileged surfaces are enabled.
 type Privileges struct {
-	// Process is process control (a later issue): off unless process.enabled.
+	// Process is process control: off unless process.enabled.
 	Process bool `json:"process"`
 	// Downloads is management snapshot downloads under file_root.
 	Downloads bool `json:"downloads"`
+	// Management and Live: some target has a management_url, which the
+	// management tools (HTTP routes, and the live WebSocket) reach.
+	Management bool `json:"management"`
+	Live       bool `json:"live"`
+}
+
+// ManagementCapability describes the management surfaces: which targets
+// have a management origin (never its token), and their limits.
+type ManagementCapability struct {
+	// Targets names the targets with a management_url: the only origins
+	// the management tools reach.
+	Targets []string `json:"targets"`
+	// MaxLiveHandles bounds the live (WebSocket) handles open at once,
+	// apart from RESP sessions.
+	MaxLiveHandles int64 `json:"max_live_handles"`
+	// FileRoot is the directory downloads are confined to ("" when
+	// downloads are off); MaxDownloadBytes bounds one download.
+	FileRoot         string `json:"file_root"`
+	MaxDownloadBytes int64  `json:"max_download_bytes"`
+}
+
+// ProcessCapability describes process control and its limits.
+type ProcessCapability struct {
+	Enabled bool `json:"enabled"`
+	// Binary is the server executable the process tool runs (resolved
+	// from PATH unless process.binary names it); BinaryError says why
+	// none was found.
+	Binary      string `json:"binary,omitempty"`
+	BinaryError string `json:"binary_error,omitempty"`
+	// MaxChildren bounds the owned processes (running, or exited and not
+	// yet released by stop); LogRetentionBytes the log kept of each.
+	MaxChildren       int64 `json:"max_children"`
+	LogRetentionBytes int64 `json:"log_retention_bytes"`
 }
 
 func (p *Plugin) addResources() error {
@@ -61,11 +98,26 @@ func (p *Plugin) addResources() error {
 func (p *Plugin) capabilities() Capabilities {
 	h := p.host
 	c := Capabilities{DefaultTarget: p.cfg.defaultTarget, Targets: []TargetInfo{},
-		Privileges: Privileges{Process: p.cfg.process.Enabled, Downloads: p.cfg.fileRoot != ""}}
+		Privileges: Privileges{Process: p.cfg.process.Enabled, Downloads: p.cfg.fileRoot != ""},
+		Management: ManagementCapability{Targets: []string{}, MaxLiveHandles: h.Limit(LimitMaxLiveHandles),
+			FileRoot: p.cfg.fileRoot, MaxDownloadBytes: h.Limit(LimitDownloadBytes)},
+		Process: ProcessCapability{Enabled: p.cfg.process.Enabled, MaxChildren: h.Limit(LimitChildProcesses), LogRetentionBytes: h.Limit(LimitChildLogBytes)}}
 	for _, name := range p.cfg.names() {
 		t := p.cfg.targets[name]
 		c.Targets = append(c.Targets, TargetInfo{Name: name, Address: t.addr, Protocol: t.protocol, Database: t.database,
 			TLS: t.tls != nil, Management: t.managementURL != ""})
+		if t.managementURL != "" {
+			c.Management.Targets = append(c.Management.Targets, name)
+		}
+	}
+	c.Privileges.Management = len(c.Management.Targets) > 0
+	c.Privileges.Live = c.Privileges.Management
+	if c.Process.Enabled {
+		if bin, err := serverBinary(p.cfg.process); err != nil {
+			c.Process.BinaryError = err.Error()
+		} else {
+			c.Process.Binary = bin
+		}
 	}
 	for _, s := range Limits() {
 		c.Limits = append(c.Limits, limitInfo(s, h.Limit(s.Name)))
@@ -78,6 +130,9 @@ func (p *Plugin) capabilities() Capabilities {
 		h.ReadToolName():              "pages of this plugin's large results, for the caller that made them",
 		h.ResourceURI("commands"):     "read-only: the first page of the default target's command registry",
 		h.ResourceURI("capabilities"): "this description",
+	}
+	if c.Process.Enabled {
+		c.Access[h.ToolName("process")] = "privileged host administration: starts, inspects, stops and reaps server processes of the configured binary that it started itself (never others), and restores RDB files into new directories; not a sandbox"
 	}
 	return c
 }

@@ -1,0 +1,158 @@
+package resp
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/mcpkit/mcpkit/pkg/mcpcore"
+)
+
+// CheckerName is the RDB checker's name: the server binary run under it
+// (argv[0]) is its own offline RDB checker, as redis-check-rdb is.
+const CheckerName = "redis-check-rdb"
+
+// RestoredFile is the name restore gives the RDB in the new data directory
+// (the server's default dbfilename).
+const RestoredFile = "dump.rdb"
+
+// help runs the server's help, or with args ["restore"] the RDB checker's
+// usage (which it prints, exiting 1, when given no file).
+func (ps *processes) help(ctx context.Context, in ProcessArgs) (any, error) {
+	bin, err := ps.binary()
+	if err != nil {
+		return nil, err
+	}
+	var reply ProgramReply
+	switch {
+	case len(in.Args) == 0:
+		if reply, err = ps.runProgram(ctx, bin, bin, []string{"--help"}); err != nil {
+			return nil, err
+		}
+		reply.Note = "start {args} accepts every argument shown here; the first may be a configuration file"
+	case len(in.Args) == 1 && in.Args[0] == ProcessRestore:
+		// The checker has no help option: its usage is what it prints when
+		// given no file.
+		if reply, err = ps.runProgram(ctx, bin, CheckerName, nil); err != nil {
+			return nil, err
+		}
+		reply.Note = "restore {source, data_dir} creates data_dir (which must not exist), copies source into it as " + RestoredFile +
+			", then runs this checker on the copy; a failed check removes data_dir again"
+	default:
+		return nil, &mcpcore.ParamError{Path: "/args", Reason: `help takes no args, or ["restore"]`}
+	}
+	// Both print their usage and exit 1 (redis-server's --help included):
+	// help succeeded when the usage came out.
+	reply.Success = reply.Success || reply.ExitCode == 1 && strings.Contains(reply.Output, "Usage")
+	if !reply.Success {
+		return nil, mcpcore.ErrorResult(reply)
+	}
+	return reply, nil
+}
+
+// restore places an RDB file in a new data directory and verifies the
+// placed copy with the server's checker; a copy that fails the check is
+// removed with the directory restore created.
+func (ps *processes) restore(ctx context.Context, in ProcessArgs) (any, error) {
+	switch {
+	case in.Source == "":
+		return nil, &mcpcore.ParamError{Path: "/source", Reason: "restore needs the RDB file to restore"}
+	case in.DataDir == "":
+		return nil, &mcpcore.ParamError{Path: "/data_dir", Reason: "restore needs the new data directory"}
+	}
+	bin, err := ps.binary()
+	if err != nil {
+		return nil, err
+	}
+	src, err := filepath.Abs(in.Source)
+	if err != nil {
+		return nil, &mcpcore.ParamError{Path: "/source", Reason: err.Error()}
+	}
+	dir, err := filepath.Abs(in.DataDir)
+	if err != nil {
+		return nil, &mcpcore.ParamError{Path: "/data_dir", Reason: err.Error()}
+	}
+	if fi, err := os.Stat(src); err != nil || !fi.Mode().IsRegular() {
+		reason := "not a regular file"
+		if err != nil {
+			reason = err.Error()
+		}
+		return nil, &mcpcore.ParamError{Path: "/source", Reason: fmt.Sprintf("%s: %s; nothing was written", src, reason)}
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return nil, mcpcore.Errorf(KindRefused, "data_dir %s already exists: restore places the RDB in a new directory only; nothing was written", dir)
+		}
+		return nil, fmt.Errorf("restore: create data_dir: %w; nothing was written", err)
+	}
+	file := filepath.Join(dir, RestoredFile)
+	n, sum, err := copyFile(ctx, src, file)
+	if err != nil {
+		removeRestore(file, dir)
+		return nil, fmt.Errorf("restore: copy %s into %s: %w; data_dir was removed again", src, dir, err)
+	}
+	reply := RestoreReply{Source: src, DataDir: dir}
+	reply.ProgramReply, err = ps.runProgram(ctx, bin, CheckerName, []string{file})
+	if err != nil || !reply.Success {
+		removeRestore(file, dir)
+		if err != nil {
+			return nil, fmt.Errorf("restore: check %s: %w; data_dir was removed again", file, err)
+		}
+		reply.Note = "the checker refused the file: data_dir was removed again"
+		return nil, mcpcore.ErrorResult(reply)
+	}
+	reply.File, reply.Bytes, reply.SHA256 = file, n, sum
+	reply.StartArgs = []string{"--dir", dir, "--dbfilename", RestoredFile}
+	reply.Note = "start a server on the restored data with start_args and the rest of its configuration"
+	return reply, nil
+}
+
+// copyFile copies src to the new file dst (never an existing one),
+// synced, and returns its size and SHA-256. ctx ends the copy between
+// chunks.
+func copyFile(ctx context.Context, src, dst string) (int64, string, error) {
+	in, err := os.Open(src)
+	if err != nil {
+		return 0, "", err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return 0, "", err
+	}
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(out, h), ctxReader{ctx, in})
+	if err == nil {
+		err = out.Sync()
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	return n, hex.EncodeToString(h.Sum(nil)), err
+}
+
+// ctxReader fails its next Read once ctx has ended.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, context.Cause(c.ctx)
+	}
+	return c.r.Read(p)
+}
+
+// removeRestore removes what restore created, and only that.
+func removeRestore(file, dir string) {
+	os.Remove(file)
+	os.Remove(dir)
+}
