@@ -18,7 +18,8 @@ func (p *Plugin) addCollectionTools() {
 	addTool(p, &mcp.Tool{Name: "list_collections", Description: "List the collections: for each, {name, count, indexes: [{name, fields, unique}], schema} (schema null when none is declared; a unique schema field has an index named \"$unique:<field>\").",
 		Annotations: readOnly()}, p.listCollections)
 	indexNote := " Builds it over the existing documents in one transaction (sending progress notifications when the request has a progress token). Returns {created, index: {name, fields, unique}}: created is false when an identical index exists; an index of that name with another definition fails with index_exists, and a unique index over documents that already share a value fails with unique_violation. Queries (page, count, delete_where) use the index that constrains the most fields; page can order by an index's first field."
-	addTool(p, &mcp.Tool{Name: "create_index", Description: "Create a secondary index on one or more fields (a compound index serves any leading prefix of its fields)." + indexNote,
+	addTool(p, &mcp.Tool{Name: "create_index", Description: "Create a secondary index on one or more fields (a compound index serves any leading prefix of its fields)." + indexNote +
+		` With type "vector" it declares instead the collection's vector field (one per collection), which search ranks by: {"collection": "notes", "type": "vector", "fields": ["embedding"], "dimension": 384, "metric": "cosine"}; documents then hold {"$vector": [...]} of that dimension in the field (or none: null or missing), any other value fails with schema_violation; the existing documents are indexed (exactly, and by an HNSW graph for approximate search) and returns {created, vector: {field, dimension, metric}}.`,
 		Annotations: &mcp.ToolAnnotations{IdempotentHint: true, OpenWorldHint: new(false)}}, p.createIndex, mcpcore.ToolOptions{Timeout: buildTimeout})
 	addTool(p, &mcp.Tool{Name: "create_scalar_index", Description: "Create a secondary index on one field, named after the field unless name is given." + indexNote,
 		Annotations: &mcp.ToolAnnotations{IdempotentHint: true, OpenWorldHint: new(false)}}, p.createScalarIndex, mcpcore.ToolOptions{Timeout: buildTimeout})
@@ -53,13 +54,27 @@ type indexReply struct {
 }
 
 type createIndexArgs struct {
-	Collection collectionName `json:"collection"`
-	Name       indexName      `json:"name"`
-	Fields     indexFields    `json:"fields" jsonschema:"the indexed fields, dotted paths (\"address.city\"), in the index's order"`
-	Unique     bool           `json:"unique,omitempty" jsonschema:"refuse two documents with the same values in these fields (documents with a null or missing one are not compared)"`
+	Collection collectionName  `json:"collection"`
+	Name       indexName       `json:"name,omitempty" jsonschema:"the index's name: 1 to 256 bytes without NUL (required for a secondary index; a vector index has none)"`
+	Fields     indexFields     `json:"fields" jsonschema:"the indexed fields, dotted paths (\"address.city\"), in the index's order; for a vector index, the one field holding the vectors"`
+	Unique     bool            `json:"unique,omitempty" jsonschema:"refuse two documents with the same values in these fields (documents with a null or missing one are not compared)"`
+	Type       indexType       `json:"type,omitempty" jsonschema:"\"secondary\" (the default) or \"vector\" (the collection's vector field, for search)"`
+	Dimension  vectorDimension `json:"dimension,omitempty" jsonschema:"for type vector: the vectors' dimension (1 to 4096)"`
+	Metric     vectorMetric    `json:"metric,omitempty" jsonschema:"for type vector: cosine (the default), dot or l2"`
 }
 
 func (p *Plugin) createIndex(ctx context.Context, req *mcp.CallToolRequest, in createIndexArgs) (any, error) {
+	if in.Type == "vector" {
+		return p.createVectorIndex(ctx, req, in)
+	}
+	switch {
+	case in.Name == "":
+		return nil, &mcpcore.ParamError{Path: "/name", Reason: "a secondary index needs a name"}
+	case in.Dimension != 0:
+		return nil, &mcpcore.ParamError{Path: "/dimension", Reason: "dimension is for a vector index (type \"vector\")"}
+	case in.Metric != "":
+		return nil, &mcpcore.ParamError{Path: "/metric", Reason: "metric is for a vector index (type \"vector\")"}
+	}
 	return p.buildIndex(ctx, req, string(in.Collection), string(in.Name), in.Fields, in.Unique, "/fields")
 }
 
