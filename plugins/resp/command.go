@@ -3,15 +3,21 @@ package resp
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/mcpkit/mcpkit/pkg/cli"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
+	"github.com/mcpkit/mcpkit/pkg/mcpcore/httpserve"
+	"github.com/mcpkit/mcpkit/pkg/resp"
+	"github.com/mcpkit/mcpkit/pkg/respadmin"
 )
 
 // Names of the command's own flags.
@@ -40,13 +46,26 @@ the default target's password when the configuration gives none.
 --tool-prefix names the tools <prefix>_execute, <prefix>_session,
 <prefix>_commands and <prefix>_result (default resp, e.g. resp_execute).
 Over stdio by default; --http ADDR serves streamable HTTP on
-loopback (for tokens and TLS use 'mcpkit serve --plugins resp --config').`
+loopback (for tokens and TLS use 'mcpkit serve --plugins resp --config').
+
+'mcpkit resp admin' serves the management gateway of one RESP server (the
+--target ADDR host:port) at --listen ADDR: JSON routes under /api, /metrics
+and the /api/live WebSocket that the management tools reach through a
+target's management_url. Its --config FILE (strict JSON, all optional):
+username, password_file | password_env, database, tls {ca_cert, server_name,
+client_cert, client_key} for the target; tokens_file (lines "ROLE TOKEN",
+ROLE viewer, operator or admin); tls_cert_file and tls_key_file to serve
+HTTPS; audit_file (append-only JSON lines; without it POSTs are refused);
+reveal ("off", or the least role that sees key values); replication_export
+(GET /api/replication/snapshot); live {max_connections, queue_frames,
+max_frame_bytes}. Without tokens it listens on loopback only, and every
+caller acts as admin.`
 
 func init() {
 	cli.RegisterCommand(cli.Command{
 		Name:    "resp",
 		Summary: "serve the RESP sidecar (Redis-protocol datastore access) alone, over stdio by default",
-		Usage:   "[--host H] [--port P] [--config FILE] [--tool-prefix P] [--stdio | --http ADDR] [--log-level L] [--log-format F]",
+		Usage:   "[--host H] [--port P] [--config FILE] [--tool-prefix P] [--stdio | --http ADDR] [--log-level L] [--log-format F]\n       mcpkit resp admin --target ADDR --listen ADDR [--config FILE] [--log-level L] [--log-format F]",
 		Doc:     commandDoc,
 		Flags: func(fs *flag.FlagSet) {
 			fs.String(flagHost, "", "default target `host` (default 127.0.0.1)")
@@ -62,6 +81,13 @@ func init() {
 }
 
 func runCommand(ctx context.Context, env *cli.Env) int {
+	if len(env.Args) > 0 && env.Args[0] == "admin" {
+		err := runAdmin(ctx, env, env.Args[1:])
+		if errors.Is(err, flag.ErrHelp) {
+			return cli.ExitOK
+		}
+		return env.Fail(err)
+	}
 	if len(env.Args) > 0 {
 		return env.Fail(cli.Usagef("unexpected argument %q", env.Args[0]))
 	}
@@ -197,4 +223,137 @@ func splitLimits(raw json.RawMessage, core *mcpcore.Limits) (json.RawMessage, er
 	}
 	b, _ := json.Marshal(pluginVals)
 	return b, nil
+}
+
+// adminFile is the --config file of `mcpkit resp admin`.
+type adminFile struct {
+	Username          string     `json:"username,omitempty"`
+	PasswordFile      string     `json:"password_file,omitempty"`
+	PasswordEnv       string     `json:"password_env,omitempty"`
+	Database          int        `json:"database,omitempty"`
+	TLS               *TLSConfig `json:"tls,omitempty"`
+	TokensFile        string     `json:"tokens_file,omitempty"`
+	TLSCertFile       string     `json:"tls_cert_file,omitempty"`
+	TLSKeyFile        string     `json:"tls_key_file,omitempty"`
+	AuditFile         string     `json:"audit_file,omitempty"`
+	Reveal            string     `json:"reveal,omitempty"`
+	ReplicationExport bool       `json:"replication_export,omitempty"`
+	Live              struct {
+		MaxConnections int `json:"max_connections,omitempty"`
+		QueueFrames    int `json:"queue_frames,omitempty"`
+		MaxFrameBytes  int `json:"max_frame_bytes,omitempty"`
+	} `json:"live"`
+}
+
+// runAdmin runs `mcpkit resp admin`: the management gateway until ctx ends.
+func runAdmin(ctx context.Context, env *cli.Env, args []string) error {
+	fs := flag.NewFlagSet("mcpkit resp admin", flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	target := fs.String("target", "", "the RESP server's `host:port`")
+	listen := fs.String("listen", "", "the gateway's listen `address` (loopback unless tokens_file is configured)")
+	config := fs.String(flagConfig, "", "the gateway's JSON configuration `FILE`")
+	fs.Usage = func() {}
+	switch err := fs.Parse(args); {
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprintln(env.Stdout, "Usage of mcpkit resp admin (see 'mcpkit help resp'):")
+		fs.SetOutput(env.Stdout)
+		fs.PrintDefaults()
+		return err
+	case err != nil:
+		return cli.Usagef("admin: %v", err)
+	case fs.NArg() > 0:
+		return cli.Usagef("admin: unexpected argument %q", fs.Arg(0))
+	case *target == "" || *listen == "":
+		return cli.Usagef("admin: give --target and --listen")
+	}
+	opts, tlsCfg, err := adminOptions(*target, *config)
+	if err != nil {
+		return err
+	}
+	opts.Logger = env.Logger
+	srv, err := respadmin.New(opts)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	scheme := "http"
+	if tlsCfg != nil {
+		scheme = "https"
+	}
+	return httpserve.ListenAndServe(ctx, *listen, srv, httpserve.ServeOptions{
+		Logger: env.Logger,
+		TLS:    tlsCfg,
+		Ready: func(a net.Addr) {
+			env.Logger.Info("listening", "url", scheme+"://"+a.String(), "target", *target, "authenticated", srv.Authenticated())
+		},
+	})
+}
+
+// adminOptions reads the gateway's configuration file (none: defaults)
+// into the gateway's options and the TLS configuration it serves with.
+func adminOptions(target, path string) (respadmin.Options, *tls.Config, error) {
+	var f adminFile
+	if path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return respadmin.Options{}, nil, &mcpcore.ConfigError{Field: "--config", Reason: err.Error()}
+		}
+		if err := mcpcore.DecodeStrict(data, &f); err != nil {
+			return respadmin.Options{}, nil, fmt.Errorf("config %s: %w", path, err)
+		}
+	}
+	host, _, err := net.SplitHostPort(target)
+	if err != nil {
+		return respadmin.Options{}, nil, cli.Usagef("admin: --target %q: want host:port", target)
+	}
+	pw, ok, err := mcpcore.ReadSecret("password", f.PasswordFile, f.PasswordEnv)
+	if err != nil {
+		return respadmin.Options{}, nil, err
+	}
+	if !ok {
+		pw = os.Getenv(EnvAuth)
+	}
+	opts := respadmin.Options{
+		Target:            resp.DialOptions{Addr: target, Protocol: 3, Username: f.Username, Password: pw, Database: f.Database, ConnectTimeout: connectTimeout},
+		ReplicationExport: f.ReplicationExport,
+		Live:              respadmin.LiveOptions{MaxConnections: f.Live.MaxConnections, QueueFrames: f.Live.QueueFrames, MaxFrameBytes: f.Live.MaxFrameBytes},
+	}
+	if f.TLS != nil {
+		if opts.Target.TLS, err = f.TLS.load("tls", host); err != nil {
+			return respadmin.Options{}, nil, err
+		}
+	}
+	if f.TokensFile != "" {
+		data, err := os.ReadFile(f.TokensFile)
+		if err != nil {
+			return respadmin.Options{}, nil, &mcpcore.ConfigError{Field: "tokens_file", Reason: err.Error()}
+		}
+		if opts.Tokens, err = respadmin.ParseTokens(data); err != nil {
+			return respadmin.Options{}, nil, &mcpcore.ConfigError{Field: "tokens_file", Reason: err.Error()}
+		}
+	}
+	if f.AuditFile != "" {
+		if opts.AuditFile, err = absPath("audit_file", f.AuditFile); err != nil {
+			return respadmin.Options{}, nil, err
+		}
+	}
+	if f.Reveal != "" && f.Reveal != "off" {
+		r, err := respadmin.ParseRole(f.Reveal)
+		if err != nil || r == respadmin.RoleNone {
+			return respadmin.Options{}, nil, &mcpcore.ConfigError{Field: "reveal", Reason: fmt.Sprintf("%q: want off, viewer, operator or admin", f.Reveal)}
+		}
+		opts.Reveal = r
+	}
+	var serveTLS *tls.Config
+	if (f.TLSCertFile == "") != (f.TLSKeyFile == "") {
+		return respadmin.Options{}, nil, &mcpcore.ConfigError{Field: "tls_cert_file", Reason: "set tls_cert_file and tls_key_file together"}
+	}
+	if f.TLSCertFile != "" {
+		pair, err := tls.LoadX509KeyPair(f.TLSCertFile, f.TLSKeyFile)
+		if err != nil {
+			return respadmin.Options{}, nil, &mcpcore.ConfigError{Field: "tls_cert_file", Reason: strings.TrimSpace(err.Error())}
+		}
+		serveTLS = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{pair}}
+	}
+	return opts, serveTLS, nil
 }

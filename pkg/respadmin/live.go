@@ -1,0 +1,350 @@
+package respadmin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"reflect"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/mcpkit/mcpkit/pkg/resp"
+)
+
+// LiveOptions bounds the /api/live WebSocket connections. Zero fields take
+// the defaults.
+type LiveOptions struct {
+	// MaxConnections is how many live connections may be open at once
+	// (default 16); one more is refused with 429.
+	MaxConnections int
+	// QueueFrames is how many frames one connection may have waiting to be
+	// written (default 256). A frame that finds the queue full is dropped
+	// and counted, and a "dropped" frame reports the count.
+	QueueFrames int
+	// MaxFrameBytes bounds one frame (default 64 KiB); a larger one (a long
+	// MONITOR line) is dropped and counted the same way, never cut.
+	MaxFrameBytes int
+	// WriteTimeout bounds writing one frame to a slow client (default
+	// 10 s); beyond it the connection is closed.
+	WriteTimeout time.Duration
+}
+
+func (o *LiveOptions) fill() error {
+	if o.MaxConnections == 0 {
+		o.MaxConnections = 16
+	}
+	if o.QueueFrames == 0 {
+		o.QueueFrames = 256
+	}
+	if o.MaxFrameBytes == 0 {
+		o.MaxFrameBytes = 64 << 10
+	}
+	if o.WriteTimeout == 0 {
+		o.WriteTimeout = 10 * time.Second
+	}
+	if o.MaxConnections < 0 || o.QueueFrames < 1 || o.MaxFrameBytes < 1024 || o.WriteTimeout < 0 {
+		return errors.New("respadmin: live limits must be positive (max frame at least 1024 bytes)")
+	}
+	return nil
+}
+
+// liveSet counts the open live connections and waits for them at Close.
+type liveSet struct {
+	mu sync.Mutex
+	n  int
+	wg sync.WaitGroup
+}
+
+func (l *liveSet) acquire(max int) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.n >= max {
+		return false
+	}
+	l.n++
+	l.wg.Add(1)
+	return true
+}
+
+func (l *liveSet) release() {
+	l.mu.Lock()
+	l.n--
+	l.mu.Unlock()
+	l.wg.Done()
+}
+
+func (l *liveSet) wait() { l.wg.Wait() }
+
+// The live interval's bounds.
+const (
+	minLiveInterval = 100 * time.Millisecond
+	maxLiveInterval = time.Minute
+)
+
+// liveStream is one live connection's frame queue.
+type liveStream struct {
+	frames  chan []byte
+	max     int
+	mu      sync.Mutex
+	dropped int64 // frames dropped since the last "dropped" frame
+	seq     int64
+}
+
+// push queues a frame, or drops and counts it when the queue is full or
+// the frame too large. The frame gets the next sequence number.
+func (ls *liveStream) push(frame map[string]any) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	ls.seq++
+	frame["seq"] = ls.seq
+	frame["time"] = time.Now().UTC().Format(time.RFC3339Nano)
+	b, err := json.Marshal(frame)
+	if err != nil || len(b) > ls.max {
+		ls.dropped++
+		return
+	}
+	select {
+	case ls.frames <- b:
+	default:
+		ls.dropped++
+	}
+}
+
+// takeDropped returns and resets the dropped count.
+func (ls *liveStream) takeDropped() int64 {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	n := ls.dropped
+	ls.dropped = 0
+	return n
+}
+
+// getLive serves the /api/live WebSocket: an "overview" frame (INFO, the
+// database size, the keyspace-notification setting, the limits), then
+// "info_delta" frames every interval_ms with the INFO fields that changed,
+// "keyspace" frames for keyspace notifications (PSUBSCRIBE on a connection
+// of its own; the server's notify-keyspace-events decides what it sends),
+// "monitor" frames (admin, monitor=true) and "dropped" frames counting
+// what did not fit. Each frame has "type", "seq" and "time". The client
+// sends nothing; the connection ends when the client closes it, a write
+// stalls past WriteTimeout, or the gateway closes.
+func getLive(s *Server, w http.ResponseWriter, r *http.Request, c caller) error {
+	interval, err := intParam(r, "interval_ms", 1000, int(maxLiveInterval/time.Millisecond))
+	if err != nil {
+		return err
+	}
+	if time.Duration(interval)*time.Millisecond < minLiveInterval {
+		return badRequest("interval_ms=%d: want at least %d", interval, minLiveInterval/time.Millisecond)
+	}
+	keyspace, err := boolParam(r, "keyspace", true)
+	if err != nil {
+		return err
+	}
+	monitor, err := boolParam(r, "monitor", false)
+	if err != nil {
+		return err
+	}
+	if monitor && c.role < RoleAdmin {
+		return forbidden("monitor=true needs role admin; the token has %s", c.role)
+	}
+	if !s.live.acquire(s.opts.Live.MaxConnections) {
+		return &Error{Status: http.StatusTooManyRequests, Kind: "too_many_live", Message: fmt.Sprintf("%d live connections are open (the gateway's limit)", s.opts.Live.MaxConnections)}
+	}
+	defer s.live.release()
+	overview, prev, err := s.overview(r.Context())
+	if err != nil {
+		return err
+	}
+	ws, err := websocket.Accept(w, r, nil) // refuses a cross-origin browser
+	if err != nil {
+		return nil // Accept has answered
+	}
+	defer ws.CloseNow()
+	ws.SetReadLimit(1024)
+	// peer ends when the client closes or sends anything. It must not
+	// derive from s.life: the library drops the connection when a read's
+	// context ends, and a closing gateway sends a close frame instead.
+	peer := ws.CloseRead(context.Background())
+	ctx, cancel := context.WithCancel(s.life)
+	defer cancel()
+	defer context.AfterFunc(peer, cancel)()
+	ls := &liveStream{frames: make(chan []byte, s.opts.Live.QueueFrames), max: s.opts.Live.MaxFrameBytes}
+	overview["type"] = "overview"
+	overview["limits"] = map[string]any{"queue_frames": s.opts.Live.QueueFrames, "max_frame_bytes": s.opts.Live.MaxFrameBytes, "interval_ms": interval}
+	ls.push(overview)
+
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s.liveInfo(ctx, ls, prev, time.Duration(interval)*time.Millisecond)
+	}()
+	if keyspace {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.liveCommand(ctx, ls, "keyspace", [][]byte{[]byte("PSUBSCRIBE"), []byte("__keyspace@*__:*"), []byte("__keyevent@*__:*")})
+		}()
+	}
+	if monitor {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.liveCommand(ctx, ls, "monitor", [][]byte{[]byte("MONITOR")})
+		}()
+	}
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	write := func(b []byte) bool {
+		wctx, wcancel := context.WithTimeout(ctx, s.opts.Live.WriteTimeout)
+		defer wcancel()
+		return ws.Write(wctx, websocket.MessageText, b) == nil
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			if peer.Err() == nil {
+				ws.Close(websocket.StatusGoingAway, "the gateway is closing")
+			}
+			return nil
+		case b := <-ls.frames:
+			if !write(b) {
+				return nil
+			}
+		case <-tick.C:
+			if n := ls.takeDropped(); n > 0 {
+				ls.push(map[string]any{"type": "dropped", "count": n})
+			}
+		}
+	}
+}
+
+// overview reads what the first live frame carries, and INFO flattened for
+// the deltas.
+func (s *Server) overview(ctx context.Context) (map[string]any, map[string]any, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.CommandTimeout)
+	defer cancel()
+	rs, err := s.pool.run(ctx, []string{"INFO", "ALL"}, []string{"DBSIZE"}, []string{"CONFIG", "GET", "notify-keyspace-events"})
+	if err != nil {
+		return nil, nil, err
+	}
+	for i, v := range rs {
+		if v.IsError() {
+			return nil, nil, targetError([]string{"INFO", "DBSIZE", "CONFIG GET"}[i], v)
+		}
+	}
+	info := parseInfo(string(rs[0].Str))
+	notify := ""
+	if len(rs[2].Elems) == 2 {
+		notify = string(rs[2].Elems[1].Str)
+	}
+	return map[string]any{"info": info, "dbsize": rs[1].Int, "keyspace_notifications": notify}, flatten(info), nil
+}
+
+// flatten maps "section.field" to INFO's values.
+func flatten(info Info) map[string]any {
+	out := map[string]any{}
+	for sec, fields := range info {
+		for k, v := range fields {
+			out[sec+"."+k] = v
+		}
+	}
+	return out
+}
+
+// liveInfo sends an "info_delta" frame every interval when INFO changed:
+// "changed" (section.field to its new value) and "removed".
+func (s *Server) liveInfo(ctx context.Context, ls *liveStream, prev map[string]any, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		cctx, cancel := context.WithTimeout(ctx, s.opts.CommandTimeout)
+		v, err := s.pool.one(cctx, "INFO", "ALL")
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			ls.push(map[string]any{"type": "error", "source": "info", "message": err.Error()})
+			continue
+		}
+		cur := flatten(parseInfo(string(v.Str)))
+		changed := map[string]any{}
+		var removed []string
+		for k, val := range cur {
+			if old, ok := prev[k]; !ok || !reflect.DeepEqual(old, val) {
+				changed[k] = val
+			}
+		}
+		for k := range prev {
+			if _, ok := cur[k]; !ok {
+				removed = append(removed, k)
+			}
+		}
+		prev = cur
+		if len(changed) > 0 || len(removed) > 0 {
+			ls.push(map[string]any{"type": "info_delta", "changed": changed, "removed": removed})
+		}
+	}
+}
+
+// liveCommand runs cmd (PSUBSCRIBE or MONITOR) on a connection of its
+// own and turns what the server pushes into frames of the given type:
+// "keyspace" {pattern, channel, message}, "monitor" {line}. It ends with
+// ctx, closing the connection; a failure sends an "error" frame.
+func (s *Server) liveCommand(ctx context.Context, ls *liveStream, kind string, cmd [][]byte) {
+	conn, err := s.pool.dial(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			ls.push(map[string]any{"type": "error", "source": kind, "message": err.Error()})
+		}
+		return
+	}
+	defer conn.Close()
+	if _, err := conn.Send(ctx, [][][]byte{cmd}); err != nil {
+		if ctx.Err() == nil {
+			ls.push(map[string]any{"type": "error", "source": kind, "message": err.Error()})
+		}
+		return
+	}
+	for {
+		res, err := conn.Receive(ctx, resp.ReceiveOptions{MaxFrames: 64, Wait: time.Second, MaxBytes: maxReplyBytes})
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			ls.push(map[string]any{"type": "error", "source": kind, "message": err.Error()})
+			return
+		}
+		for _, f := range res.Frames {
+			if frame := liveFrame(kind, f); frame != nil {
+				ls.push(frame)
+			}
+		}
+	}
+}
+
+// liveFrame converts a pushed RESP frame; acknowledgements give nil.
+func liveFrame(kind string, f resp.Value) map[string]any {
+	if kind == "monitor" {
+		if f.Kind == resp.KindSimpleString && string(f.Str) != "OK" {
+			return map[string]any{"type": "monitor", "line": text(f.Str)}
+		}
+		return nil
+	}
+	if len(f.Elems) == 4 && string(f.Elems[0].Str) == "pmessage" {
+		return map[string]any{"type": "keyspace", "pattern": text(f.Elems[1].Str), "channel": text(f.Elems[2].Str), "message": text(f.Elems[3].Str)}
+	}
+	return nil
+}
+
