@@ -347,4 +347,3 @@ func liveFrame(kind string, f resp.Value) map[string]any {
 	}
 	return nil
 }
-

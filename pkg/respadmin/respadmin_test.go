@@ -389,7 +389,11 @@ func TestPostsAudited(t *testing.T) {
 }
 
 func TestNoAuditNoTokens(t *testing.T) {
-	g := startGateway(t, false, func(o *respadmin.Options) { o.AuditFile = ""; o.ReplicationExport = false; o.Reveal = respadmin.RoleNone })
+	g := startGateway(t, false, func(o *respadmin.Options) {
+		o.AuditFile = ""
+		o.ReplicationExport = false
+		o.Reveal = respadmin.RoleNone
+	})
 	if g.srv.Authenticated() {
 		t.Fatal("Authenticated true without tokens")
 	}
