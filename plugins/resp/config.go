@@ -98,8 +98,12 @@ type target struct {
 	username string
 	password func() string
 	tls      *tls.Config
-	// managementURL is the management origin (a later issue's tool).
-	managementURL string
+	// managementURL is the management origin ("": none); managementToken
+	// its bearer token ("": none), behind a function like the password;
+	// managementCAs the roots its TLS is verified with (nil: the system's).
+	managementURL   string
+	managementToken func() string
+	managementCAs   *x509.CertPool
 }
 
 // settings is the resolved configuration the plugin runs with.
@@ -216,7 +220,7 @@ func (tc *TargetConfig) resolve(name string, isDefault bool) (*target, error) {
 	if tc == nil {
 		tc = &TargetConfig{}
 	}
-	t := &target{name: name, protocol: tc.Protocol, database: tc.Database, username: tc.Username, managementURL: tc.ManagementURL}
+	t := &target{name: name, protocol: tc.Protocol, database: tc.Database, username: tc.Username}
 	host, port := tc.Host, tc.Port
 	if host == "" {
 		host = DefaultHost
@@ -251,7 +255,7 @@ func (tc *TargetConfig) resolve(name string, isDefault bool) (*target, error) {
 			return nil, err
 		}
 	}
-	if err := tc.checkManagement(field); err != nil {
+	if err := tc.resolveManagement(field, t); err != nil {
 		return nil, err
 	}
 	return t, nil
@@ -316,22 +320,24 @@ func loadCAs(field, path string) (*x509.CertPool, error) {
 	return pool, nil
 }
 
-// checkManagement validates the management fields, which the management
-// tool of a later issue uses: an http(s) origin, a readable token source
-// and a loadable CA.
-func (tc *TargetConfig) checkManagement(field string) error {
+// resolveManagement validates the management fields and sets t's: an
+// http(s) origin, the token (read now) and the CA roots (loaded now).
+func (tc *TargetConfig) resolveManagement(field string, t *target) error {
 	if tc.ManagementURL != "" {
 		u, err := url.Parse(tc.ManagementURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
 			(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
 			return &mcpcore.ConfigError{Field: field + ".management_url", Reason: "want an http or https origin such as https://host:6383 (no path, query, fragment or credentials)"}
 		}
+		t.managementURL = u.Scheme + "://" + u.Host
 	}
-	if _, _, err := mcpcore.ReadSecret(field+".management_token", tc.ManagementTokenFile, tc.ManagementTokenEnv); err != nil {
+	token, _, err := mcpcore.ReadSecret(field+".management_token", tc.ManagementTokenFile, tc.ManagementTokenEnv)
+	if err != nil {
 		return err
 	}
+	t.managementToken = func() string { return token }
 	if tc.ManagementCACert != "" {
-		if _, err := loadCAs(field+".management_ca_cert", tc.ManagementCACert); err != nil {
+		if t.managementCAs, err = loadCAs(field+".management_ca_cert", tc.ManagementCACert); err != nil {
 			return err
 		}
 	}

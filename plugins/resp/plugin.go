@@ -127,7 +127,7 @@ func (p *Plugin) Attach(ctx context.Context, h *mcpcore.Host) error {
 	p.host = h
 	p.reg = newRegistry(h, p.cfg)
 	p.cmds = new(commandCache)
-	for _, add := range []func() error{p.addExecute, p.addSession, p.addCommands, p.addProcess, p.addResources} {
+	for _, add := range []func() error{p.addExecute, p.addSession, p.addCommands, p.addProcess, p.addManagement, p.addResources} {
 		if err := add(); err != nil {
 			return err
 		}
