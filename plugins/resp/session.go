@@ -90,6 +90,9 @@ type ReceiveReply struct {
 	Frames   []resp.Value `json:"frames"`
 	Bytes    int64        `json:"bytes"`
 	TimedOut bool         `json:"timed_out"`
+	// Redirects describes the frames that are MOVED or ASK replies of a
+	// cluster node (cluster.go): never followed.
+	Redirects []Redirect `json:"redirects,omitempty"`
 }
 
 // RawReceiveReply is receive's result on a raw session.
@@ -317,7 +320,7 @@ func (p *Plugin) receive(ctx context.Context, sc scope, in SessionArgs) (any, er
 		return nil, &mcpcore.ParamError{Path: "/max_frames", Reason: fmt.Sprintf("%d is outside [1, %d] (limit %s)", frames, maxFrames, LimitBatchCommands)}
 	}
 	res, err := conn.Receive(ctx, resp.ReceiveOptions{MaxFrames: frames, Wait: wait, MaxBytes: maxReply})
-	reply := ReceiveReply{Session: s.id, Frames: res.Frames, Bytes: res.Bytes, TimedOut: res.TimedOut}
+	reply := ReceiveReply{Session: s.id, Frames: res.Frames, Bytes: res.Bytes, TimedOut: res.TimedOut, Redirects: p.redirects(res.Frames)}
 	if reply.Frames == nil {
 		reply.Frames = []resp.Value{}
 	}
