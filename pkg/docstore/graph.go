@@ -444,9 +444,8 @@ func (s *Store) neighbors(ctx context.Context, ref Ref, dir Direction, q Neighbo
 		out = NeighborResult{}
 		g := graphReader{tx: r.tx}
 		selfKey := AppendKey(nil, ref.ID)
-		if r.docs.Get(selfKey) == nil {
-			id := ref.ID
-			return &Error{Code: CodeNotFound, Collection: ref.Collection, ID: &id, Field: "id", Message: fmt.Sprintf("no document %s", ref)}
+		if err := r.mustHave(ref, selfKey, "id"); err != nil {
+			return err
 		}
 		prefix := selfKey
 		if q.Type != "" {
@@ -471,12 +470,10 @@ func (s *Store) neighbors(ctx context.Context, ref Ref, dir Direction, q Neighbo
 				if dir == In {
 					other = e.From
 				}
-				d, err := g.doc(other)
-				if err != nil {
+				var err error
+				if n.Doc, err = g.projected(other, q.Select); err != nil {
 					return false, err
 				}
-				d = project(d, q.Select)
-				n.Doc = &d
 			}
 			out.Edges = append(out.Edges, n)
 			last = k
@@ -541,6 +538,27 @@ func (g graphReader) doc(ref Ref) (Doc, error) {
 		err = fmt.Errorf("docstore: an edge names document %s, which does not exist", ref)
 	}
 	return d, err
+}
+
+// projected reads the document ref, which an edge names, projected onto
+// paths.
+func (g graphReader) projected(ref Ref, paths []string) (*Doc, error) {
+	d, err := g.doc(ref)
+	if err != nil {
+		return nil, err
+	}
+	d = project(d, paths)
+	return &d, nil
+}
+
+// mustHave fails with not_found (at field) when r's collection has no
+// document ref (whose id key is idKey).
+func (r *reader) mustHave(ref Ref, idKey []byte, field string) error {
+	if r.docs.Get(idKey) != nil {
+		return nil
+	}
+	id := ref.ID
+	return &Error{Code: CodeNotFound, Collection: ref.Collection, ID: &id, Field: field, Message: fmt.Sprintf("no document %s", ref)}
 }
 
 // MaxTraverseDepth is the deepest Traverse goes.
@@ -622,19 +640,16 @@ func (s *Store) Traverse(ctx context.Context, start Ref, q TraverseQuery) (Trave
 		out = TraverseResult{}
 		g := graphReader{tx: r.tx}
 		startKey := AppendKey(nil, start.ID)
-		if r.docs.Get(startKey) == nil {
-			id := start.ID
-			return &Error{Code: CodeNotFound, Collection: start.Collection, ID: &id, Field: "start", Message: fmt.Sprintf("no document %s to start from", start)}
+		if err := r.mustHave(start, startKey, "start"); err != nil {
+			return err
 		}
 		seen := map[string]bool{nodeKey(start.Collection, startKey): true}
 		add := func(n Node) error {
 			if q.WithDocs {
-				d, err := g.doc(n.Ref)
-				if err != nil {
+				var err error
+				if n.Doc, err = g.projected(n.Ref, q.Select); err != nil {
 					return err
 				}
-				d = project(d, q.Select)
-				n.Doc = &d
 			}
 			out.Nodes = append(out.Nodes, n)
 			return nil
