@@ -22,6 +22,36 @@ type App struct {
 	mu                sync.RWMutex
 	actions           map[string]*Action
 	logger            *slog.Logger
+	authorizeChannel  ChannelAuthorizer // nil: every channel
+}
+
+// ChannelAuthorizer decides whether the client of c may receive channel's
+// messages: nil allows it. An *Error is shown to the client as is; any
+// other error refuses with a forbidden error whose cause is logged.
+type ChannelAuthorizer func(ctx context.Context, c *Conn, channel string) error
+
+// SetChannelAuthorizer makes fn decide who receives which PubSub
+// channel's messages, on every transport that delivers them (WebSocket
+// subscriptions, the MCP surface's notifications). Call it before
+// serving; without it every channel is open to every client.
+func (a *App) SetChannelAuthorizer(fn ChannelAuthorizer) { a.authorizeChannel = fn }
+
+// AuthorizeChannel reports whether the client of c may receive channel's
+// messages, by the app's [ChannelAuthorizer]: nil when it may, else an
+// *Error (the authorizer's own, or forbidden).
+func (a *App) AuthorizeChannel(ctx context.Context, c *Conn, channel string) error {
+	if a.authorizeChannel == nil {
+		return nil
+	}
+	err := a.authorizeChannel(ctx, c, channel)
+	if err == nil {
+		return nil
+	}
+	if _, ok := errors.AsType[*Error](err); ok {
+		return err
+	}
+	a.logger.Debug("channel refused", "conn", c.Type, "id", c.ID, "channel", channel, "error", err)
+	return &Error{Kind: KindForbidden, Message: fmt.Sprintf("receiving channel %q is not allowed", channel), Err: err}
 }
 
 // NewApp returns an empty App that logs to slog.Default (see SetLogger).

@@ -23,10 +23,6 @@ type WebSocketOptions struct {
 	// PubSub carries broadcasts to subscribed connections; nil refuses
 	// every subscribe with not_found.
 	PubSub PubSub
-	// AuthorizeChannel decides whether c may subscribe to channel: nil
-	// allows every channel. An *Error it returns is shown to the client as
-	// is; any other error is a forbidden error whose cause is logged.
-	AuthorizeChannel func(ctx context.Context, c *Conn, channel string) error
 	// AllowedOrigins are the browser origins allowed besides the request's
 	// own host ("*" allows any), as for HTTPOptions; another is 403.
 	AllowedOrigins []string
@@ -77,7 +73,7 @@ type wsHandler struct {
 //     or {"messageId":ID,"error":{"kind","message","field"}} ([ErrorJSON]'s
 //     shape);
 //   - {"messageType":"subscribe","channel":C,"messageId":ID} checks
-//     AuthorizeChannel and subscribes (subscribing twice is one
+//     the app's channel authorizer ([App.AuthorizeChannel]) and subscribes (subscribing twice is one
 //     subscription); {"messageType":"unsubscribe",...} ends it (not_found
 //     when not subscribed). Both answer {"messageId":ID,"status":"ok"} or
 //     an error.
@@ -246,17 +242,15 @@ func (c *wsConn) handle(data []byte) {
 	}
 	switch m.MessageType {
 	case "action":
-		cn := c.conn
-		if c.sessionID != "" {
-			s, err := c.h.sessions.load(c.ctx, c.sessionID, true)
-			if err != nil {
-				c.reply(m.MessageID, nil, err)
-				return
-			}
-			cn.Session = s
-			defer func() { c.sessionID = s.ID() }() // a destroyed session's successor
+		cn, err := c.connFor()
+		if err != nil {
+			c.reply(m.MessageID, nil, err)
+			return
 		}
-		out, err := c.h.app.Run(c.ctx, &cn, m.Action, m.Params)
+		out, err := c.h.app.Run(c.ctx, cn, m.Action, m.Params)
+		if cn.Session != nil {
+			c.sessionID = cn.Session.ID() // a destroyed session's successor
+		}
 		if err != nil {
 			c.reply(m.MessageID, nil, err)
 			return
@@ -271,6 +265,20 @@ func (c *wsConn) handle(data []byte) {
 	default:
 		c.reply(m.MessageID, nil, paramError(KindInvalidParam, "messageType", "unknown messageType %q: want action, subscribe or unsubscribe", m.MessageType))
 	}
+}
+
+// connFor returns the Conn of one client message: the connection's, with
+// its session as the store has it now.
+func (c *wsConn) connFor() (*Conn, error) {
+	cn := c.conn
+	if c.sessionID != "" {
+		s, err := c.h.sessions.load(c.ctx, c.sessionID, true)
+		if err != nil {
+			return nil, err
+		}
+		cn.Session = s
+	}
+	return &cn, nil
 }
 
 var statusOK = struct {
@@ -290,15 +298,12 @@ func (c *wsConn) subscribe(channel string) error {
 	if len(c.subs) >= c.h.opts.MaxSubscriptions {
 		return Errorf(KindConflict, "at the limit of %d subscriptions per connection", c.h.opts.MaxSubscriptions)
 	}
-	if auth := c.h.opts.AuthorizeChannel; auth != nil {
-		cn := c.conn
-		if err := auth(c.ctx, &cn, channel); err != nil {
-			if _, ok := errors.AsType[*Error](err); ok {
-				return err
-			}
-			c.h.opts.Logger.Debug("websocket subscription refused", "id", c.conn.ID, "channel", channel, "error", err)
-			return &Error{Kind: KindForbidden, Message: fmt.Sprintf("subscribing to channel %q is not allowed", channel), Err: err}
-		}
+	cn, err := c.connFor()
+	if err != nil {
+		return err
+	}
+	if err := c.h.app.AuthorizeChannel(c.ctx, cn, channel); err != nil {
+		return err
 	}
 	sub, err := c.h.opts.PubSub.Subscribe(c.ctx, channel)
 	if err != nil {

@@ -20,7 +20,14 @@ import (
 // that publishes its text on its channel) on a real server, over ps.
 func wsServe(t *testing.T, ps *action.LocalPubSub, opts action.WebSocketOptions) string {
 	t.Helper()
+	return wsServeApp(t, ps, opts, func(*action.App) {})
+}
+
+// wsServeApp is wsServe with setup called on the app before it serves.
+func wsServeApp(t *testing.T, ps *action.LocalPubSub, opts action.WebSocketOptions, setup func(*action.App)) string {
+	t.Helper()
 	app, _ := testApp(t)
+	setup(app)
 	type say struct {
 		Channel string `json:"channel"`
 		Text    string `json:"text"`
@@ -230,8 +237,8 @@ func TestWebSocketAuthorizeChannel(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
 	var seen []string
-	u := wsServe(t, action.NewLocalPubSub(), action.WebSocketOptions{
-		AuthorizeChannel: func(ctx context.Context, c *action.Conn, channel string) error {
+	u := wsServeApp(t, action.NewLocalPubSub(), action.WebSocketOptions{}, func(app *action.App) {
+		app.SetChannelAuthorizer(func(ctx context.Context, c *action.Conn, channel string) error {
 			mu.Lock()
 			seen = append(seen, c.Type+" "+channel)
 			mu.Unlock()
@@ -242,7 +249,7 @@ func TestWebSocketAuthorizeChannel(t *testing.T) {
 				return errors.New("the store says no")
 			}
 			return nil
-		},
+		})
 	})
 	c := wsDial(t, u)
 	m := wsCall(t, c, `{"messageType":"subscribe","channel":"vip","messageId":1}`)
