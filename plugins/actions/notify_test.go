@@ -3,9 +3,11 @@ package actions
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/mcpkit/mcpkit/internal/redistest"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore/mcptest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -45,5 +47,47 @@ func TestPubSubReachesMCPClients(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("no log notification for the broadcast")
+	}
+}
+
+// TestPubSubReachesOtherInstancesMCPClients: with two instances on one
+// Redis, a message posted on one reaches an MCP client of the other; an
+// inbox's message is not forwarded to a session it is not the inbox of.
+func TestPubSubReachesOtherInstancesMCPClients(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{})
+	cfg := json.RawMessage(`{"redis": {"addr": "` + srv.Addr + `", "prefix": "n:"}}`)
+	var clients []*mcp.ClientSession
+	logs := make(chan *mcp.LoggingMessageParams, 10)
+	for i := range 2 {
+		c := mcpcore.DefaultConfig()
+		c.Plugins = map[string]mcpcore.PluginConfig{"actions": {Config: cfg}}
+		_, s, err := mcptest.Connect(t, mcpcore.Options{Config: c, Instances: []mcpcore.Instance{{Name: "actions", Plugin: New(OpenExample)}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var opts *mcp.ClientOptions
+		if i == 1 {
+			opts = &mcp.ClientOptions{LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) { logs <- r.Params }}
+		}
+		clients = append(clients, mcptest.Session(t, s, opts, nil))
+	}
+	if err := clients[1].SetLoggingLevel(t.Context(), &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, channel := range []string{"inbox:someone", "open"} {
+		res, err := clients[0].CallTool(t.Context(), &mcp.CallToolParams{Name: "actions_message-post",
+			Arguments: map[string]any{"channel": channel, "text": "to " + channel, "author": "ann"}})
+		if err != nil || res.IsError {
+			t.Fatalf("message-post on %s: %v %v", channel, err, res)
+		}
+	}
+	select {
+	case l := <-logs:
+		b, _ := json.Marshal(l.Data)
+		if !strings.Contains(string(b), `"channel":"open"`) || !strings.Contains(string(b), `"text":"to open"`) {
+			t.Fatalf("the other instance's client got %s first; want the open channel's message (the inbox's is not its)", b)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no log notification on the other instance")
 	}
 }

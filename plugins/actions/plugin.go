@@ -35,6 +35,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mcpkit/mcpkit/pkg/action"
@@ -82,6 +83,18 @@ type Config struct {
 	// sessions (sessionstore.Redis), so that any instance serves a session
 	// another opened. Unset: all of it in process.
 	Redis *RedisConfig `json:"redis,omitempty"`
+	// Session configures the web sessions of the HTTP API and the
+	// WebSocket (a cookie naming a session kept with the shared state).
+	Session *SessionConfig `json:"session,omitempty"`
+}
+
+// SessionConfig configures the web session cookie.
+type SessionConfig struct {
+	// CookieName is the cookie's name; default "mcpkit_session".
+	CookieName string `json:"cookie_name,omitempty"`
+	// TTLSeconds is how long an unused session lives (each request
+	// extends it); default 86400.
+	TTLSeconds int `json:"ttl_seconds,omitempty"`
 }
 
 // RedisConfig is where an app's shared state lives. The password is read
@@ -135,6 +148,15 @@ func (c Config) resolve(getenv func(string) string) (Config, error) {
 	if c.RateLimit == nil {
 		c.RateLimit = &RateLimitConfig{Unauthenticated: 20, Authenticated: 200}
 	}
+	if c.Session == nil {
+		c.Session = &SessionConfig{}
+	}
+	if c.Session.TTLSeconds < 0 {
+		return c, &mcpcore.ConfigError{Field: "session.ttl_seconds", Reason: fmt.Sprintf("%d is negative", c.Session.TTLSeconds)}
+	}
+	if n := c.Session.CookieName; n != "" && !validCookieName(n) {
+		return c, &mcpcore.ConfigError{Field: "session.cookie_name", Reason: fmt.Sprintf("%q is not a cookie name (letters, digits and !#$%%&'*+-.^_`|~)", n)}
+	}
 	if c.Redis != nil && c.Redis.Addr == "" {
 		return c, &mcpcore.ConfigError{Field: "redis.addr", Reason: "the Redis address is required (host:port)"}
 	}
@@ -142,6 +164,23 @@ func (c Config) resolve(getenv func(string) string) (Config, error) {
 		return c, &mcpcore.ConfigError{Field: "rate_limit", Reason: fmt.Sprintf("limits and window must not be negative (%v)", err)}
 	}
 	return c, nil
+}
+
+// validCookieName reports whether n is an RFC 6265 cookie name (an HTTP
+// token).
+func validCookieName(n string) bool {
+	for _, r := range n {
+		if r > 0x7e || r <= 0x20 || strings.ContainsRune(`()<>@,;:\"/[]?={}`, r) {
+			return false
+		}
+	}
+	return n != ""
+}
+
+// sessions is the action package's form of the web sessions, kept in
+// store.
+func (c Config) sessions(store action.SessionStore) *action.Sessions {
+	return &action.Sessions{Store: store, CookieName: c.Session.CookieName, TTL: time.Duration(c.Session.TTLSeconds) * time.Second}
 }
 
 // rateLimit is the action package's form of the rate limit, counted in
@@ -159,7 +198,7 @@ type Opener func(ctx context.Context, cfg Config, ps action.PubSub) (app *action
 
 // OpenExample opens the example app (package exampleapp) on cfg.DataPath.
 func OpenExample(_ context.Context, cfg Config, ps action.PubSub) (*action.App, io.Closer, error) {
-	ex, err := exampleapp.Open(cfg.DataPath, ps)
+	ex, err := exampleapp.Open(cfg.DataPath, ps, exampleapp.Options{})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -174,6 +213,7 @@ type Plugin struct {
 	closer io.Closer
 	state  sharedState
 	host   *mcpcore.Host
+	notify *notifier // nil before Attach
 	// tasksDone is closed when the app's task workers have stopped (nil:
 	// the app declares no task).
 	tasksDone chan struct{}
@@ -221,11 +261,14 @@ func (p *Plugin) Attach(ctx context.Context, h *mcpcore.Host) error {
 	if state.sessions != nil {
 		h.SetSessionStore(state.sessions) // legacy HTTP sessions served by any instance
 	}
-	app, closer, err := p.open(ctx, p.cfg, &forwardingPubSub{PubSub: p.state.pubsub, host: h})
+	app, closer, err := p.open(ctx, p.cfg, &forwardingPubSub{PubSub: p.state.pubsub, relay: p.state.relay})
 	if err != nil {
 		return fmt.Errorf("open the app: %w", err)
 	}
 	p.app, p.closer = app, closer
+	if p.notify, err = startNotifier(ctx, h, app, p.state.relay); err != nil {
+		return err
+	}
 	app.SetLogger(h.Logger())
 	if p.cfg.Instructions == "" {
 		p.cfg.Instructions = app.Description()
@@ -255,9 +298,10 @@ func (p *Plugin) Attach(ctx context.Context, h *mcpcore.Host) error {
 			}
 		}()
 	}
-	h.HandleHTTP("/api/", app.HTTPHandler(action.HTTPOptions{Prefix: "/api", Logger: h.Logger(),
+	sessions := p.cfg.sessions(p.state.web) // one value: a WebSocket shares its cookie's session
+	h.HandleHTTP("/api/", app.HTTPHandler(action.HTTPOptions{Prefix: "/api", Logger: h.Logger(), Sessions: sessions,
 		RateLimit: p.cfg.rateLimit(p.state.rates), TrustForwardedFor: p.cfg.RateLimit.TrustForwardedFor}))
-	ws := app.WebSocketHandler(action.WebSocketOptions{PubSub: p.state.pubsub, Logger: h.Logger()})
+	ws := app.WebSocketHandler(action.WebSocketOptions{PubSub: p.state.pubsub, Logger: h.Logger(), Sessions: sessions})
 	h.HandleHTTP("/ws", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// An upgraded connection outlives the HTTP server's shutdown: end
 		// it, its subscriptions and its running action with the server.
@@ -280,8 +324,11 @@ func (p *Plugin) Close(ctx context.Context) error {
 		}
 	}
 	var err error
+	if p.notify != nil {
+		err = p.notify.stop()
+	}
 	if p.closer != nil {
-		err = p.closer.Close()
+		err = errors.Join(err, p.closer.Close())
 	}
 	if p.state.close != nil {
 		err = errors.Join(err, p.state.close())

@@ -13,22 +13,25 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// sharedState is where an app's PubSub, rate-limit counts and task queue
-// live, and the server's legacy HTTP sessions: in process, or in Redis for
+// sharedState is where an app's PubSub, rate-limit counts, task queue and
+// web sessions live, and the server's legacy MCP HTTP sessions: in process, or in Redis for
 // several instances.
 type sharedState struct {
 	pubsub   action.PubSub
+	relay    action.PubSub    // carries every message to every instance's MCP sessions (notify.go)
 	rates    action.RateStore // nil: the rate limiter's own, in process
 	queue    action.TaskQueue
-	sessions sessionstore.Store // nil: the HTTP handler's own, in process
+	web      action.SessionStore // the app's web sessions
+	sessions sessionstore.Store  // MCP sessions; nil: the HTTP handler's own, in process
 	close    func() error
 }
 
 // openState opens the shared state cfg names (nil: in process).
 func openState(ctx context.Context, cfg *RedisConfig) (sharedState, error) {
 	if cfg == nil {
-		ps := action.NewLocalPubSub()
-		return sharedState{pubsub: ps, queue: action.NewLocalQueue(), close: ps.Close}, nil
+		ps, relay := action.NewLocalPubSub(), action.NewLocalPubSub()
+		return sharedState{pubsub: ps, relay: relay, queue: action.NewLocalQueue(), web: action.NewLocalSessionStore(),
+			close: func() error { return errors.Join(relay.Close(), ps.Close()) }}, nil
 	}
 	password := os.Getenv(EnvRedisPassword)
 	if cfg.PasswordFile != "" {
@@ -47,8 +50,10 @@ func openState(ctx context.Context, cfg *RedisConfig) (sharedState, error) {
 	if prefix == "" {
 		prefix = "mcpkit:actions:"
 	}
-	ps := redisstate.NewPubSub(client, prefix)
-	return sharedState{pubsub: ps, rates: redisstate.NewRateStore(client, prefix), queue: redisstate.NewTaskQueue(client, prefix),
-		sessions: sessionstore.NewRedis(client, prefix),
-		close:    func() error { return errors.Join(ps.Close(), client.Close()) }}, nil
+	// The app's channels and the relay are apart: no channel name a
+	// WebSocket client subscribes to reaches the relay.
+	ps, relay := redisstate.NewPubSub(client, prefix+"channel:"), redisstate.NewPubSub(client, prefix+"mcp:")
+	return sharedState{pubsub: ps, relay: relay, rates: redisstate.NewRateStore(client, prefix), queue: redisstate.NewTaskQueue(client, prefix),
+		web: redisstate.NewSessionStore(client, prefix), sessions: sessionstore.NewRedis(client, prefix),
+		close: func() error { return errors.Join(relay.Close(), ps.Close(), client.Close()) }}, nil
 }

@@ -5,7 +5,13 @@
 //
 //   - status (GET /api/status): the app's name, version and uptime; a
 //     markdown MCP result;
-//   - message:post (POST /api/messages): posts {channel, text, author};
+//   - user:create (PUT /api/user): sign up {name, email, password}; the
+//     users live in the store, with bcrypt password hashes;
+//   - session:create (PUT /api/session): sign in {email, password}; a web
+//     client's session then names the user;
+//   - session:destroy (DELETE /api/session): sign out;
+//   - message:post (POST /api/messages): posts {channel, text, author},
+//     the author being the signed-in user when there is one;
 //   - message:list (GET /api/messages?channel=&cursor=&limit=): a
 //     channel's messages, oldest first, a page at a time;
 //   - status:resource: the status as the MCP resource example://status;
@@ -14,8 +20,15 @@
 //   - summarize:channel: the MCP prompt summarize-channel, which asks to
 //     summarize a channel's latest messages.
 //
-// Users, sign-up, sign-in and sign-out come with the OAuth part of the
-// framework, and are not here.
+// Every channel is open to every client but inboxes: channel
+// "inbox:"+identity is received (over WebSocket, as MCP notifications)
+// only by that identity, a signed-in web user's "user:<id>" or an
+// authenticated caller's principal; anyone may post to it.
+//
+// user:create and session:create are the app's signup and login actions
+// (the markers the OAuth part of the framework uses); both return
+// {user: {id, name, email, created_at}}. Passwords are secret inputs:
+// redacted in logs and errors, advertised as passwords.
 package exampleapp
 
 import (
@@ -25,6 +38,8 @@ import (
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"golang.org/x/crypto/bcrypt"
+
 	"github.com/mcpkit/mcpkit/pkg/action"
 	"github.com/mcpkit/mcpkit/pkg/docstore"
 )
@@ -33,7 +48,7 @@ import (
 const (
 	Name        = "example"
 	Version     = "0.1.0"
-	Description = "The mcpkit example action app: a status, and channels of messages (post, list, read as a resource, summarize with a prompt)."
+	Description = "The mcpkit example action app: a status, users (sign up, sign in, sign out), and channels of messages (post, list, read as a resource, summarize with a prompt)."
 )
 
 // Limits of the app's inputs.
@@ -52,26 +67,48 @@ const collection = "messages"
 
 // App is the example app over its store.
 type App struct {
-	app     *action.App
-	db      *docstore.Store
-	ps      action.PubSub // nil: messages are not broadcast
-	started time.Time
+	app        *action.App
+	db         *docstore.Store
+	ps         action.PubSub // nil: messages are not broadcast
+	started    time.Time
+	bcryptCost int
+	dummyHash  []byte // compared against when signing in as nobody
+}
+
+// Options tune the app.
+type Options struct {
+	// BcryptCost is the cost of password hashes (4 to 31); 0 is
+	// bcrypt.DefaultCost (10, about 50 ms a hash). Lower it only in tests.
+	BcryptCost int
 }
 
 // Open opens the app's store at path (a bbolt file, created when absent;
 // "" in memory) and returns the app, which broadcasts every posted message
 // on its channel through ps (nil: it does not). Close closes the store.
-func Open(path string, ps action.PubSub) (*App, error) {
+func Open(path string, ps action.PubSub, opts Options) (*App, error) {
+	if opts.BcryptCost == 0 {
+		opts.BcryptCost = bcrypt.DefaultCost
+	}
+	dummy, err := bcrypt.GenerateFromPassword([]byte("no user has this password"), opts.BcryptCost)
+	if err != nil {
+		return nil, fmt.Errorf("example app: bcrypt cost %d: %w", opts.BcryptCost, err)
+	}
 	db, err := docstore.Open(path, docstore.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("example app: %w", err)
 	}
-	if _, err := db.CreateIndex(context.Background(), collection, docstore.IndexDef{Name: "by_channel", Fields: []string{"channel"}}, nil); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("example app: index messages by channel: %w", err)
+	for coll, def := range map[string]docstore.IndexDef{
+		collection: {Name: "by_channel", Fields: []string{"channel"}},
+		users:      {Name: "by_email", Fields: []string{"email"}, Unique: true},
+	} {
+		if _, err := db.CreateIndex(context.Background(), coll, def, nil); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("example app: index %s %s: %w", coll, def.Name, err)
+		}
 	}
-	a := &App{app: action.NewApp(Name, Description), db: db, ps: ps, started: time.Now()}
-	for _, act := range a.actions() {
+	a := &App{app: action.NewApp(Name, Description), db: db, ps: ps, started: time.Now(), bcryptCost: opts.BcryptCost, dummyHash: dummy}
+	a.app.SetChannelAuthorizer(a.authorizeChannel)
+	for _, act := range append(a.actions(), a.userActions()...) {
 		if err := a.app.Add(act); err != nil {
 			db.Close()
 			return nil, fmt.Errorf("example app: %w", err)
@@ -167,10 +204,13 @@ type Text struct {
 
 // Message is a stored message.
 type Message struct {
-	ID        int64  `json:"id"`
-	Channel   string `json:"channel"`
-	Text      string `json:"text"`
-	Author    string `json:"author"`
+	ID      int64  `json:"id"`
+	Channel string `json:"channel"`
+	Text    string `json:"text"`
+	Author  string `json:"author"`
+	// UserID is the signed-in user who posted it; absent when the poster
+	// was not signed in.
+	UserID    int64  `json:"user_id,omitempty" jsonschema:"the signed-in user who posted it, if any"`
 	CreatedAt string `json:"created_at" jsonschema:"when it was posted (RFC 3339, UTC)"`
 }
 
@@ -178,7 +218,7 @@ type Message struct {
 type PostInputs struct {
 	Channel string `json:"channel" jsonschema:"the channel to post to"`
 	Text    string `json:"text" jsonschema:"the message"`
-	Author  string `json:"author" jsonschema:"who posts it"`
+	Author  string `json:"author,omitempty" jsonschema:"who posts it: required unless signed in; when signed in, the user's name or omitted"`
 }
 
 // AdjustSchema implements action.SchemaAdjuster: every field is non-empty
@@ -230,20 +270,37 @@ type Page struct {
 }
 
 func (a *App) post(ctx context.Context, c *action.Conn, in *PostInputs) (Message, error) {
+	u, signedIn, err := a.signedIn(ctx, c)
+	if err != nil {
+		return Message{}, err
+	}
+	author, sender := in.Author, c.ID
+	switch {
+	case signedIn && author != "" && author != u.Name:
+		return Message{}, &action.Error{Kind: action.KindInvalidParam, Field: "author", Message: fmt.Sprintf("signed in as %q: omit author or give that name", u.Name)}
+	case signedIn:
+		author, sender = u.Name, fmt.Sprintf("user:%d", u.ID) // its Identity
+	case author == "":
+		return Message{}, &action.Error{Kind: action.KindMissingParam, Field: "author", Message: "required when not signed in"}
+	}
 	now := time.Now().UTC().Format(time.RFC3339Nano)
-	doc, err := a.db.Insert(ctx, collection, docstore.Map(
-		docstore.Field{Key: "channel", Value: docstore.Text(in.Channel)},
-		docstore.Field{Key: "text", Value: docstore.Text(in.Text)},
-		docstore.Field{Key: "author", Value: docstore.Text(in.Author)},
-		docstore.Field{Key: "created_at", Value: docstore.Text(now)},
-	))
+	fields := []docstore.Field{
+		{Key: "channel", Value: docstore.Text(in.Channel)},
+		{Key: "text", Value: docstore.Text(in.Text)},
+		{Key: "author", Value: docstore.Text(author)},
+		{Key: "created_at", Value: docstore.Text(now)},
+	}
+	if signedIn {
+		fields = append(fields, docstore.Field{Key: "user_id", Value: docstore.Int(u.ID)})
+	}
+	doc, err := a.db.Insert(ctx, collection, docstore.Map(fields...))
 	if err != nil {
 		return Message{}, fmt.Errorf("store the message: %w", err)
 	}
 	msg := toMessage(doc)
 	if a.ps != nil {
 		// The message is stored: a failed broadcast does not fail the post.
-		if err := a.ps.Publish(ctx, in.Channel, action.Message{Channel: in.Channel, Message: msg, Sender: c.ID}); err != nil {
+		if err := a.ps.Publish(ctx, in.Channel, action.Message{Channel: in.Channel, Message: msg, Sender: sender}); err != nil {
 			a.app.Logger().Warn("broadcast a posted message", "channel", in.Channel, "err", err)
 		}
 	}
@@ -330,10 +387,7 @@ func channelFilter(channel string) *docstore.Filter {
 // toMessage reads a stored message.
 func toMessage(d docstore.Doc) Message {
 	id, _ := d.ID.Int()
-	text := func(key string) string {
-		v, _ := d.Value.Get(key)
-		s, _ := v.Text()
-		return s
-	}
-	return Message{ID: id, Channel: text("channel"), Text: text("text"), Author: text("author"), CreatedAt: text("created_at")}
+	v, _ := d.Value.Get("user_id")
+	user, _ := v.Int()
+	return Message{ID: id, Channel: text(d, "channel"), Text: text(d, "text"), Author: text(d, "author"), UserID: user, CreatedAt: text(d, "created_at")}
 }
