@@ -6,6 +6,7 @@ require (
 	github.com/coder/websocket v1.8.15
 	github.com/mcpkit/mcpkit v0.0.0
 	github.com/modelcontextprotocol/go-sdk v1.8.0
+	github.com/prometheus/common v0.73.1
 	github.com/segmentio/encoding v0.5.4
 	go.uber.org/goleak v1.3.0
 	modernc.org/sqlite v1.62.0
@@ -43,7 +44,6 @@ require (
 	github.com/mschoch/smat v0.2.0 // indirect
 	github.com/ncruces/go-strftime v1.1.0 // indirect
 	github.com/philippgille/chromem-go v0.7.0 // indirect
-	github.com/prometheus/common v0.73.1 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect
 	github.com/schollz/progressbar/v3 v3.19.1 // indirect
