@@ -24,7 +24,7 @@ import (
 const (
 	hnswM              = 16  // links per node above level 0
 	hnswM0             = 32  // links per node at level 0
-	hnswEfConstruction = 128 // candidates considered when linking a node
+	hnswEfConstruction = 100 // candidates considered when linking a node
 	// HNSWDefaultEf is the candidates an approximate search considers
 	// unless it asks for more (never fewer than the results it wants).
 	HNSWDefaultEf = 100
@@ -40,18 +40,70 @@ type cand struct {
 	d    float32
 }
 
-// hgraph is the HNSW graph of a collection's vectors in one transaction,
-// with the blocks it read (valid until the transaction ends, and only
-// until the next write to the blocks).
+// hgraph is the HNSW graph of a collection's vectors as one transaction
+// sees it, read through src (the file, or a cache of the same state) and
+// written through v.
 type hgraph struct {
+	src  graphSource
+	dist func(a, b []float32) float32 // smaller is closer
+	v    *vectors
+}
+
+// graphSource is what a graph search reads.
+type graphSource interface {
+	// node returns slot's stored node (nil when it has none).
+	node(slot uint32) []byte
+	// vec returns slot's vector.
+	vec(slot uint32) []float32
+	// docKey returns the doc key slot holds (empty for a tombstone).
+	docKey(slot uint32) []byte
+	// entry returns the entry point and the top level, if the graph has
+	// nodes.
+	entry() (uint32, int, bool)
+}
+
+// graph returns the graph of v's vectors, read from the file.
+func (v *vectors) graph() *hgraph {
+	return &hgraph{src: &fileGraph{v: v, blocks: map[uint32]block{}}, dist: distanceOf(v.def.Metric), v: v}
+}
+
+// fileGraph reads the graph from its buckets, with the blocks it read
+// (valid until the transaction ends, and only until the next write to the
+// blocks).
+type fileGraph struct {
 	v      *vectors
-	dist   func(a, b []float32) float32 // smaller is closer
 	blocks map[uint32]block
 }
 
-// graph returns the graph of v's vectors.
-func (v *vectors) graph() *hgraph {
-	return &hgraph{v: v, dist: distanceOf(v.def.Metric), blocks: map[uint32]block{}}
+// block returns block n, read once.
+func (f *fileGraph) block(n uint32) block {
+	b, ok := f.blocks[n]
+	if !ok {
+		b, _ = f.v.readBlock(n)
+		f.blocks[n] = b
+	}
+	return b
+}
+
+func (f *fileGraph) vec(slot uint32) []float32 {
+	per, dim := uint32(f.v.per), f.v.def.Dimension
+	i := int(slot%per) * dim
+	return f.block(slot / per).vecs[i : i+dim]
+}
+
+func (f *fileGraph) docKey(slot uint32) []byte {
+	per := uint32(f.v.per)
+	return f.block(slot / per).key(int(slot % per))
+}
+
+func (f *fileGraph) node(slot uint32) []byte { return f.v.gr.Get(u32key(slot)) }
+
+func (f *fileGraph) entry() (uint32, int, bool) {
+	b := f.v.meta.Get([]byte("e"))
+	if len(b) != 5 {
+		return 0, 0, false
+	}
+	return binary.LittleEndian.Uint32(b), int(b[4]), true
 }
 
 // distanceOf returns metric's distance (smaller is closer) on stored
@@ -67,51 +119,15 @@ func distanceOf(metric string) func(a, b []float32) float32 {
 	return func(a, b []float32) float32 { return 1 - dot(a, b) }
 }
 
-// block returns block n, read once per graph.
-func (g *hgraph) block(n uint32) block {
-	b, ok := g.blocks[n]
-	if !ok {
-		b, _ = g.v.readBlock(n)
-		g.blocks[n] = b
-	}
-	return b
-}
-
-// vec returns slot's vector.
-func (g *hgraph) vec(slot uint32) []float32 {
-	per, dim := uint32(g.v.per), g.v.def.Dimension
-	b := g.block(slot / per)
-	i := int(slot%per) * dim
-	return b.vecs[i : i+dim]
-}
-
-// live reports whether slot holds a document's vector (not a tombstone).
-func (g *hgraph) live(slot uint32) bool {
-	per := uint32(g.v.per)
-	return len(g.block(slot/per).key(int(slot%per))) > 0
-}
-
-// docKey returns the doc key of a live slot.
-func (g *hgraph) docKey(slot uint32) []byte {
-	per := uint32(g.v.per)
-	return g.block(slot / per).key(int(slot % per))
-}
-
-// entry returns the entry point and the top level, if the graph has nodes.
-func (g *hgraph) entry() (uint32, int, bool) {
-	b := g.v.meta.Get([]byte("e"))
-	if len(b) != 5 {
-		return 0, 0, false
-	}
-	return binary.LittleEndian.Uint32(b), int(b[4]), true
-}
+func (g *hgraph) vec(slot uint32) []float32  { return g.src.vec(slot) }
+func (g *hgraph) docKey(slot uint32) []byte  { return g.src.docKey(slot) }
+func (g *hgraph) node(slot uint32) []byte    { return g.src.node(slot) }
+func (g *hgraph) entry() (uint32, int, bool) { return g.src.entry() }
+func (g *hgraph) live(slot uint32) bool      { return len(g.src.docKey(slot)) > 0 }
 
 func (g *hgraph) setEntry(slot uint32, level int) error {
 	return g.v.meta.Put([]byte("e"), append(binary.LittleEndian.AppendUint32(nil, slot), byte(level)))
 }
-
-// node returns slot's stored node (nil when it has none).
-func (g *hgraph) node(slot uint32) []byte { return g.v.gr.Get(u32key(slot)) }
 
 // nodeLinks returns the links of a stored node at level (nil above its
 // level) as raw little-endian uint32s.
@@ -225,8 +241,10 @@ func (g *hgraph) insert(slot uint32, q []float32, idKey []byte) error {
 	return nil
 }
 
-// link adds slot to n's links at level, pruning them to the level's
-// maximum with the neighbour-selection heuristic.
+// link adds slot to n's links at level; past the level's maximum, the
+// farthest from n is dropped (the selection heuristic is kept for a new
+// node's own links: run on every overflowing neighbour it would cost
+// O(M0²) distances per link, most of an insert's time).
 func (g *hgraph) link(n, slot uint32, level int) error {
 	lists := decodeNode(g.node(n))
 	if level >= len(lists) || slices.Contains(lists[level], slot) {
@@ -241,7 +259,7 @@ func (g *hgraph) link(n, slot uint32, level int) error {
 		}
 		sortCands(cs)
 		list = list[:0]
-		for _, c := range g.selectNeighbors(cs, limit) {
+		for _, c := range cs[:limit] {
 			list = append(list, c.slot)
 		}
 	}

@@ -227,7 +227,11 @@ func (s *Store) Search(ctx context.Context, coll string, q SearchQuery) (SearchR
 			if q.Vector.K > 0 {
 				n = q.Vector.K
 			}
-			vranked, out.VectorMode = vecs.ranked(qvec, *q.Vector, allowed, n)
+			var src graphSource
+			if q.Vector.Approximate {
+				src = s.cachedGraph(coll, vecs)
+			}
+			vranked, out.VectorMode = vecs.ranked(qvec, *q.Vector, allowed, n, src)
 		}
 		if q.Text != nil {
 			var err error
@@ -296,10 +300,17 @@ func (s keySet) pass() func(idKey []byte) bool {
 }
 
 // allowedSet returns the doc keys of the documents f selects, found as
-// Page finds them (through the best secondary index, if one helps), and
-// the plan used.
+// Page finds them (through the best secondary index, if one helps; from
+// the index's entries alone when they answer f), and the plan used.
 func (r *reader) allowedSet(f *Filter) (keySet, Plan, error) {
 	set := keySet{}
+	if p, ok := r.bestIndex(f); ok && covers(p, f) {
+		ids, err := r.candidates(p)
+		for _, k := range ids {
+			set[string(k)] = struct{}{}
+		}
+		return set, Plan{Index: p.def.Name, Ranges: len(p.ranges)}, err
+	}
 	plan, err := r.matching(f, nil, false, func(k []byte, _ Doc) bool {
 		set[string(k)] = struct{}{}
 		return true
@@ -308,13 +319,17 @@ func (r *reader) allowedSet(f *Filter) (keySet, Plan, error) {
 }
 
 // ranked returns the n documents whose vectors are closest to q (stored
-// form) among those allowed (nil: all), with the mode used.
-func (v *vectors) ranked(q []float32, vq VectorQuery, allowed keySet, n int) ([]Ranked, string) {
+// form) among those allowed (nil: all), with the mode used; an
+// approximate search reads the graph from src when it is not nil.
+func (v *vectors) ranked(q []float32, vq VectorQuery, allowed keySet, n int, src graphSource) ([]Ranked, string) {
 	pass, filtered := allowed.pass(), allowed != nil
 	live := int(v.slots()) - v.free.KeyN()
 	var cs []cand
 	mode := VectorExact
 	g := v.graph()
+	if src != nil {
+		g.src = src
+	}
 	switch {
 	case filtered && len(allowed)*10 < live:
 		// Few documents pass: score them alone, exactly.

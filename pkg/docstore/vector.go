@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 
 	"github.com/mcpkit/mcpkit/pkg/docstore/kv"
@@ -22,7 +23,10 @@ import (
 //	i  doc key (AppendKey(nil, id)) → its slot, uint32 big-endian
 //	f  free slots (uint32 big-endian → ""), reused before new ones
 //	m  metadata: "n" the number of slots ever used (uint32), "e" the HNSW
-//	   entry point (slot uint32 and its level, one byte), absent when empty
+//	   entry point (slot uint32 and its level, one byte), absent when empty,
+//	   "id" a random uint64 drawn when the field is declared and "gen" a
+//	   uint64 every vector write increments: together they name the state
+//	   a search cache holds (vector_cache.go)
 //	g  the HNSW graph (hnsw.go): slot → its links per level
 //
 // A slot is a document's node in the graph for the document's life; a
@@ -113,6 +117,13 @@ func (s *Store) SetVector(ctx context.Context, coll string, def VectorDef, progr
 				Message: fmt.Sprintf("%q has a vector field already: %q, %d dimensions, %s", coll, col.Vector.Field, col.Vector.Dimension, col.Vector.Metric)}
 		}
 		col.Vector = &def
+		v, err := openVectors(tx, col)
+		if err != nil {
+			return err
+		}
+		if err := v.meta.Put([]byte("id"), binary.LittleEndian.AppendUint64(nil, rand.Uint64())); err != nil {
+			return err
+		}
 		docs := tx.Bucket(docsBucket(coll))
 		w := &writer{tx: tx, col: col, docs: docs}
 		r := &reader{tx: tx, col: col, docs: docs}
@@ -338,12 +349,32 @@ func (v *vectors) allocSlot() (uint32, error) {
 	return n, v.meta.Put([]byte("n"), binary.LittleEndian.AppendUint32(nil, n+1))
 }
 
+// version returns the field's random id and its write generation.
+func (v *vectors) version() (id, gen uint64) {
+	if b := v.meta.Get([]byte("id")); len(b) == 8 {
+		id = binary.LittleEndian.Uint64(b)
+	}
+	if b := v.meta.Get([]byte("gen")); len(b) == 8 {
+		gen = binary.LittleEndian.Uint64(b)
+	}
+	return id, gen
+}
+
+// bump counts a vector write.
+func (v *vectors) bump() error {
+	_, gen := v.version()
+	return v.meta.Put([]byte("gen"), binary.LittleEndian.AppendUint64(nil, gen+1))
+}
+
 // put stores vec as the vector of the document idKey and links it into
 // the graph.
 func (v *vectors) put(idKey []byte, vec []float32) error {
 	slot, ok := v.slotOf(idKey)
 	if ok && slices.Equal(v.vector(slot), vec) {
 		return nil
+	}
+	if err := v.bump(); err != nil {
+		return err
 	}
 	if !ok {
 		var err error
@@ -368,6 +399,9 @@ func (v *vectors) remove(idKey []byte) error {
 		return nil
 	}
 	if err := v.ids.Delete(idKey); err != nil {
+		return err
+	}
+	if err := v.bump(); err != nil {
 		return err
 	}
 	if err := v.writeSlot(slot, nil, nil); err != nil {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"weak"
 )
 
 // vecDoc is a document {"v": vec, "g": group}.
@@ -204,10 +205,10 @@ func vecErrOf[T any](_ T, err error) error { return err }
 func TestVectorExact(t *testing.T) {
 	backends(t, func(t *testing.T, s *Store) {
 		rng := rand.New(rand.NewPCG(1, 2))
-		vecs := randVecs(rng, 700, 40) // vectorsPerBlock(40) = 256: three blocks
+		vecs := randVecs(rng, 600, 20) // vectorsPerBlock(20) = 256: three blocks
 		for _, m := range []string{MetricCosine, MetricDot, MetricL2} {
 			putVecs(t, s, m, vecs)
-			if _, err := s.SetVector(ctx, m, VectorDef{Field: "v", Dimension: 40, Metric: m}, nil); err != nil {
+			if _, err := s.SetVector(ctx, m, VectorDef{Field: "v", Dimension: 20, Metric: m}, nil); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -216,7 +217,7 @@ func TestVectorExact(t *testing.T) {
 		}
 		for _, m := range []string{MetricCosine, MetricDot, MetricL2} {
 			for i := range 5 {
-				q := randVecs(rng, 1, 40)[0]
+				q := randVecs(rng, 1, 20)[0]
 				res := vsearch(t, s, m, SearchQuery{Vector: &VectorQuery{Vector: q}, Limit: 10})
 				if want := bruteForce(q, vecs, 10, m, nil); !slices.Equal(hitIDs(res), want) || res.VectorMode != VectorExact {
 					t.Fatalf("%s query %d: %v, want %v", m, i, hitIDs(res), want)
@@ -252,7 +253,7 @@ func TestVectorExact(t *testing.T) {
 // filter; Verify (at cleanup) checks the graph.
 func TestHNSWRecall(t *testing.T) {
 	backends(t, func(t *testing.T, s *Store) {
-		const n, dim, queries = 2000, 24, 40
+		const n, dim, queries = 1200, 16, 30
 		rng := rand.New(rand.NewPCG(3, 4))
 		vecs := randVecs(rng, n, dim)
 		if _, err := s.SetVector(ctx, "c", VectorDef{Field: "v", Dimension: dim, Metric: MetricL2}, nil); err != nil {
@@ -534,6 +535,60 @@ func TestVectorBatchRetry(t *testing.T) {
 				t.Fatalf("hit %s twice", k)
 			}
 			seen[k] = true
+		}
+	})
+}
+
+// TestGraphCache: an approximate search reads a copy of the graph once
+// the same state was searched twice, never a copy of another state: a
+// write makes the next search read the file and see it, and a rolled-back
+// write leaves the copy valid.
+func TestGraphCache(t *testing.T) {
+	backends(t, func(t *testing.T, s *Store) {
+		rng := rand.New(rand.NewPCG(7, 8))
+		vecs := randVecs(rng, 200, 8)
+		if _, err := s.SetVector(ctx, "c", VectorDef{Field: "v", Dimension: 8}, nil); err != nil {
+			t.Fatal(err)
+		}
+		putVecs(t, s, "c", vecs)
+		q := SearchQuery{Vector: &VectorQuery{Vector: vecs[3], Approximate: true}, Limit: 3}
+		cached := func() *graphCache {
+			graphCaches.Lock()
+			defer graphCaches.Unlock()
+			if slot := graphCaches.m[cacheKey{weak.Make(s), "c"}]; slot != nil {
+				return slot.copy
+			}
+			return nil
+		}
+		first := hitIDs(vsearch(t, s, "c", q))
+		if cached() != nil || first[0] != 3 {
+			t.Fatalf("first search: %v, copy %v", first, cached() != nil)
+		}
+		if got := hitIDs(vsearch(t, s, "c", q)); !slices.Equal(got, first) || cached() == nil {
+			t.Fatalf("second search: %v, copy %v", got, cached() != nil)
+		}
+		c := cached()
+		if got := hitIDs(vsearch(t, s, "c", q)); !slices.Equal(got, first) || cached() != c {
+			t.Fatalf("third search: %v", got)
+		}
+		// A refused batch rolls back: the copy still holds the state.
+		_, err := s.PutMany(ctx, "c", []Doc{{ID: Int(500), Value: vecDoc(vecs[3], 0)}, {ID: Int(501), Value: vecDoc([]float32{1}, 0)}})
+		wantCode(t, err, CodeSchemaViolation)
+		if got := hitIDs(vsearch(t, s, "c", q)); !slices.Equal(got, first) || cached() != c {
+			t.Fatalf("after a refused batch: %v", got)
+		}
+		// A write: the next search reads the file and finds the new
+		// document; the one after builds a new copy.
+		if _, err := s.Put(ctx, "c", Int(500), vecDoc(vecs[3], 0)); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 2 {
+			if got := hitIDs(vsearch(t, s, "c", q)); !slices.Contains(got, 500) || !slices.Contains(got, 3) {
+				t.Fatalf("search %d after the write: %v", i, got)
+			}
+		}
+		if cached() == c || cached() == nil {
+			t.Fatal("no new copy after the write")
 		}
 	})
 }
