@@ -323,6 +323,7 @@ func verifyTextIndex(ctx context.Context, tx kv.Tx, col *collection, def TextInd
 	bc := b.Cursor()
 	var prevTerm string
 	var prevLast []byte
+	prevTail := true
 	for k, v := bc.First(); k != nil; k, v = bc.Next() {
 		if string(k) == textStatsKey {
 			if !bytes.Equal(v, st.encode()) {
@@ -338,10 +339,14 @@ func verifyTextIndex(ctx context.Context, tx kv.Tx, col *collection, def TextInd
 		if err != nil {
 			return fmt.Errorf("block %q: %w", k, err)
 		}
-		if !bytes.Equal(ps[0].key, first) {
+		tail := isTail(k, termPrefix(string(term)))
+		if !tail && !bytes.Equal(ps[0].key, first) {
 			return fmt.Errorf("block %q starts at another document", k)
 		}
-		if string(term) == prevTerm && bytes.Compare(prevLast, first) >= 0 {
+		if string(term) != prevTerm && !prevTail {
+			return fmt.Errorf("term %q has no tail block", prevTerm)
+		}
+		if string(term) == prevTerm && (prevTail || bytes.Compare(prevLast, ps[0].key) >= 0) {
 			return fmt.Errorf("blocks of term %q overlap", term)
 		}
 		for i, p := range ps {
@@ -358,7 +363,10 @@ func verifyTextIndex(ctx context.Context, tx kv.Tx, col *collection, def TextInd
 			}
 			delete(want, wk)
 		}
-		prevTerm, prevLast = string(term), ps[len(ps)-1].key
+		prevTerm, prevLast, prevTail = string(term), ps[len(ps)-1].key, tail
+	}
+	if !prevTail {
+		return fmt.Errorf("term %q has no tail block", prevTerm)
 	}
 	if b.Get([]byte(textStatsKey)) == nil && st.docs > 0 {
 		return fmt.Errorf("no statistics for %d documents", st.docs)

@@ -463,14 +463,21 @@ func TestTextWritesKeepPostingsExact(t *testing.T) {
 // TestTextVerifyFindsCorruption: Verify is not vacuous.
 func TestTextVerifyFindsCorruption(t *testing.T) {
 	for _, tamper := range []func(b kv.Bucket) error{
-		func(b kv.Bucket) error { return b.Delete(append(termPrefix("fox"), AppendKey(nil, Int(1))...)) },
+		func(b kv.Bucket) error { return b.Delete(tailKey(termPrefix("fox"))) },
+		func(b kv.Bucket) error { // the block right, but not at the tail
+			v := bytes.Clone(b.Get(tailKey(termPrefix("fox"))))
+			if err := b.Delete(tailKey(termPrefix("fox"))); err != nil {
+				return err
+			}
+			return b.Put(append(termPrefix("fox"), AppendKey(nil, Int(1))...), v)
+		},
 		func(b kv.Bucket) error {
 			return b.Put(append(termPrefix("wolf"), AppendKey(nil, Int(1))...), encodeBlock([]posting{{AppendKey(nil, Int(1)), []byte{1}}}))
 		},
 		func(b kv.Bucket) error {
 			return b.Put([]byte(textStatsKey), textStats{docs: 2, total: []uint64{1}}.encode())
 		},
-		func(b kv.Bucket) error { return b.Put(append(termPrefix("fox"), AppendKey(nil, Int(1))...), []byte{9}) },
+		func(b kv.Bucket) error { return b.Put(tailKey(termPrefix("fox")), []byte{9}) },
 	} {
 		s, err := Open("", Options{})
 		if err != nil {

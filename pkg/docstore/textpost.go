@@ -18,6 +18,9 @@ import (
 //	"p" term "\x00" firstKey   a block of term's postings: the postings
 //	                           of up to maxBlock documents, in id-key
 //	                           order, from the document firstKey on
+//	"p" term "\x00\xff"        the term's last block, its tail, where
+//	                           postings are appended (every term with
+//	                           postings has one)
 //
 // A block is uvarint(count), uvarint(len(lastKey)), lastKey (the id key
 // of its last posting, so that appending needs no decoding), then its
@@ -29,9 +32,12 @@ import (
 // term occurs, uvarint(field), uvarint(frequency), uvarint(len(positions)),
 // positions (uvarint deltas, the first from 0).
 //
-// A term's blocks never overlap, and each block's key names its first
-// posting; blocks split in two when they outgrow maxBlock and are deleted
-// when emptied.
+// A term's blocks never overlap, and each block's key but the tail's
+// names its first posting; blocks split in two when they outgrow
+// maxBlock and are deleted when emptied; a full tail is frozen under its
+// first key when a posting is appended after it, so that appending (the
+// common case: new documents) reads and writes one block by its known
+// key.
 
 // maxBlock is the most postings one block holds.
 const maxBlock = 128
@@ -148,43 +154,82 @@ func encodeBlock(ps []posting) []byte {
 	return b
 }
 
+// tailKey returns the key of the last block of the term with prefix:
+// prefix and 0xff, after every id key (none starts with 0xff).
+func tailKey(prefix []byte) []byte { return append(slices.Clip(prefix), 0xff) }
+
+// isTail reports whether k is the tail key of the term with prefix.
+func isTail(k, prefix []byte) bool {
+	return len(k) == len(prefix)+1 && k[len(prefix)] == 0xff && bytes.HasPrefix(k, prefix)
+}
+
+// blockFirst returns the id key of a block's first posting.
+func blockFirst(b []byte) ([]byte, error) {
+	_, _, body, err := blockHeader(b)
+	if err != nil {
+		return nil, err
+	}
+	key, _, _, err := nextPosting(body, nil)
+	return key, err
+}
+
 // findBlock returns the key and value of the block of the term with
 // prefix that holds key, or would: the last block starting at or before
 // key, else the term's first block; nil when the term has none.
-func findBlock(b kv.Bucket, prefix, key []byte) (k, v []byte) {
+func findBlock(b kv.Bucket, prefix, key []byte) (k, v []byte, err error) {
 	c := b.Cursor()
 	seek := append(slices.Clip(prefix), key...)
 	k, v = c.Seek(seek)
 	if k != nil && bytes.Equal(k, seek) {
-		return k, v
+		return k, v, nil
+	}
+	if isTail(k, prefix) {
+		first, err := blockFirst(v)
+		if err != nil || bytes.Compare(key, first) >= 0 {
+			return k, v, err
+		}
 	}
 	if pk, pv := c.Prev(); pk != nil && bytes.HasPrefix(pk, prefix) {
-		return pk, pv
+		return pk, pv, nil
 	}
 	if k != nil && bytes.HasPrefix(k, prefix) {
-		return k, v
+		return k, v, nil
 	}
-	return nil, nil
+	return nil, nil, nil
 }
 
 // putPosting sets the posting of key in term's postings to payload.
+// Appending after the term's last posting, the common case, reads and
+// writes the term's tail block alone.
 func putPosting(b kv.Bucket, term string, key, payload []byte) error {
 	prefix := termPrefix(term)
-	bk, bv := findBlock(b, prefix, key)
-	if bk == nil {
-		return b.Put(append(prefix, key...), encodeBlock([]posting{{key, payload}}))
+	tk := tailKey(prefix)
+	tv := b.Get(tk)
+	if tv == nil { // the term's first posting
+		return b.Put(tk, encodeBlock([]posting{{key, payload}}))
 	}
-	count, last, body, err := blockHeader(bv)
+	count, last, body, err := blockHeader(tv)
 	if err != nil {
 		return err
 	}
-	if bytes.Compare(key, last) > 0 { // after the block's last posting: append
-		if count == maxBlock {
-			return b.Put(append(prefix, key...), encodeBlock([]posting{{key, payload}}))
+	if bytes.Compare(key, last) > 0 {
+		if count == maxBlock { // freeze the tail under its first key and start another
+			first, err := blockFirst(tv)
+			if err != nil {
+				return err
+			}
+			if err := b.Put(append(slices.Clip(prefix), first...), bytes.Clone(tv)); err != nil {
+				return err
+			}
+			return b.Put(tk, encodeBlock([]posting{{key, payload}}))
 		}
-		nb := appendBlockHeader(make([]byte, 0, len(bv)+len(key)*2+len(payload)+8), count+1, key)
+		nb := appendBlockHeader(make([]byte, 0, len(tv)+len(key)*2+len(payload)+8), count+1, key)
 		nb = appendPosting(append(nb, body...), last, posting{key, payload})
-		return b.Put(bytes.Clone(bk), nb)
+		return b.Put(tk, nb)
+	}
+	bk, bv, err := findBlock(b, prefix, key)
+	if err != nil {
+		return err
 	}
 	ps, err := decodeBlock(bv)
 	if err != nil {
@@ -204,7 +249,10 @@ func putPosting(b kv.Bucket, term string, key, payload []byte) error {
 // hold it.
 func deletePosting(b kv.Bucket, term string, key []byte) error {
 	prefix := termPrefix(term)
-	bk, bv := findBlock(b, prefix, key)
+	bk, bv, err := findBlock(b, prefix, key)
+	if err != nil {
+		return err
+	}
 	if bk == nil {
 		return fmt.Errorf("%w: term %q has no postings to remove a document from", errCorruptText, term)
 	}
@@ -220,20 +268,39 @@ func deletePosting(b kv.Bucket, term string, key []byte) error {
 	return writeBlocks(b, prefix, bk, slices.Delete(ps, i, i+1))
 }
 
-// writeBlocks replaces the block at key old with ps (none: deleted;
-// more than maxBlock: split in two), each block at its first key.
+// writeBlocks replaces the block at key old with ps: none deletes it,
+// more than maxBlock splits it in two. A term's last block is always its
+// tail (at tailKey), the others at their first key: when the tail is
+// emptied, the block before it becomes the tail.
 func writeBlocks(b kv.Bucket, prefix, old []byte, ps []posting) error {
-	if len(ps) == 0 || !bytes.Equal(old[len(prefix):], ps[0].key) {
+	tail := isTail(old, prefix)
+	if len(ps) == 0 || (!tail && !bytes.Equal(old[len(prefix):], ps[0].key)) {
 		if err := b.Delete(old); err != nil {
 			return err
 		}
+	}
+	if len(ps) == 0 && tail {
+		c := b.Cursor()
+		c.Seek(old)
+		if pk, pv := c.Prev(); pk != nil && bytes.HasPrefix(pk, prefix) {
+			pk, pv = bytes.Clone(pk), bytes.Clone(pv)
+			if err := b.Delete(pk); err != nil {
+				return err
+			}
+			return b.Put(old, pv)
+		}
+		return nil
 	}
 	for len(ps) > 0 {
 		n := len(ps)
 		if n > maxBlock {
 			n = len(ps) / 2
 		}
-		if err := b.Put(append(slices.Clip(prefix), ps[0].key...), encodeBlock(ps[:n])); err != nil {
+		k := append(slices.Clip(prefix), ps[0].key...)
+		if tail && n == len(ps) {
+			k = old
+		}
+		if err := b.Put(k, encodeBlock(ps[:n])); err != nil {
 			return err
 		}
 		ps = ps[n:]
