@@ -770,6 +770,9 @@ func dumpEdges(tx kv.Tx, colls []string, emit func(EdgeLine) error) error {
 // loadEdges links the edges of a dump (Link: both ends must exist by
 // then), in one transaction per call.
 func (s *Store) loadEdges(ctx context.Context, lines []EdgeLine) error {
+	if len(lines) == 0 {
+		return nil
+	}
 	type edge struct {
 		from, to Ref
 		typ      string
