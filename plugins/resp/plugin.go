@@ -83,7 +83,7 @@ func Limits() []mcpcore.LimitSpec {
 		{Name: LimitDownloadBytes, Kind: mcpcore.LimitBytes, Default: 1 * mcpcore.GiB, Min: 1 * mcpcore.KiB, Max: 1 * mcpcore.GiB,
 			Meaning: "one management snapshot download; a larger one fails and its partial file is removed"},
 		{Name: LimitChildProcesses, Kind: mcpcore.LimitCount, Default: 8, Min: 1, Max: 64, Unit: "processes",
-			Meaning: "owned server processes running at once (process tool)"},
+			Meaning: "owned server processes at once (process tool): running, or exited and not yet released by stop; a help or restore run counts while it runs; starting one more fails"},
 		{Name: LimitChildLogBytes, Kind: mcpcore.LimitBytes, Default: 64 * mcpcore.KiB, Min: 1 * mcpcore.KiB, Max: 64 * mcpcore.MiB,
 			Meaning: "log bytes retained per owned process; older bytes are dropped and counted"},
 	}
