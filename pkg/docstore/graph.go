@@ -33,6 +33,7 @@ type Ref struct {
 	ID         Value
 }
 
+// String names r in messages: its id and collection.
 func (r Ref) String() string { return fmt.Sprintf("%s in %q", idString(r.ID), r.Collection) }
 
 // Edge is a typed, directed link between two documents.
@@ -716,17 +717,17 @@ func nodeKey(coll string, idKey []byte) string {
 	return string(AppendKey(nil, Text(coll))) + string(idKey)
 }
 
-// EdgeLine is an edge as a dump carries it: its ends (ids in the JSON
+// edgeLine is an edge as a dump carries it: its ends (ids in the JSON
 // form of ToJSON), type and properties.
-type EdgeLine struct {
-	From  RefLine         `json:"from"`
+type edgeLine struct {
+	From  refLine         `json:"from"`
 	Type  string          `json:"type"`
-	To    RefLine         `json:"to"`
+	To    refLine         `json:"to"`
 	Props json.RawMessage `json:"props,omitempty"`
 }
 
-// RefLine is a document reference in a dump.
-type RefLine struct {
+// refLine is a document reference in a dump.
+type refLine struct {
 	Collection string          `json:"collection"`
 	ID         json.RawMessage `json:"id"`
 }
@@ -734,7 +735,7 @@ type RefLine struct {
 // dumpEdges calls emit with every edge out of the collections colls whose
 // target is in colls too, in key order, in tx: a dump carries the edges
 // among the collections it dumps (after their documents).
-func dumpEdges(tx kv.Tx, colls []string, emit func(EdgeLine) error) error {
+func dumpEdges(tx kv.Tx, colls []string, emit func(edgeLine) error) error {
 	in := map[string]bool{}
 	for _, c := range colls {
 		in[c] = true
@@ -745,7 +746,7 @@ func dumpEdges(tx kv.Tx, colls []string, emit func(EdgeLine) error) error {
 			if !in[e.To.Collection] {
 				return true, nil
 			}
-			l := EdgeLine{Type: e.Type, From: RefLine{Collection: e.From.Collection}, To: RefLine{Collection: e.To.Collection}}
+			l := edgeLine{Type: e.Type, From: refLine{Collection: e.From.Collection}, To: refLine{Collection: e.To.Collection}}
 			var err error
 			if l.From.ID, err = ToJSON(e.From.ID); err != nil {
 				return false, err
@@ -769,7 +770,7 @@ func dumpEdges(tx kv.Tx, colls []string, emit func(EdgeLine) error) error {
 
 // loadEdges links the edges of a dump (Link: both ends must exist by
 // then), in one transaction per call.
-func (s *Store) loadEdges(ctx context.Context, lines []EdgeLine) error {
+func (s *Store) loadEdges(ctx context.Context, lines []edgeLine) error {
 	if len(lines) == 0 {
 		return nil
 	}

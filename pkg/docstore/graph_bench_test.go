@@ -16,11 +16,11 @@ func BenchmarkTraverse(b *testing.B) {
 	putBench(b, s, "nodes", benchDocs, func(i int) Value { return Map(Field{"n", Int(int64(i))}) })
 	rng := rand.New(rand.NewPCG(3, 3))
 	ctx := context.Background()
-	var lines []EdgeLine
+	var lines []edgeLine
 	for i := range benchDocs {
 		for range 5 {
-			lines = append(lines, EdgeLine{From: RefLine{"nodes", json.RawMessage(fmt.Sprint(i))}, Type: "next",
-				To: RefLine{"nodes", json.RawMessage(fmt.Sprint(rng.IntN(benchDocs)))}})
+			lines = append(lines, edgeLine{From: refLine{"nodes", json.RawMessage(fmt.Sprint(i))}, Type: "next",
+				To: refLine{"nodes", json.RawMessage(fmt.Sprint(rng.IntN(benchDocs)))}})
 		}
 		if len(lines) == 50_000 {
 			if err := s.loadEdges(ctx, lines); err != nil {

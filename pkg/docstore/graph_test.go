@@ -349,10 +349,10 @@ func TestEdgesPersist(t *testing.T) {
 	if err != nil || len(res.Edges) != 1 || js(t, res.Edges[0].Props) != `{"w":1.0,"tags":["t"]}` {
 		t.Fatalf("reopened: %+v %v", res, err)
 	}
-	dumped := func(colls ...string) []EdgeLine {
-		var lines []EdgeLine
+	dumped := func(colls ...string) []edgeLine {
+		var lines []edgeLine
 		if err := s.db.View(func(tx kv.Tx) error {
-			return dumpEdges(tx, colls, func(l EdgeLine) error { lines = append(lines, l); return nil })
+			return dumpEdges(tx, colls, func(l edgeLine) error { lines = append(lines, l); return nil })
 		}); err != nil {
 			t.Fatal(err)
 		}
@@ -389,7 +389,7 @@ func TestEdgesPersist(t *testing.T) {
 	if a.String() != b.String() {
 		t.Errorf("loaded edges\n%s differ from\n%s", b.String(), a.String())
 	}
-	if err := m.loadEdges(ctx, []EdgeLine{{From: RefLine{"p", []byte(`"a"`)}, Type: "r", To: RefLine{"p", []byte(`{`)}}}); ErrorCode(err) != CodeInvalid {
+	if err := m.loadEdges(ctx, []edgeLine{{From: refLine{"p", []byte(`"a"`)}, Type: "r", To: refLine{"p", []byte(`{`)}}}); ErrorCode(err) != CodeInvalid {
 		t.Errorf("a bad edge line: %v", err)
 	}
 }
