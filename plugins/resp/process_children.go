@@ -145,7 +145,7 @@ func (ps *processes) start(owner string, args []string) (*child, error) {
 	closed := ps.closed
 	ps.mu.Unlock()
 	if closed { // close began meanwhile and will not see c: end it here
-		c.terminate(0)
+		c.terminate(context.Background(), 0)
 		ps.release(c)
 		return nil, mcpcore.Errorf(mcpcore.KindUnavailable, "%w", mcpcore.ErrClosed)
 	}
@@ -232,9 +232,9 @@ func (c *child) info() ProcessInfo {
 }
 
 // terminate ends the process if it still runs: SIGTERM, then SIGKILL once
-// grace has passed (at once when grace is 0), and waits until it is
-// reaped. It returns what ended it.
-func (c *child) terminate(grace time.Duration) string {
+// grace has passed or ctx has ended (at once when grace is 0), and waits
+// until it is reaped. It returns what ended it.
+func (c *child) terminate(ctx context.Context, grace time.Duration) string {
 	if c.exited() {
 		return "already_exited"
 	}
@@ -246,6 +246,7 @@ func (c *child) terminate(grace time.Duration) string {
 			case <-c.done:
 				return "sigterm"
 			case <-t.C:
+			case <-ctx.Done():
 			}
 		}
 	}
@@ -255,13 +256,10 @@ func (c *child) terminate(grace time.Duration) string {
 }
 
 // stop terminates c (unless it has exited), reaps it and releases its
-// handle. A ctx that ends meanwhile cuts the grace short: the process is
-// killed rather than left running unowned.
+// handle. A ctx that ends meanwhile (timeout, cancellation) cuts the
+// grace short: the process is killed rather than left running unowned.
 func (ps *processes) stop(ctx context.Context, c *child, grace time.Duration) ProcessStopReply {
-	if dl, ok := ctx.Deadline(); ok {
-		grace = max(0, min(grace, time.Until(dl)-time.Second))
-	}
-	by := c.terminate(grace)
+	by := c.terminate(ctx, grace)
 	ps.release(c)
 	return ProcessStopReply{ProcessInfo: c.info(), StoppedBy: by, Released: true}
 }
@@ -281,8 +279,8 @@ func (ps *processes) release(c *child) {
 	c.out.Close()
 }
 
-// close terminates every owned process (SIGTERM, SIGKILL after the grace
-// or when ctx ends), reaps them and waits for every goroutine; later
+// close terminates every owned process (SIGTERM, SIGKILL after
+// closeGrace or when ctx ends), reaps them and waits for every goroutine; later
 // calls find the tool closed. A nil ps has nothing to close.
 func (ps *processes) close(ctx context.Context) error {
 	if ps == nil { // Attach failed before the tool was added
@@ -295,14 +293,10 @@ func (ps *processes) close(ctx context.Context) error {
 		all = append(all, c)
 	}
 	ps.mu.Unlock()
-	grace := closeGrace
-	if dl, ok := ctx.Deadline(); ok {
-		grace = max(0, min(grace, time.Until(dl)/2))
-	}
 	var wg sync.WaitGroup
 	for _, c := range all {
 		wg.Go(func() {
-			if by := c.terminate(grace); by == "sigkill" {
+			if by := c.terminate(ctx, closeGrace); by == "sigkill" {
 				ps.logger.Warn("owned server process did not exit on SIGTERM: killed", "handle", c.handle, "pid", c.pid)
 			}
 			ps.release(c)

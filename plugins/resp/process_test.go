@@ -205,6 +205,23 @@ func TestProcessKilledFromOutside(t *testing.T) {
 	}
 }
 
+// TestProcessStopEscalates: a server that does not exit on SIGTERM
+// within grace_ms (here stopped with SIGSTOP) is killed, reaped and
+// released all the same.
+func TestProcessStopEscalates(t *testing.T) {
+	e := connect(t, processConfig(""), "")
+	st := e.startServer(serverArgs(t, freePort(t)))
+	waitFor(t, func() bool { return e.logs(st.Handle, 0, 0).Bytes > 0 })
+	if err := syscall.Kill(st.PID, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	stop := decode[ProcessStopReply](t, e.proc(map[string]any{"action": "stop", "handle": st.Handle, "grace_ms": 300}))
+	if stop.StoppedBy != "sigkill" || stop.Signal != "killed" || !stop.Released || time.Since(start) < 300*time.Millisecond || !procGone(st.PID) {
+		t.Fatalf("stop of a stopped server = %+v after %v", stop, time.Since(start))
+	}
+}
+
 // TestProcessLogOverflow: beyond child_log_bytes the oldest bytes are
 // dropped and counted; a cursor in the dropped part reads on from the
 // oldest retained byte and says how many it missed.
