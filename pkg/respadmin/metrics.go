@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -35,13 +36,29 @@ func getMetrics(s *Server, w http.ResponseWriter, r *http.Request, _ caller) err
 	}
 	took := time.Since(start)
 	reg := prometheus.NewRegistry()
-	if err := reg.Register(prometheus.CollectorFunc(func(ch chan<- prometheus.Metric) {
-		collectInfo(ch, info, err == nil, took)
-	})); err != nil {
+	if err := reg.Register(&infoCollector{descs: &s.descs, info: info, up: err == nil, took: took}); err != nil {
 		return &Error{Status: http.StatusInternalServerError, Kind: "internal", Message: err.Error()}
 	}
 	promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError}).ServeHTTP(w, r)
 	return nil
+}
+
+// infoCollector is an unchecked collector (it describes nothing, since
+// INFO's fields vary by server version): Collect runs once per scrape.
+type infoCollector struct {
+	descs *sync.Map // name and labels to *prometheus.Desc, kept across scrapes
+	info  Info
+	up    bool
+	took  time.Duration
+}
+
+// Describe implements prometheus.Collector: nothing, as an unchecked
+// collector does.
+func (c *infoCollector) Describe(chan<- *prometheus.Desc) {}
+
+// Collect implements prometheus.Collector.
+func (c *infoCollector) Collect(ch chan<- prometheus.Metric) {
+	collectInfo(ch, c.descs, c.info, c.up, c.took)
 }
 
 // collectInfo turns INFO into metrics: redis_up, redis_scrape_duration_seconds,
@@ -49,20 +66,24 @@ func getMetrics(s *Server, w http.ResponseWriter, r *http.Request, _ caller) err
 // field (counters for growing ones), redis_db_{keys,expires,avg_ttl_ms}{db},
 // redis_command_{calls,usec,rejected_calls,failed_calls}_total{cmd} and
 // redis_errors_total{error}.
-func collectInfo(ch chan<- prometheus.Metric, info Info, up bool, took time.Duration) {
-	gauge := func(name, help string, v float64, labels ...string) {
+func collectInfo(ch chan<- prometheus.Metric, descs *sync.Map, info Info, up bool, took time.Duration) {
+	emit := func(typ prometheus.ValueType, name, help string, v float64, labels ...string) {
 		var names, values []string
 		for i := 0; i+1 < len(labels); i += 2 {
 			names, values = append(names, labels[i]), append(values, labels[i+1])
 		}
-		ch <- prometheus.MustNewConstMetric(prometheus.NewDesc(name, help, names, nil), prometheus.GaugeValue, v, values...)
+		key := name + "\x00" + strings.Join(names, ",")
+		d, ok := descs.Load(key)
+		if !ok {
+			d, _ = descs.LoadOrStore(key, prometheus.NewDesc(name, help, names, nil))
+		}
+		ch <- prometheus.MustNewConstMetric(d.(*prometheus.Desc), typ, v, values...)
+	}
+	gauge := func(name, help string, v float64, labels ...string) {
+		emit(prometheus.GaugeValue, name, help, v, labels...)
 	}
 	counter := func(name, help string, v float64, labels ...string) {
-		var names, values []string
-		for i := 0; i+1 < len(labels); i += 2 {
-			names, values = append(names, labels[i]), append(values, labels[i+1])
-		}
-		ch <- prometheus.MustNewConstMetric(prometheus.NewDesc(name, help, names, nil), prometheus.CounterValue, v, values...)
+		emit(prometheus.CounterValue, name, help, v, labels...)
 	}
 	upv := 0.0
 	if up {

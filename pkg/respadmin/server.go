@@ -70,6 +70,7 @@ type Server struct {
 	closing  sync.Once
 	routes   []*route
 	openapi  []byte
+	descs    sync.Map // the metrics' descriptors (metrics.go)
 }
 
 // roleVerifier accepts the tokens of one role.
