@@ -3,8 +3,10 @@ package test
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -200,5 +202,35 @@ func TestRespProcess(t *testing.T) {
 				t.Fatalf("no plugin closed line in the log:\n%s", sp.stderr.String())
 			}
 		})
+	}
+}
+
+// TestRespProcessPrincipals: over HTTP with two bearer tokens, a process
+// is its starter's: another principal neither lists nor reaches it.
+func TestRespProcessPrincipals(t *testing.T) {
+	const token, token2 = "e2e-process-token-1a2b", "e2e-process-token-3c4d"
+	cfg, _ := json.Marshal(map[string]any{
+		"enable":  []string{"resp"},
+		"plugins": map[string]any{"resp": map[string]any{"config": map[string]any{"process": map[string]any{"enabled": true}}}},
+		"http":    map[string]any{"bearer_tokens_file": writeConfig(t, token+"\n"+token2+"\n")},
+	})
+	hp := startHTTP(t, "--config", writeConfig(t, string(cfg)))
+	one := hp.connect(t, legacyEra, &http.Client{Transport: bearer{token: token}})
+	two := hp.connect(t, modernEra, &http.Client{Transport: bearer{token: token2}})
+	st := decode[processInfo](t, callTool(t, one, "resp_process", map[string]any{"action": "start",
+		"args": []string{"--port", strconv.Itoa(freeLoopbackPort(t)), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir()}}))
+	type list struct {
+		Processes []processInfo `json:"processes"`
+	}
+	if l := decode[list](t, callTool(t, two, "resp_process", map[string]any{"action": "status"})); len(l.Processes) != 0 {
+		t.Fatalf("another principal lists %+v", l)
+	}
+	for _, action := range []string{"status", "logs", "stop"} {
+		if r, isErr := callAs[execReply](t, two, "resp_process", map[string]any{"action": action, "handle": st.Handle}); !isErr || r.Error == nil || r.Error.Kind != "process_not_found" {
+			t.Fatalf("another principal's %s: isError=%v %+v", action, isErr, r.Error)
+		}
+	}
+	if l := decode[list](t, callTool(t, one, "resp_process", map[string]any{"action": "status"})); len(l.Processes) != 1 || !l.Processes[0].Running {
+		t.Fatalf("the starter lists %+v", l)
 	}
 }
