@@ -247,6 +247,11 @@ func TestReadRoutes(t *testing.T) {
 	if r := g.do(t, "GET", "/api/keys/str:a", operatorTok, "").json(t); r["value"].(map[string]any)["value"] != "hello" || r["length"] != float64(5) {
 		t.Fatalf("key: %v", r)
 	}
+	g.rdb.Set(ctx, "a/b c", "slashed", 0)
+	if r := g.do(t, "GET", "/api/keys/a%2Fb%20c", operatorTok, "").json(t); r["key"] != "a/b c" || r["value"].(map[string]any)["value"] != "slashed" {
+		t.Fatalf("escaped key: %v", r)
+	}
+	g.rdb.Del(ctx, "a/b c")
 	page := g.do(t, "GET", "/api/keys/list:a?count=2", operatorTok, "").json(t)
 	if items := page["value"].(map[string]any)["items"].([]any); len(items) != 2 || page["next_cursor"] != "2" || page["length"] != float64(3) {
 		t.Fatalf("list page: %v", page)

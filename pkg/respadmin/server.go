@@ -168,6 +168,7 @@ type Error struct {
 	Message string
 }
 
+// Error returns "kind: message".
 func (e *Error) Error() string { return e.Kind + ": " + e.Message }
 
 // The error kinds, with their statuses.

@@ -65,7 +65,7 @@ func init() {
 	cli.RegisterCommand(cli.Command{
 		Name:    "resp",
 		Summary: "serve the RESP sidecar (Redis-protocol datastore access) alone, over stdio by default",
-		Usage:   "[--host H] [--port P] [--config FILE] [--tool-prefix P] [--stdio | --http ADDR] [--log-level L] [--log-format F]\n       mcpkit resp admin --target ADDR --listen ADDR [--config FILE] [--log-level L] [--log-format F]",
+		Usage:   "[--host H] [--port P] [--config FILE] [--tool-prefix P] [--stdio | --http ADDR] [--log-level L] [--log-format F]\n       mcpkit resp [--log-level L] [--log-format F] admin --target ADDR --listen ADDR [--config FILE]",
 		Doc:     commandDoc,
 		Flags: func(fs *flag.FlagSet) {
 			fs.String(flagHost, "", "default target `host` (default 127.0.0.1)")

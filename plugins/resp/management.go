@@ -49,6 +49,7 @@ type ManagementReply struct {
 	Body        *Body         `json:"body,omitempty"`
 	Download    *DownloadInfo `json:"download,omitempty"`
 	HTTPError   bool          `json:"http_error,omitempty" jsonschema:"the status is 4xx or 5xx: a real HTTP response, not a successful action"`
+	Warning     string        `json:"warning,omitempty" jsonschema:"set when a POST was answered 5xx: its effect is unknown"`
 }
 
 // Body is a response body: JSON when the response is JSON, else text when
@@ -265,6 +266,9 @@ func (m *management) call(ctx context.Context, _ *mcp.CallToolRequest, in Manage
 		return nil, &mcpcore.LimitError{Limit: LimitReplyBytes, Max: limit, Detail: "the management response body is larger; nothing was returned (download it with download_path)"}
 	}
 	reply.Body = encodeBody(reply.ContentType, data)
+	if method == http.MethodPost && res.StatusCode >= 500 {
+		reply.Warning = "the POST was sent and failed on the server's side: its effect is unknown; inspect state before sending it again"
+	}
 	if reply.HTTPError {
 		return nil, mcpcore.ErrorResult(reply)
 	}

@@ -91,8 +91,13 @@ func TestManagementRequests(t *testing.T) {
 	// A refusal of the API is a real response, marked isError.
 	res := m.manage(map[string]any{"method": "POST", "path": "/api/storage/action", "body": map[string]any{"action": "flushdb"}})
 	rr := decode[ManagementReply](t, res)
-	if !res.IsError || rr.Status != 409 || !rr.HTTPError || rr.Body.Encoding != "json" {
+	if !res.IsError || rr.Status != 409 || !rr.HTTPError || rr.Body.Encoding != "json" || rr.Warning != "" {
 		t.Fatalf("unconfirmed flushdb: %v %+v", res.IsError, rr)
+	}
+	// A 5xx answer to a POST: its effect is unknown, and the reply says so.
+	res = m.manage(map[string]any{"method": "POST", "path": "/api/config", "body": map[string]any{"parameter": "no-such-parameter", "value": "1"}})
+	if rr := decode[ManagementReply](t, res); !res.IsError || rr.Status != 502 || !strings.Contains(rr.Warning, "unknown") {
+		t.Fatalf("5xx POST: %+v", rr)
 	}
 	res = m.manage(map[string]any{"method": "POST", "path": "/api/storage/action", "body": map[string]any{"action": "flushdb", "confirmed": true}})
 	if rr := decode[ManagementReply](t, res); res.IsError || rr.Status != 200 {
