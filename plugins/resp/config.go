@@ -48,7 +48,7 @@ type Config struct {
 	// FileRoot is the existing directory management downloads are confined
 	// to (used by the management tool of a later issue).
 	FileRoot string `json:"file_root,omitempty"`
-	// Process configures the process tool of a later issue.
+	// Process configures the process tool (process.go).
 	Process ProcessConfig `json:"process"`
 }
 
@@ -81,10 +81,13 @@ type TLSConfig struct {
 	ClientKey  string `json:"client_key,omitempty"`
 }
 
-// ProcessConfig enables the process tool (later issue); disabled by default.
+// ProcessConfig enables the process tool, which is not served at all
+// unless Enabled: privileged host administration of server processes.
 type ProcessConfig struct {
-	Enabled bool   `json:"enabled,omitempty"`
-	Binary  string `json:"binary,omitempty"`
+	Enabled bool `json:"enabled,omitempty"`
+	// Binary is the server executable the tool runs (default: redis-server
+	// from PATH); relative to the working directory.
+	Binary string `json:"binary,omitempty"`
 }
 
 // target is a validated, resolved target. Its password is behind a
