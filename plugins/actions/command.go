@@ -3,7 +3,9 @@ package actions
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
+	"fmt"
 	"io"
 
 	"github.com/mcpkit/mcpkit/pkg/cli"
@@ -13,9 +15,10 @@ import (
 
 // Names of the command's flags.
 const (
-	flagData  = "data"
-	flagStdio = "stdio"
-	flagHTTP  = "http"
+	flagData   = "data"
+	flagStdio  = "stdio"
+	flagHTTP   = "http"
+	flagConfig = "config"
 )
 
 const commandDoc = `Serves, lists or runs the actions of the example action app (package
@@ -24,13 +27,18 @@ FILE, a document store file created when absent; without it the data is in
 memory and lost at exit. The command's flags (--data, --log-level,
 --log-format) come before the verb.
 
-  start [--stdio | --http ADDR]
+  start [--stdio | --http ADDR] [--config FILE]
         serve the actions plugin alone: every action as an MCP tool under its
         own name (':' as '-': message-post), its resources and prompts, over
-        stdio by default; --http ADDR serves /mcp and the app's HTTP API at
-        /api (with /api/swagger) on loopback. The server instructions are
-        $MCP_SERVER_INSTRUCTIONS, else the app's description;
-        $MCP_MARKDOWN_DEPTH_LIMIT (default 5) bounds markdown results.
+        stdio by default; --http ADDR serves /mcp, the app's HTTP API at /api
+        (with /api/swagger) and its WebSocket at /ws. --config FILE is the
+        file 'mcpkit serve --config' reads: its limits, its http section
+        (addr, bearer tokens, TLS, origins) and plugins.actions (prefix, limits,
+        config); other plugins' sections are ignored, and --data wins over
+        its data_path. The environment fills what the file leaves unset:
+        $MCP_SERVER_ENABLED (default true; false serves only /api and /ws),
+        $MCP_SERVER_ROUTE (only /mcp), $MCP_SERVER_INSTRUCTIONS (default the
+        app's description), $MCP_MARKDOWN_DEPTH_LIMIT (default 5).
   list
         the actions with their descriptions
   run NAME [--input value]... [--json '{...}']
@@ -39,15 +47,16 @@ memory and lost at exit. The command's flags (--data, --log-level,
 
 Beside other plugins, 'mcpkit serve --plugins actions,...' serves the same
 tools behind the prefix "actions_", configured under plugins.actions.config:
-{"data_path", "instructions", "markdown_depth_limit", "rate_limit", "redis"};
-with "redis", several instances share PubSub, rate-limit counts, task queues
+{"mcp_enabled", "mcp_route", "data_path", "instructions",
+"markdown_depth_limit", "rate_limit", "redis", "session"}; with "redis",
+several instances share PubSub, rate-limit counts, task queues, web sessions
 and MCP sessions.`
 
 func init() {
 	cli.RegisterCommand(cli.Command{
 		Name:    "actions",
 		Summary: "serve the example action app's actions over MCP and HTTP (/api), list them, or run one",
-		Usage:   "[--data FILE] [--log-level L] [--log-format F] start [--stdio | --http ADDR]\n       mcpkit actions [--data FILE] list\n       mcpkit actions [--data FILE] run NAME [--input value]... [--json '{...}']",
+		Usage:   "[--data FILE] [--log-level L] [--log-format F] start [--stdio | --http ADDR] [--config FILE]\n       mcpkit actions [--data FILE] list\n       mcpkit actions [--data FILE] run NAME [--input value]... [--json '{...}']",
 		Doc:     commandDoc,
 		Flags: func(fs *flag.FlagSet) {
 			fs.String(flagData, "", "the app's data `file` (default: memory)")
@@ -62,13 +71,12 @@ func runCommand(ctx context.Context, env *cli.Env) int {
 		return env.Fail(cli.Usagef("no verb: want start, list or run"))
 	}
 	data, _ := cli.FlagValue[string](env.Flags, flagData)
-	cfg := Config{DataPath: data}
 	verb, args := env.Args[0], env.Args[1:]
 	switch verb {
 	case "start":
-		return runStart(ctx, env, cfg, args)
+		return runStart(ctx, env, data, args)
 	case "list", "run", "help":
-		app, closer, err := OpenExample(ctx, cfg, nil) // nothing subscribes from the command line
+		app, closer, err := OpenExample(ctx, Config{DataPath: data}, nil) // nothing subscribes from the command line
 		if err != nil {
 			return env.Fail(err)
 		}
@@ -78,23 +86,35 @@ func runCommand(ctx context.Context, env *cli.Env) int {
 	return env.Fail(cli.Usagef("unknown verb %q: want start, list or run", verb))
 }
 
-// runStart serves the plugin alone, without a tool prefix.
-func runStart(ctx context.Context, env *cli.Env, cfg Config, args []string) int {
+// runStart serves the plugin alone, without a tool prefix (unless the
+// configuration file gives it one).
+func runStart(ctx context.Context, env *cli.Env, data string, args []string) int {
 	fs := flag.NewFlagSet("mcpkit actions start", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	stdio := fs.Bool(flagStdio, false, "serve MCP over stdin/stdout (the default)")
 	httpAddr := fs.String(flagHTTP, "", "serve streamable HTTP at ADDR (loopback)")
+	path := fs.String(flagConfig, "", "the JSON configuration FILE of mcpkit serve")
 	if err := fs.Parse(args); err != nil {
 		return env.Fail(cli.Usagef("start: %v", err))
 	}
 	if fs.NArg() > 0 {
 		return env.Fail(cli.Usagef("start: unexpected argument %q", fs.Arg(0)))
 	}
-	addr, from, err := cli.ChooseTransport(*stdio, *httpAddr, "")
+	file := mcpcore.DefaultConfig()
+	if *path != "" {
+		var err error
+		if file, err = mcpcore.LoadConfig(*path); err != nil {
+			if !errors.Is(err, mcpcore.ErrConfig) {
+				err = &mcpcore.ConfigError{Field: "--config", Reason: err.Error()} // unreadable: nothing is served
+			}
+			return env.Fail(err)
+		}
+	}
+	addr, from, err := cli.ChooseTransport(*stdio, *httpAddr, file.HTTP.Addr)
 	if err != nil {
 		return env.Fail(err)
 	}
-	opts, err := startOptions(cfg)
+	opts, err := startOptions(file, data)
 	if err != nil {
 		return env.Fail(err)
 	}
@@ -102,18 +122,33 @@ func runStart(ctx context.Context, env *cli.Env, cfg Config, args []string) int 
 	return cli.Serve(ctx, cli.ServeParams{Options: opts, HTTPAddr: addr, TransportFrom: from, Stdin: env.Stdin, Stdout: env.Stdout})
 }
 
-// startOptions builds the server of `mcpkit actions start`: the example
-// app's plugin alone, without a prefix, serving its instructions.
-func startOptions(cfg Config) (mcpcore.Options, error) {
-	raw, err := json.Marshal(cfg)
-	if err != nil {
-		return mcpcore.Options{}, err
+// startOptions builds the server of `mcpkit actions start` from the
+// configuration file's content: the example app's plugin alone, without a
+// prefix unless the file gives one, serving its instructions; data, when
+// not empty, is the app's data file.
+func startOptions(file mcpcore.Config, data string) (mcpcore.Options, error) {
+	pc := file.Plugins["actions"]
+	if data != "" {
+		var cfg Config
+		if len(pc.Config) > 0 {
+			if err := mcpcore.DecodeStrict(pc.Config, &cfg); err != nil {
+				return mcpcore.Options{}, &mcpcore.ConfigError{Field: "plugins.actions.config", Reason: err.Error()}
+			}
+		}
+		cfg.DataPath = data
+		raw, err := json.Marshal(cfg)
+		if err != nil {
+			return mcpcore.Options{}, fmt.Errorf("encode the actions configuration: %w", err)
+		}
+		pc.Config = raw
 	}
-	prefix := ""
-	c := mcpcore.DefaultConfig()
-	c.Plugins = map[string]mcpcore.PluginConfig{"actions": {Prefix: &prefix, Config: raw}}
+	if pc.Prefix == nil {
+		pc.Prefix = new("")
+	}
+	file.Enable = nil
+	file.Plugins = map[string]mcpcore.PluginConfig{"actions": pc}
 	p := New(OpenExample)
-	return mcpcore.Options{Config: c, Instances: []mcpcore.Instance{{Name: "actions", Plugin: p}},
+	return mcpcore.Options{Config: file, Instances: []mcpcore.Instance{{Name: "actions", Plugin: p}},
 		Middleware: []mcp.Middleware{InstructionsMiddleware(p.Instructions)}}, nil
 }
 

@@ -54,13 +54,28 @@ func init() {
 // Environment variables of the seed that the plugin reads when its
 // configuration does not set the same thing.
 const (
+	EnvEnabled       = "MCP_SERVER_ENABLED"
+	EnvRoute         = "MCP_SERVER_ROUTE"
 	EnvInstructions  = "MCP_SERVER_INSTRUCTIONS"
 	EnvMarkdownDepth = "MCP_MARKDOWN_DEPTH_LIMIT"
 )
 
+// MCPRoute is the path of the MCP endpoint, which the core serves.
+const MCPRoute = "/mcp"
+
 // Config is the plugin's configuration, under "plugins.actions.config" in
 // an `mcpkit serve` file, decoded strictly.
 type Config struct {
+	// MCPEnabled serves the app's actions over MCP (tools, resources,
+	// prompts, notifications); false serves only its HTTP API and
+	// WebSocket. Default $MCP_SERVER_ENABLED (true or false), else true:
+	// unlike Keryx, whose MCP server is off by default, serving MCP is
+	// what the plugin is for.
+	MCPEnabled *bool `json:"mcp_enabled,omitempty"`
+	// MCPRoute is the MCP endpoint's path; default $MCP_SERVER_ROUTE, else
+	// "/mcp". The core serves MCP at /mcp only, so another path is
+	// refused rather than ignored.
+	MCPRoute string `json:"mcp_route,omitempty"`
 	// DataPath is the app's data file (the example app's document store),
 	// created when absent; "" keeps the data in memory, lost at exit.
 	DataPath string `json:"data_path,omitempty"`
@@ -129,6 +144,24 @@ type RateLimitConfig struct {
 // resolve fills what the configuration leaves unset from the environment
 // and the defaults, and checks it.
 func (c Config) resolve(getenv func(string) string) (Config, error) {
+	if c.MCPEnabled == nil {
+		on := true
+		if s := getenv(EnvEnabled); s != "" {
+			var err error
+			if on, err = strconv.ParseBool(s); err != nil {
+				return c, &mcpcore.ConfigError{Field: EnvEnabled, Reason: fmt.Sprintf("%q is not true or false", s)}
+			}
+		}
+		c.MCPEnabled = &on
+	}
+	field := "mcp_route"
+	if c.MCPRoute == "" {
+		c.MCPRoute, field = getenv(EnvRoute), EnvRoute
+	}
+	if c.MCPRoute != "" && c.MCPRoute != MCPRoute {
+		return c, &mcpcore.ConfigError{Field: field, Reason: fmt.Sprintf("%q: mcpkit serves MCP at %s only", c.MCPRoute, MCPRoute)}
+	}
+	c.MCPRoute = MCPRoute
 	if c.Instructions == "" {
 		c.Instructions = getenv(EnvInstructions)
 	}
@@ -248,9 +281,10 @@ func (p *Plugin) Configure(raw []byte) error {
 	return nil
 }
 
-// Attach implements mcpcore.Plugin: it opens the app, makes the plugin's
-// logger the app's, and adds a tool, resource or prompt per action as the
-// action asks, and the app's HTTP API at /api.
+// Attach implements mcpcore.Plugin: it opens the shared state and the
+// app, makes the plugin's logger the app's, adds (unless MCPEnabled is
+// false) a tool, resource or prompt per action as the action asks, and
+// serves the app's HTTP API at /api and its WebSocket at /ws.
 func (p *Plugin) Attach(ctx context.Context, h *mcpcore.Host) error {
 	p.host = h
 	state, err := openState(ctx, p.cfg.Redis)
@@ -266,25 +300,13 @@ func (p *Plugin) Attach(ctx context.Context, h *mcpcore.Host) error {
 		return fmt.Errorf("open the app: %w", err)
 	}
 	p.app, p.closer = app, closer
-	if p.notify, err = startNotifier(ctx, h, app, p.state.relay); err != nil {
-		return err
-	}
 	app.SetLogger(h.Logger())
 	if p.cfg.Instructions == "" {
 		p.cfg.Instructions = app.Description()
 	}
-	h.SetInstructions(p.cfg.Instructions) // beside the core's and other plugins' (mcpkit serve)
 	var errs []error
-	for _, act := range app.Actions() {
-		if act.MCP.IsTool() {
-			p.addTool(act)
-		}
-		if act.MCP.Resource != nil {
-			errs = append(errs, p.addResource(act))
-		}
-		if act.MCP.Prompt != nil {
-			p.addPrompt(act)
-		}
+	if *p.cfg.MCPEnabled {
+		errs = append(errs, p.attachMCP(ctx))
 	}
 	if slices.ContainsFunc(app.Actions(), func(a *action.Action) bool { return a.Task != nil }) {
 		// Task workers (an in-process queue) run for the server's lifetime:
@@ -310,6 +332,31 @@ func (p *Plugin) Attach(ctx context.Context, h *mcpcore.Host) error {
 		defer context.AfterFunc(h.Context(), cancel)()
 		ws.ServeHTTP(w, r.WithContext(ctx))
 	}))
+	return errors.Join(errs...)
+}
+
+// attachMCP serves the app's actions as tools, resources and prompts,
+// its description as the instructions, and its PubSub messages as
+// notifications.
+func (p *Plugin) attachMCP(ctx context.Context) error {
+	notify, err := startNotifier(ctx, p.host, p.app, p.state.relay)
+	if err != nil {
+		return err
+	}
+	p.notify = notify
+	p.host.SetInstructions(p.cfg.Instructions) // beside the core's and other plugins' (mcpkit serve)
+	var errs []error
+	for _, act := range p.app.Actions() {
+		if act.MCP.IsTool() {
+			p.addTool(act)
+		}
+		if act.MCP.Resource != nil {
+			errs = append(errs, p.addResource(act))
+		}
+		if act.MCP.Prompt != nil {
+			p.addPrompt(act)
+		}
+	}
 	return errors.Join(errs...)
 }
 

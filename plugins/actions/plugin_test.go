@@ -280,16 +280,49 @@ func TestMarkdownResult(t *testing.T) {
 }
 
 func TestConfigErrors(t *testing.T) {
-	for _, tc := range []struct{ name, cfg, env, want string }{
-		{"unknown field", `{"nope":1}`, "", "nope"},
-		{"depth out of range", `{"markdown_depth_limit":33}`, "", "markdown_depth_limit"},
-		{"bad environment depth", `{}`, "deep", EnvMarkdownDepth},
+	for _, tc := range []struct{ name, cfg, envName, env, want string }{
+		{"unknown field", `{"nope":1}`, EnvMarkdownDepth, "", "nope"},
+		{"depth out of range", `{"markdown_depth_limit":33}`, EnvMarkdownDepth, "", "markdown_depth_limit"},
+		{"bad environment depth", `{}`, EnvMarkdownDepth, "deep", EnvMarkdownDepth},
+		{"bad environment enabled", `{}`, EnvEnabled, "maybe", EnvEnabled},
+		{"another route in the environment", `{}`, EnvRoute, "/agents", EnvRoute},
+		{"another route in the file", `{"mcp_route":"/agents"}`, EnvRoute, "/mcp", "mcp_route"},
+		{"negative session TTL", `{"session":{"ttl_seconds":-1}}`, EnvRoute, "", "session.ttl_seconds"},
+		{"bad cookie name", `{"session":{"cookie_name":"a;b"}}`, EnvRoute, "", "session.cookie_name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Setenv(EnvMarkdownDepth, tc.env)
+			t.Setenv(tc.envName, tc.env)
 			err := New(OpenExample).Configure([]byte(tc.cfg))
 			if !errors.Is(err, mcpcore.ErrConfig) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("Configure(%s): %v, want a config error naming %s", tc.cfg, err, tc.want)
+			}
+		})
+	}
+}
+
+// MCP_SERVER_ENABLED=false (or mcp_enabled false, which wins) serves none
+// of the app's actions over MCP; the route /mcp is accepted from either.
+func TestMCPEnabled(t *testing.T) {
+	for _, tc := range []struct {
+		name, cfg, env string
+		tools          bool
+	}{
+		{"default", `{}`, "", true},
+		{"environment off", `{"mcp_route":"/mcp"}`, "false", false},
+		{"file on wins", `{"mcp_enabled":true}`, "false", true},
+		{"file off", `{"mcp_enabled":false}`, "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(EnvEnabled, tc.env)
+			t.Setenv(EnvRoute, "/mcp")
+			s := serve(t, tc.cfg, noPrefix())
+			tools, err := s.cs.ListTools(t.Context(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			has := slices.ContainsFunc(tools.Tools, func(tool *mcp.Tool) bool { return tool.Name == "report-nested" })
+			if has != tc.tools {
+				t.Errorf("the app's tools served: %v, want %v", has, tc.tools)
 			}
 		})
 	}
