@@ -75,7 +75,7 @@ func TestActionsStartHTTP(t *testing.T) {
 			for _, tool := range tools.Tools {
 				names = append(names, tool.Name)
 			}
-			if strings.Join(names, " ") != "message-list message-post result status" {
+			if strings.Join(names, " ") != "message-list message-post result session-create session-destroy status user-create" {
 				t.Errorf("tools %v", names)
 			}
 			res := callTool(t, cs, "message-post", map[string]any{"channel": "mcp-" + era, "text": "via mcp", "author": "bot"})
