@@ -27,10 +27,11 @@ import (
 // stored point exactly (haversine distance, or the box's bounds) before
 // reading its document.
 //
-// A point is either a map {"lat": <number>, "lon": <number>} or an array
-// [lon, lat] of two numbers, GeoJSON's order; latitudes lie in [-90, 90]
-// and longitudes in [-180, 180] (WGS84 degrees, on a sphere of the Earth's
-// mean radius). A document whose field is missing or null is not indexed;
+// A point is a map {"lat": <number>, "lon": <number>}, an array [lon, lat]
+// of two numbers (GeoJSON's order), or a GeoJSON Point {"type": "Point",
+// "coordinates": [lon, lat]} (other members ignored); latitudes lie in
+// [-90, 90] and longitudes in [-180, 180] (WGS84 degrees, on a sphere of
+// the Earth's mean radius). A document whose field is missing or null is not indexed;
 // a write whose field holds anything else is refused (CodeInvalid), as is
 // the creation of an index over documents that hold a bad point.
 
@@ -72,6 +73,9 @@ func pointOf(coll string, id Value, field string, doc Value) (LatLon, bool, erro
 	if !present || v.IsNull() {
 		return LatLon{}, false, nil
 	}
+	if t, _ := v.Get("type"); v.Kind() == KindMap && Equal(t, Text("Point")) {
+		v, _ = v.Get("coordinates") // a GeoJSON Point
+	}
 	var p LatLon
 	var latOK, lonOK bool
 	if items, isArr := v.Array(); isArr {
@@ -87,7 +91,7 @@ func pointOf(coll string, id Value, field string, doc Value) (LatLon, bool, erro
 	}
 	if !latOK || !lonOK {
 		return LatLon{}, false, &Error{Code: CodeInvalid, Collection: coll, ID: &id, Field: field,
-			Message: fmt.Sprintf("document %s in %q: field %q is not a point: want {\"lat\": <number>, \"lon\": <number>} or [lon, lat]", idString(id), coll, field)}
+			Message: fmt.Sprintf("document %s in %q: field %q is not a point: want {\"lat\": <number>, \"lon\": <number>}, [lon, lat] or a GeoJSON Point {\"type\": \"Point\", \"coordinates\": [lon, lat]}", idString(id), coll, field)}
 	}
 	if err := checkLatLon(coll, field, p); err != nil {
 		err.(*Error).ID = &id

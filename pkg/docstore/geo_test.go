@@ -34,15 +34,18 @@ var cities = []struct {
 	{"south-pole", "", -89.9, 45},
 }
 
-// fillCities stores the cities in coll, as {"lat","lon"} maps for even
-// ones and [lon, lat] arrays for odd ones, and indexes them.
+// fillCities stores the cities in coll, as {"lat","lon"} maps, [lon, lat]
+// arrays and GeoJSON Points in turn, and indexes them.
 func fillCities(t *testing.T, s *Store, coll string) {
 	t.Helper()
 	ctx := context.Background()
 	for i, c := range cities {
 		loc := fmt.Sprintf(`{"lat": %v, "lon": %v}`, c.lat, c.lon)
-		if i%2 == 1 {
+		switch i % 3 {
+		case 1:
 			loc = fmt.Sprintf(`[%v, %v]`, c.lon, c.lat)
+		case 2:
+			loc = fmt.Sprintf(`{"type": "Point", "coordinates": [%v, %v]}`, c.lon, c.lat)
 		}
 		if _, err := s.Put(ctx, coll, Text(c.id), j(t, fmt.Sprintf(`{"country": %q, "loc": %s}`, c.country, loc))); err != nil {
 			t.Fatal(err)
@@ -286,7 +289,7 @@ func TestGeoWrites(t *testing.T) {
 		if got := around(); !slices.Equal(got, []string{"paris", "versailles"}) {
 			t.Errorf("after the writes: %v", got)
 		}
-		for _, bad := range []string{`{"lat": 91, "lon": 0}`, `{"lat": 0, "lon": -180.5}`, `"here"`, `[1]`, `[1, 2, 3]`, `{"lat": "1", "lon": 2}`, `{"lat": 1}`, `{"$vector": [1, 2]}`} {
+		for _, bad := range []string{`{"lat": 91, "lon": 0}`, `{"lat": 0, "lon": -180.5}`, `"here"`, `[1]`, `[1, 2, 3]`, `{"lat": "1", "lon": 2}`, `{"lat": 1}`, `{"$vector": [1, 2]}`, `{"type": "Point", "coordinates": [1]}`, `{"type": "Point", "coordinates": [0, 95]}`, `{"type": "Point"}`} {
 			_, err := s.Put(ctx, "c", Text("bad"), j(t, `{"loc": `+bad+`}`))
 			if e := wantCode(t, err, CodeInvalid); e.Field != "loc" {
 				t.Errorf("%s: field %q", bad, e.Field)

@@ -32,7 +32,7 @@ func init() {
 }
 
 // pointHelp says what a point field holds.
-const pointHelp = `a point: {"lat": <degrees>, "lon": <degrees>} or a GeoJSON-ordered array [lon, lat] (WGS84 degrees, latitude in [-90, 90], longitude in [-180, 180])`
+const pointHelp = `a point: {"lat": <degrees>, "lon": <degrees>}, a GeoJSON-ordered array [lon, lat], or a GeoJSON Point {"type": "Point", "coordinates": [lon, lat]} (WGS84 degrees, latitude in [-90, 90], longitude in [-180, 180])`
 
 // addGeoTools adds create_geo_index and geo.
 func (p *Plugin) addGeoTools() {
@@ -44,7 +44,7 @@ func (p *Plugin) addGeoTools() {
 
 type createGeoIndexArgs struct {
 	Collection collectionName `json:"collection"`
-	Field      fieldPath      `json:"field" jsonschema:"the point field, a dotted path (\"address.location\"); each document's holds {\"lat\", \"lon\"} or [lon, lat]"`
+	Field      fieldPath      `json:"field" jsonschema:"the point field, a dotted path (\"address.location\"); each document's holds {\"lat\", \"lon\"}, [lon, lat] or a GeoJSON Point"`
 	Name       indexName      `json:"name,omitempty" jsonschema:"the index's name: 1 to 256 bytes without NUL (default: the field)"`
 }
 

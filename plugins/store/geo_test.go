@@ -43,7 +43,7 @@ func (e *env) storeCities() {
 	}{
 		{"paris", `{"lat": 48.8566, "lon": 2.3522}`, true},
 		{"london", `[-0.1278, 51.5074]`, false},
-		{"brussels", `{"lat": 50.8503, "lon": 4.3517}`, true},
+		{"brussels", `{"type": "Point", "coordinates": [4.3517, 50.8503]}`, true},
 		{"suva", `{"lat": -18.1416, "lon": 178.4419}`, true},
 		{"nukualofa", `[-175.2049, -21.1394]`, true},
 		{"nowhere", `null`, true},
