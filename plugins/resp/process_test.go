@@ -286,7 +286,7 @@ func TestProcessLimits(t *testing.T) {
 }
 
 // TestProcessBinary: process.binary replaces redis-server from PATH; one
-// that cannot run is an error that says nothing runs.
+// that is missing or cannot run fails start, which says nothing runs.
 func TestProcessBinary(t *testing.T) {
 	bin, err := redistest.BinaryPath()
 	if err != nil {
@@ -304,9 +304,18 @@ func TestProcessBinary(t *testing.T) {
 	}
 	failure(t, e.proc(map[string]any{"action": "help", "args": []string{"--version"}}), mcpcore.KindBadParams)
 
-	missing := connect(t, processConfig(`, "binary": "/nonexistent/redis-server"`), "")
-	if r := failure(t, missing.call(nil, "resp_process", map[string]any{"action": "start"}), mcpcore.KindOther); !strings.Contains(r.Error.Message, "nothing is running") {
-		t.Fatalf("missing binary: %+v", r)
+	notProgram := filepath.Join(t.TempDir(), "redis-server")
+	if err := os.WriteFile(notProgram, []byte("not a program\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"/nonexistent/redis-server", notProgram} {
+		broken := connect(t, processConfig(fmt.Sprintf(`, "binary": %q`, bad)), "")
+		if r := failure(t, broken.call(nil, "resp_process", map[string]any{"action": "start"}), mcpcore.KindOther); !strings.Contains(r.Error.Message, "nothing is running") {
+			t.Fatalf("binary %s: %+v", bad, r)
+		}
+		if list := decode[ProcessListReply](t, broken.call(nil, "resp_process", map[string]any{"action": "status"})); len(list.Processes) != 0 {
+			t.Fatalf("a failed start left %+v", list)
+		}
 	}
 }
 
