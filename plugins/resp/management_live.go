@@ -88,7 +88,7 @@ type liveRegistry struct {
 	m    *management
 	max  int
 	idle time.Duration
-	wg   sync.WaitGroup // readers and the reaper
+	wg   sync.WaitGroup // readers and closers; the reaper waits for them when the server's lifetime ends
 
 	mu      sync.Mutex
 	handles map[string]*liveHandle
@@ -480,7 +480,10 @@ func (l *liveRegistry) closeHandle(h *liveHandle, code websocket.StatusCode, rea
 	}
 	delete(l.handles, h.id)
 	l.mu.Unlock()
-	go h.ws.Close(code, reason) // the handshake needs the reader running; bounded by the library
+	// The close frame goes out first; the handshake would need the reader,
+	// which may be blocked on a full queue, so it is not waited for: the
+	// reader is stopped and the connection dropped, which ends Close too.
+	l.wg.Go(func() { h.ws.Close(code, reason) })
 	h.cancel()
 	<-h.done
 	h.ws.CloseNow()
@@ -508,11 +511,13 @@ func (l *liveRegistry) closeWhere(match func(*liveHandle) bool) {
 	}
 }
 
-// start runs the idle reaper until ctx (the server's lifetime) ends, then
-// closes every handle and the idle HTTP connections.
+// start runs the idle reaper until ctx (the server's lifetime) ends; it
+// then closes every handle, waits for their goroutines, and closes the
+// idle HTTP connections. (The plugin's Close cannot wait for the reaper
+// itself; it ends right after.)
 func (l *liveRegistry) start(ctx context.Context) {
 	every := min(max(l.idle/4, 50*time.Millisecond), 30*time.Second)
-	l.wg.Go(func() {
+	go func() {
 		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
@@ -522,11 +527,12 @@ func (l *liveRegistry) start(ctx context.Context) {
 				l.closed = true
 				l.mu.Unlock()
 				l.closeWhere(func(*liveHandle) bool { return true })
+				l.wg.Wait()
 				l.m.closeIdle()
 				return
 			case now := <-t.C:
 				l.closeWhere(func(h *liveHandle) bool { return h.busy == 0 && now.Sub(h.lastUsed) >= l.idle })
 			}
 		}
-	})
+	}()
 }
