@@ -25,6 +25,53 @@ func principalOf(t *testing.T, token string) string {
 	return info.UserID
 }
 
+// logged is a PubSub message an MCP client got as a log notification.
+type logged struct{ channel, text string }
+
+// listenLogs connects a legacy MCP client with token (none when "") that
+// keeps the standalone SSE stream, on which a legacy session's
+// notifications come, sets its log level to info and returns the PubSub
+// messages it gets.
+func listenLogs(t *testing.T, hp *httpProc, token string) (*mcp.ClientSession, chan logged) {
+	t.Helper()
+	ch := make(chan logged, 10)
+	client := &http.Client{}
+	if token != "" {
+		client.Transport = bearer{token: token}
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e"}, &mcp.ClientOptions{
+		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
+			b, _ := json.Marshal(r.Params.Data)
+			var d struct {
+				Channel string
+				Message struct{ Text string }
+			}
+			_ = json.Unmarshal(b, &d)
+			ch <- logged{d.Channel, d.Message.Text}
+		}}).Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: hp.base + "/mcp", HTTPClient: client},
+		&mcp.ClientSessionOptions{ProtocolVersion: legacyEra})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	if err := cs.SetLoggingLevel(t.Context(), &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+		t.Fatal(err)
+	}
+	return cs, ch
+}
+
+// firstLog is the first message ch gets within 5 s.
+func firstLog(t *testing.T, name string, ch chan logged) logged {
+	t.Helper()
+	select {
+	case l := <-ch:
+		return l
+	case <-time.After(5 * time.Second):
+		t.Fatalf("%s got no notification", name)
+	}
+	return logged{}
+}
+
 // TestActionsStartConfigAuth: `mcpkit actions start --config FILE` reads
 // the file `mcpkit serve` reads (the instructions of plugins.actions and
 // the bearer tokens of http); /mcp then answers 401 with WWW-Authenticate
@@ -78,53 +125,18 @@ func TestActionsStartConfigAuth(t *testing.T) {
 	}
 
 	// Inboxes: A's inbox reaches A's session only.
-	type logged struct{ channel, text string }
-	listen := func(token string) (*mcp.ClientSession, chan logged) {
-		ch := make(chan logged, 10)
-		// A client with the standalone SSE stream, on which a legacy
-		// session's notifications come.
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e"}, &mcp.ClientOptions{
-			LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
-				b, _ := json.Marshal(r.Params.Data)
-				var d struct {
-					Channel string
-					Message struct{ Text string }
-				}
-				_ = json.Unmarshal(b, &d)
-				ch <- logged{d.Channel, d.Message.Text}
-			}}).Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: hp.base + "/mcp", HTTPClient: &http.Client{Transport: bearer{token: token}}},
-			&mcp.ClientSessionOptions{ProtocolVersion: legacyEra})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cs.Close() })
-		if err := cs.SetLoggingLevel(t.Context(), &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
-			t.Fatal(err)
-		}
-		return cs, ch
-	}
-	csA, logsA := listen(tokenA)
-	_, logsB := listen(tokenB)
+	csA, logsA := listenLogs(t, hp, tokenA)
+	_, logsB := listenLogs(t, hp, tokenB)
 	inbox := "inbox:" + principalOf(t, tokenA)
 	for _, channel := range []string{inbox, "open"} {
 		if res := callTool(t, csA, "message-post", map[string]any{"channel": channel, "text": "to " + channel, "author": "ann"}); res.IsError {
 			t.Fatalf("message-post: %s", resultText(res))
 		}
 	}
-	first := func(name string, ch chan logged) logged {
-		t.Helper()
-		select {
-		case l := <-ch:
-			return l
-		case <-time.After(5 * time.Second):
-			t.Fatalf("%s got no notification", name)
-		}
-		return logged{}
-	}
-	if l := first("A", logsA); l.channel != inbox || l.text != "to "+inbox {
+	if l := firstLog(t, "A", logsA); l.channel != inbox || l.text != "to "+inbox {
 		t.Errorf("A's first notification is %+v, want its inbox's message", l)
 	}
-	if l := first("B", logsB); l.channel != "open" {
+	if l := firstLog(t, "B", logsB); l.channel != "open" {
 		t.Errorf("B's first notification is %+v, want the open channel's (A's inbox is not B's)", l)
 	}
 	if strings.Contains(hp.stderr.String(), tokenA) || strings.Contains(hp.stderr.String(), tokenB) {

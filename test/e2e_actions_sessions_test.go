@@ -70,3 +70,22 @@ func TestActionsSessionsSharedInRedis(t *testing.T) {
 		t.Error("the Redis password appears in a log")
 	}
 }
+
+// TestActionsSharedRedisNotifications: two `mcpkit serve` processes with
+// the actions plugin on one Redis: a message posted through A's HTTP API
+// reaches an MCP client of B as a log notification.
+func TestActionsSharedRedisNotifications(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t, redistest.Options{})
+	cfg := writeConfig(t, `{"plugins": {"actions": {"config": {"redis": {"addr": "`+srv.Addr+`", "prefix": "e2e2:"}}}}}`)
+	a := startHTTP(t, "--plugins", "actions", "--config", cfg)
+	b := startHTTP(t, "--plugins", "actions", "--config", cfg)
+	_, logsB := listenLogs(t, b, "")
+	if code, body := httpDo(t, "POST", a.base+"/api/messages", `{"channel":"shared","text":"from A","author":"ann"}`); code != 200 {
+		t.Fatalf("POST on A: %d %s", code, body)
+	}
+	if l := firstLog(t, "B's MCP client", logsB); l.channel != "shared" || l.text != "from A" {
+		t.Fatalf("B's MCP client got %+v", l)
+	}
+
+}
