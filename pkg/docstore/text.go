@@ -150,58 +150,58 @@ type docText struct {
 	has      bool // at least one term
 }
 
+// occurrence is one word of a document as the index holds it.
+type occurrence struct {
+	term       string
+	field, pos int
+}
+
 // indexDoc analyzes doc for def.
 func indexDoc(def TextIndexDef, an analyzer, doc Value) docText {
 	out := docText{lens: make([]int, len(def.Fields))}
-	// occ[term] holds, per field, the term's positions.
-	occ := map[string][][]int{}
+	var occ []occurrence
 	for f, path := range def.Fields {
-		pos := 0
+		pos, n0 := 0, len(occ)
 		textValues(doc, path, func(text string) {
 			next := an.terms(text, pos, func(t string, p int) {
-				o := occ[t]
-				if o == nil {
-					o = make([][]int, len(def.Fields))
-					occ[t] = o
-				}
-				o[f] = append(o[f], p)
-				out.lens[f]++
+				occ = append(occ, occurrence{t, f, p})
 			})
 			if next > pos {
 				pos = next + positionGap
 			}
 		})
+		out.lens[f] = len(occ) - n0
 	}
+	// Fields in order, positions increasing within each: a stable sort by
+	// term keeps them so.
+	slices.SortStableFunc(occ, func(a, b occurrence) int { return strings.Compare(a.term, b.term) })
 	out.has = len(occ) > 0
-	out.terms = make([]string, 0, len(occ))
-	for t := range occ {
-		out.terms = append(out.terms, t)
-	}
-	slices.Sort(out.terms)
 	var head []byte
 	for _, l := range out.lens {
 		head = binary.AppendUvarint(head, uint64(l))
 	}
-	out.payloads = make([][]byte, len(out.terms))
+	// One buffer holds every payload (putPosting copies them).
+	buf := make([]byte, 0, len(occ)*(len(head)+8))
 	var ps []byte
-	for i, t := range out.terms {
-		p := append(make([]byte, 0, len(head)+16), head...)
-		for f, positions := range occ[t] {
-			if len(positions) == 0 {
-				continue
-			}
+	for i := 0; i < len(occ); {
+		t := occ[i].term
+		start := len(buf)
+		buf = append(buf, head...)
+		for i < len(occ) && occ[i].term == t {
+			f, n, prev := occ[i].field, 0, 0
 			ps = ps[:0]
-			prev := 0
-			for _, x := range positions {
-				ps = binary.AppendUvarint(ps, uint64(x-prev))
-				prev = x
+			for ; i < len(occ) && occ[i].term == t && occ[i].field == f; i++ {
+				ps = binary.AppendUvarint(ps, uint64(occ[i].pos-prev))
+				prev = occ[i].pos
+				n++
 			}
-			p = binary.AppendUvarint(p, uint64(f))
-			p = binary.AppendUvarint(p, uint64(len(positions)))
-			p = binary.AppendUvarint(p, uint64(len(ps)))
-			p = append(p, ps...)
+			buf = binary.AppendUvarint(buf, uint64(f))
+			buf = binary.AppendUvarint(buf, uint64(n))
+			buf = binary.AppendUvarint(buf, uint64(len(ps)))
+			buf = append(buf, ps...)
 		}
-		out.payloads[i] = p
+		out.terms = append(out.terms, t)
+		out.payloads = append(out.payloads, buf[start:len(buf):len(buf)])
 	}
 	return out
 }
@@ -320,10 +320,12 @@ func verifyTextIndex(ctx context.Context, tx kv.Tx, col *collection, def TextInd
 	if err != nil {
 		return err
 	}
-	bc := b.Cursor()
+	// Frozen blocks ("p") come first, in term then id-key order, then
+	// the tails ("q") in term order.
+	lastFrozen := map[string][]byte{} // term → its frozen blocks' last key
 	var prevTerm string
 	var prevLast []byte
-	prevTail := true
+	bc := b.Cursor()
 	for k, v := bc.First(); k != nil; k, v = bc.Next() {
 		if string(k) == textStatsKey {
 			if !bytes.Equal(v, st.encode()) {
@@ -331,22 +333,28 @@ func verifyTextIndex(ctx context.Context, tx kv.Tx, col *collection, def TextInd
 			}
 			continue
 		}
-		term, first, ok := bytes.Cut(k[min(1, len(k)):], []byte{0})
-		if k[0] != textPostingsKind || !ok {
+		var term, first []byte
+		tail := k[0] == tailKind
+		switch {
+		case tail:
+			term = k[1:]
+		case k[0] == frozenKind && bytes.IndexByte(k, 0) > 0:
+			term, first, _ = bytes.Cut(k[1:], []byte{0})
+		default:
 			return fmt.Errorf("unexpected key %q", k)
 		}
 		ps, err := decodeBlock(v)
 		if err != nil {
 			return fmt.Errorf("block %q: %w", k, err)
 		}
-		tail := isTail(k, termPrefix(string(term)))
 		if !tail && !bytes.Equal(ps[0].key, first) {
 			return fmt.Errorf("block %q starts at another document", k)
 		}
-		if string(term) != prevTerm && !prevTail {
-			return fmt.Errorf("term %q has no tail block", prevTerm)
+		before := prevLast
+		if string(term) != prevTerm || tail {
+			before = lastFrozen[string(term)]
 		}
-		if string(term) == prevTerm && (prevTail || bytes.Compare(prevLast, ps[0].key) >= 0) {
+		if before != nil && bytes.Compare(before, ps[0].key) >= 0 {
 			return fmt.Errorf("blocks of term %q overlap", term)
 		}
 		for i, p := range ps {
@@ -363,10 +371,15 @@ func verifyTextIndex(ctx context.Context, tx kv.Tx, col *collection, def TextInd
 			}
 			delete(want, wk)
 		}
-		prevTerm, prevLast, prevTail = string(term), ps[len(ps)-1].key, tail
+		if tail {
+			delete(lastFrozen, string(term))
+		} else {
+			lastFrozen[string(term)] = ps[len(ps)-1].key
+		}
+		prevTerm, prevLast = string(term), ps[len(ps)-1].key
 	}
-	if !prevTail {
-		return fmt.Errorf("term %q has no tail block", prevTerm)
+	for term := range lastFrozen {
+		return fmt.Errorf("term %q has no tail block", term)
 	}
 	if b.Get([]byte(textStatsKey)) == nil && st.docs > 0 {
 		return fmt.Errorf("no statistics for %d documents", st.docs)

@@ -434,6 +434,20 @@ func TestTextWritesKeepPostingsExact(t *testing.T) {
 				t.Errorf("%q: %s\nwant %s", q, rankedIDs(t, got), want)
 			}
 		}
+		// The workload froze blocks (and split and emptied some).
+		frozen := 0
+		err := s.db.View(func(tx kv.Tx) error {
+			c := tx.Bucket(textBucket("c", "b")).Cursor()
+			for k, _ := c.First(); k != nil; k, _ = c.Next() {
+				if k[0] == frozenKind {
+					frozen++
+				}
+			}
+			return nil
+		})
+		if err != nil || frozen < 10 {
+			t.Fatalf("%d frozen blocks (%v)", frozen, err)
+		}
 		if _, _, err := s.DeleteWhere(ctx, "c", flt(t, `{"k":3}`)); err != nil {
 			t.Fatal(err)
 		}
@@ -447,7 +461,7 @@ func TestTextWritesKeepPostingsExact(t *testing.T) {
 			t.Errorf("after deleting everything: %v %v", got, err)
 		}
 		// Every block was emptied and deleted.
-		err := s.db.View(func(tx kv.Tx) error {
+		err = s.db.View(func(tx kv.Tx) error {
 			k, _ := tx.Bucket(textBucket("c", "b")).Cursor().First()
 			if string(k) != textStatsKey {
 				t.Errorf("left in the index: %q", k)
@@ -463,21 +477,21 @@ func TestTextWritesKeepPostingsExact(t *testing.T) {
 // TestTextVerifyFindsCorruption: Verify is not vacuous.
 func TestTextVerifyFindsCorruption(t *testing.T) {
 	for _, tamper := range []func(b kv.Bucket) error{
-		func(b kv.Bucket) error { return b.Delete(tailKey(termPrefix("fox"))) },
+		func(b kv.Bucket) error { return b.Delete(keysOf("fox").tail) },
 		func(b kv.Bucket) error { // the block right, but not at the tail
-			v := bytes.Clone(b.Get(tailKey(termPrefix("fox"))))
-			if err := b.Delete(tailKey(termPrefix("fox"))); err != nil {
+			v := bytes.Clone(b.Get(keysOf("fox").tail))
+			if err := b.Delete(keysOf("fox").tail); err != nil {
 				return err
 			}
-			return b.Put(append(termPrefix("fox"), AppendKey(nil, Int(1))...), v)
+			return b.Put(keysOf("fox").frozenKey(AppendKey(nil, Int(1))), v)
 		},
 		func(b kv.Bucket) error {
-			return b.Put(append(termPrefix("wolf"), AppendKey(nil, Int(1))...), encodeBlock([]posting{{AppendKey(nil, Int(1)), []byte{1}}}))
+			return b.Put(keysOf("wolf").tail, encodeBlock([]posting{{AppendKey(nil, Int(1)), []byte{1}}}))
 		},
 		func(b kv.Bucket) error {
 			return b.Put([]byte(textStatsKey), textStats{docs: 2, total: []uint64{1}}.encode())
 		},
-		func(b kv.Bucket) error { return b.Put(tailKey(termPrefix("fox")), []byte{9}) },
+		func(b kv.Bucket) error { return b.Put(keysOf("fox").tail, []byte{9}) },
 	} {
 		s, err := Open("", Options{})
 		if err != nil {

@@ -15,12 +15,12 @@ import (
 //	"s"                        the index's statistics: uvarint(documents
 //	                           with at least one term), then per field
 //	                           uvarint(total terms)
-//	"p" term "\x00" firstKey   a block of term's postings: the postings
-//	                           of up to maxBlock documents, in id-key
-//	                           order, from the document firstKey on
-//	"p" term "\x00\xff"        the term's last block, its tail, where
-//	                           postings are appended (every term with
-//	                           postings has one)
+//	"p" term "\x00" firstKey   a frozen block of term's postings: the
+//	                           postings of up to maxBlock documents, in
+//	                           id-key order, from the document firstKey on
+//	"q" term                   the term's tail: its last block, after the
+//	                           frozen ones, where postings are appended
+//	                           (every term with postings has one)
 //
 // A block is uvarint(count), uvarint(len(lastKey)), lastKey (the id key
 // of its last posting, so that appending needs no decoding), then its
@@ -32,19 +32,22 @@ import (
 // term occurs, uvarint(field), uvarint(frequency), uvarint(len(positions)),
 // positions (uvarint deltas, the first from 0).
 //
-// A term's blocks never overlap, and each block's key but the tail's
-// names its first posting; blocks split in two when they outgrow
-// maxBlock and are deleted when emptied; a full tail is frozen under its
-// first key when a posting is appended after it, so that appending (the
-// common case: new documents) reads and writes one block by its known
-// key.
+// A term's blocks never overlap; blocks split in two when they outgrow
+// maxBlock and are deleted when emptied (an emptied tail is replaced by
+// the last frozen block); a full tail is frozen under its first key when
+// a posting is appended after it. Appending (new documents, the common
+// case) thus reads and writes the tail alone, by its known key, and the
+// tails, which every batch of writes touches, lie together in the file,
+// apart from the frozen blocks, which it seldom does: a commit rewrites
+// few pages.
 
 // maxBlock is the most postings one block holds.
 const maxBlock = 128
 
 const (
-	textStatsKey     = "s"
-	textPostingsKind = 'p'
+	textStatsKey = "s"
+	frozenKind   = 'p'
+	tailKind     = 'q'
 )
 
 // errCorruptText reports a text index that does not decode.
@@ -54,11 +57,22 @@ func textBucket(coll, index string) []byte {
 	return []byte("t\x00" + coll + "\x00" + index)
 }
 
-// termPrefix returns the prefix of term's block keys.
-func termPrefix(term string) []byte {
-	b := make([]byte, 0, len(term)+2)
-	return append(append(append(b, textPostingsKind), term...), 0)
+// termKeys are the keys of a term's blocks.
+type termKeys struct {
+	frozen []byte // the prefix of its frozen blocks' keys
+	tail   []byte // its tail's key
 }
+
+func keysOf(term string) termKeys {
+	b := make([]byte, 0, 2*len(term)+3)
+	b = append(append(append(b, frozenKind), term...), 0)
+	n := len(b)
+	b = append(append(b, tailKind), term...)
+	return termKeys{frozen: b[:n:n], tail: b[n:]}
+}
+
+// frozenKey returns the key of the frozen block starting at key.
+func (tk termKeys) frozenKey(key []byte) []byte { return append(tk.frozen, key...) }
 
 // posting is one document's posting of a term.
 type posting struct{ key, payload []byte }
@@ -154,15 +168,6 @@ func encodeBlock(ps []posting) []byte {
 	return b
 }
 
-// tailKey returns the key of the last block of the term with prefix:
-// prefix and 0xff, after every id key (none starts with 0xff).
-func tailKey(prefix []byte) []byte { return append(slices.Clip(prefix), 0xff) }
-
-// isTail reports whether k is the tail key of the term with prefix.
-func isTail(k, prefix []byte) bool {
-	return len(k) == len(prefix)+1 && k[len(prefix)] == 0xff && bytes.HasPrefix(k, prefix)
-}
-
 // blockFirst returns the id key of a block's first posting.
 func blockFirst(b []byte) ([]byte, error) {
 	_, _, body, err := blockHeader(b)
@@ -173,40 +178,41 @@ func blockFirst(b []byte) ([]byte, error) {
 	return key, err
 }
 
-// findBlock returns the key and value of the block of the term with
-// prefix that holds key, or would: the last block starting at or before
-// key, else the term's first block; nil when the term has none.
-func findBlock(b kv.Bucket, prefix, key []byte) (k, v []byte, err error) {
+// findBlock returns the key and value of the block of the term that
+// holds key, or would: the last block starting at or before key, else
+// the term's first block; nil when the term has no postings.
+func findBlock(b kv.Bucket, tk termKeys, key []byte) (k, v []byte, err error) {
+	tv := b.Get(tk.tail)
+	if tv == nil {
+		return nil, nil, nil
+	}
+	first, err := blockFirst(tv)
+	if err != nil || bytes.Compare(key, first) >= 0 {
+		return tk.tail, tv, err
+	}
 	c := b.Cursor()
-	seek := append(slices.Clip(prefix), key...)
+	seek := tk.frozenKey(key)
 	k, v = c.Seek(seek)
 	if k != nil && bytes.Equal(k, seek) {
 		return k, v, nil
 	}
-	if isTail(k, prefix) {
-		first, err := blockFirst(v)
-		if err != nil || bytes.Compare(key, first) >= 0 {
-			return k, v, err
-		}
-	}
-	if pk, pv := c.Prev(); pk != nil && bytes.HasPrefix(pk, prefix) {
+	if pk, pv := c.Prev(); pk != nil && bytes.HasPrefix(pk, tk.frozen) {
 		return pk, pv, nil
 	}
-	if k != nil && bytes.HasPrefix(k, prefix) {
+	if k != nil && bytes.HasPrefix(k, tk.frozen) {
 		return k, v, nil
 	}
-	return nil, nil, nil
+	return tk.tail, tv, nil // before every posting, and no frozen block
 }
 
 // putPosting sets the posting of key in term's postings to payload.
-// Appending after the term's last posting, the common case, reads and
-// writes the term's tail block alone.
+// Appending after the term's last posting reads and writes its tail
+// alone.
 func putPosting(b kv.Bucket, term string, key, payload []byte) error {
-	prefix := termPrefix(term)
-	tk := tailKey(prefix)
-	tv := b.Get(tk)
+	tk := keysOf(term)
+	tv := b.Get(tk.tail)
 	if tv == nil { // the term's first posting
-		return b.Put(tk, encodeBlock([]posting{{key, payload}}))
+		return b.Put(tk.tail, encodeBlock([]posting{{key, payload}}))
 	}
 	count, last, body, err := blockHeader(tv)
 	if err != nil {
@@ -218,16 +224,16 @@ func putPosting(b kv.Bucket, term string, key, payload []byte) error {
 			if err != nil {
 				return err
 			}
-			if err := b.Put(append(slices.Clip(prefix), first...), bytes.Clone(tv)); err != nil {
+			if err := b.Put(tk.frozenKey(first), bytes.Clone(tv)); err != nil {
 				return err
 			}
-			return b.Put(tk, encodeBlock([]posting{{key, payload}}))
+			return b.Put(tk.tail, encodeBlock([]posting{{key, payload}}))
 		}
 		nb := appendBlockHeader(make([]byte, 0, len(tv)+len(key)*2+len(payload)+8), count+1, key)
 		nb = appendPosting(append(nb, body...), last, posting{key, payload})
-		return b.Put(tk, nb)
+		return b.Put(tk.tail, nb)
 	}
-	bk, bv, err := findBlock(b, prefix, key)
+	bk, bv, err := findBlock(b, tk, key)
 	if err != nil {
 		return err
 	}
@@ -242,14 +248,14 @@ func putPosting(b kv.Bucket, term string, key, payload []byte) error {
 	} else {
 		ps = slices.Insert(ps, i, posting{key, payload})
 	}
-	return writeBlocks(b, prefix, bk, ps)
+	return writeBlocks(b, tk, bk, ps)
 }
 
 // deletePosting removes key's posting from term's postings, which must
 // hold it.
 func deletePosting(b kv.Bucket, term string, key []byte) error {
-	prefix := termPrefix(term)
-	bk, bv, err := findBlock(b, prefix, key)
+	tk := keysOf(term)
+	bk, bv, err := findBlock(b, tk, key)
 	if err != nil {
 		return err
 	}
@@ -265,29 +271,28 @@ func deletePosting(b kv.Bucket, term string, key []byte) error {
 	if !found {
 		return fmt.Errorf("%w: term %q has no posting of the document to remove", errCorruptText, term)
 	}
-	return writeBlocks(b, prefix, bk, slices.Delete(ps, i, i+1))
+	return writeBlocks(b, tk, bk, slices.Delete(ps, i, i+1))
 }
 
 // writeBlocks replaces the block at key old with ps: none deletes it,
-// more than maxBlock splits it in two. A term's last block is always its
-// tail (at tailKey), the others at their first key: when the tail is
-// emptied, the block before it becomes the tail.
-func writeBlocks(b kv.Bucket, prefix, old []byte, ps []posting) error {
-	tail := isTail(old, prefix)
-	if len(ps) == 0 || (!tail && !bytes.Equal(old[len(prefix):], ps[0].key)) {
+// more than maxBlock splits it in two. The tail stays the last block:
+// when it is emptied, the last frozen block becomes the tail.
+func writeBlocks(b kv.Bucket, tk termKeys, old []byte, ps []posting) error {
+	tail := bytes.Equal(old, tk.tail)
+	if len(ps) == 0 || (!tail && !bytes.Equal(old[len(tk.frozen):], ps[0].key)) {
 		if err := b.Delete(old); err != nil {
 			return err
 		}
 	}
 	if len(ps) == 0 && tail {
 		c := b.Cursor()
-		c.Seek(old)
-		if pk, pv := c.Prev(); pk != nil && bytes.HasPrefix(pk, prefix) {
+		c.Seek(prefixEnd(tk.frozen))
+		if pk, pv := c.Prev(); pk != nil && bytes.HasPrefix(pk, tk.frozen) {
 			pk, pv = bytes.Clone(pk), bytes.Clone(pv)
 			if err := b.Delete(pk); err != nil {
 				return err
 			}
-			return b.Put(old, pv)
+			return b.Put(tk.tail, pv)
 		}
 		return nil
 	}
@@ -296,9 +301,9 @@ func writeBlocks(b kv.Bucket, prefix, old []byte, ps []posting) error {
 		if n > maxBlock {
 			n = len(ps) / 2
 		}
-		k := append(slices.Clip(prefix), ps[0].key...)
+		k := tk.frozenKey(ps[0].key)
 		if tail && n == len(ps) {
-			k = old
+			k = tk.tail
 		}
 		if err := b.Put(k, encodeBlock(ps[:n])); err != nil {
 			return err
@@ -308,11 +313,14 @@ func writeBlocks(b kv.Bucket, prefix, old []byte, ps []posting) error {
 	return nil
 }
 
-// termIter walks a term's postings in id-key order.
+// termIter walks a term's postings in id-key order: its frozen blocks,
+// then its tail.
 type termIter struct {
+	b       kv.Bucket
 	c       kv.Cursor
-	prefix  []byte
+	keys    termKeys
 	started bool
+	inTail  bool   // the current block is the tail
 	done    bool
 	left    int    // postings left in the current block
 	body    []byte // their encoding
@@ -322,7 +330,27 @@ type termIter struct {
 }
 
 func newTermIter(b kv.Bucket, term string) *termIter {
-	return &termIter{c: b.Cursor(), prefix: termPrefix(term)}
+	return &termIter{b: b, c: b.Cursor(), keys: keysOf(term)}
+}
+
+// block moves to the next block, false after the tail.
+func (it *termIter) block() ([]byte, bool) {
+	if !it.inTail {
+		var k, v []byte
+		if it.started {
+			k, v = it.c.Next()
+		} else {
+			k, v = it.c.Seek(it.keys.frozen)
+			it.started = true
+		}
+		if k != nil && bytes.HasPrefix(k, it.keys.frozen) {
+			return v, true
+		}
+		it.inTail = true
+		v = it.b.Get(it.keys.tail)
+		return v, v != nil
+	}
+	return nil, false
 }
 
 // next moves to the next posting; false at the end or on an error (err).
@@ -331,14 +359,8 @@ func (it *termIter) next() bool {
 		if it.done {
 			return false
 		}
-		var k, v []byte
-		if it.started {
-			k, v = it.c.Next()
-		} else {
-			k, v = it.c.Seek(it.prefix)
-			it.started = true
-		}
-		if k == nil || !bytes.HasPrefix(k, it.prefix) {
+		v, ok := it.block()
+		if !ok {
 			it.done = true
 			return false
 		}
@@ -361,7 +383,7 @@ func (it *termIter) next() bool {
 // count returns how many postings the term has, from the blocks' headers.
 func (it *termIter) count() (int, error) {
 	n := 0
-	for k, v := it.c.Seek(it.prefix); k != nil && bytes.HasPrefix(k, it.prefix); k, v = it.c.Next() {
+	for v, ok := it.block(); ok; v, ok = it.block() {
 		c, _, _, err := blockHeader(v)
 		if err != nil {
 			return 0, err
