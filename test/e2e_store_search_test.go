@@ -1,0 +1,83 @@
+package test
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// searchNotes stores four notes with 2-dimensional vectors in collection
+// "notes" (the worked MMR example of the engine's tests: the query (1, 0)
+// is closest to 1, then 2, 3, 4) behind a vector index.
+func searchNotes(t *testing.T, call func(tool, args string) string) {
+	t.Helper()
+	if got := call("create_index", `{"collection": "notes", "type": "vector", "fields": ["emb"], "dimension": 2}`); got != `{"created":true,"vector":{"field":"emb","dimension":2,"metric":"cosine"}}` {
+		t.Fatalf("create_index = %s", got)
+	}
+	for _, doc := range []string{
+		`{"collection": "notes", "id": 1, "doc": {"emb": {"$vector": [0.8, 0.6]}, "lang": "en"}}`,
+		`{"collection": "notes", "id": 2, "doc": {"emb": {"$vector": [0.6, 0.8]}, "lang": "en"}}`,
+		`{"collection": "notes", "id": 3, "doc": {"emb": {"$vector": [0.28, -0.96]}, "lang": "fr"}}`,
+		`{"collection": "notes", "id": 4, "doc": {"emb": {"$vector": [0, 1]}, "lang": "fr"}}`,
+	} {
+		call("store", doc)
+	}
+}
+
+// The searches TestStoreSearchE2E makes, and their answers (ids only, by
+// select: [] of a missing field).
+var searchE2E = []struct{ args, want string }{
+	{`{"collection": "notes", "vector": {"vector": [1, 0]}, "select": ["none"]}`,
+		`{"hits":[{"id":1,"revision":1,"doc":{},"score":0.01639344262295082},{"id":2,"revision":2,"doc":{},"score":0.016129032258064516},{"id":3,"revision":3,"doc":{},"score":0.015873015873015872},{"id":4,"revision":4,"doc":{},"score":0.015625}],"vector_mode":"exact","limit":10}`},
+	{`{"collection": "notes", "vector": {"vector": [1, 0], "approximate": true}, "filter": {"lang": "fr"}, "select": ["lang"], "rrf_k": 1}`,
+		`{"hits":[{"id":3,"revision":3,"doc":{"lang":"fr"},"score":0.5},{"id":4,"revision":4,"doc":{"lang":"fr"},"score":0.3333333333333333}],"vector_mode":"approximate","limit":10}`},
+	{`{"collection": "notes", "vector": {"vector": [1, 0], "approximate": true}, "mmr": 0.5, "limit": 3, "select": ["none"]}`,
+		`{"hits":[{"id":1,"revision":1,"doc":{},"score":0.01639344262295082,"mmr":0.4000000059604645},{"id":3,"revision":3,"doc":{},"score":0.015873015873015872,"mmr":0.3160000145435333},{"id":2,"revision":2,"doc":{},"score":0.016129032258064516,"mmr":-0.18000000715255737}],"vector_mode":"approximate","limit":3}`},
+}
+
+// TestStoreSearchE2E: `mcpkit store FILE` serves create_index type
+// "vector" and search over stdio in both eras; a second process over the
+// same file, and a store loaded from the first one's dump
+// (`mcpkit store dump` then `load`), answer the same searches the same.
+func TestStoreSearchE2E(t *testing.T) {
+	for _, era := range eras {
+		t.Run(era, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "app.db")
+			cs, _ := serveStore(t, era, path)
+			call := func(tool, args string) string { return storeCall(t, cs, tool, args) }
+			searchNotes(t, call)
+			check := func(where string) {
+				t.Helper()
+				for _, s := range searchE2E {
+					if got := call("search", s.args); got != s.want {
+						t.Fatalf("%s: search %s\n= %s\nwant %s", where, s.args, got, s.want)
+					}
+				}
+			}
+			check("first process")
+			res := callTool(t, cs, "search", json.RawMessage(`{"collection": "notes", "vector": {"vector": [1, 0, 0]}}`))
+			if !res.IsError || !strings.Contains(resultText(res), "/vector/vector: the query vector has 3 dimensions, not 2") {
+				t.Fatalf("a vector of the wrong dimension: %s", resultText(res))
+			}
+			cs.Close()
+
+			cs, _ = serveStore(t, era, path)
+			check("second process")
+			cs.Close()
+
+			bin := binary(t)
+			dump := filepath.Join(dir, "dump.jsonl")
+			if code, _, stderr := runBinary(t, bin, "store", "dump", path, "--out", dump); code != 0 {
+				t.Fatalf("store dump: exit %d, %s", code, stderr)
+			}
+			loaded := filepath.Join(dir, "loaded.db")
+			if code, _, stderr := runBinary(t, bin, "store", "load", loaded, "--in", dump); code != 0 {
+				t.Fatalf("store load: exit %d, %s", code, stderr)
+			}
+			cs, _ = serveStore(t, era, loaded)
+			check("loaded from the dump")
+		})
+	}
+}
