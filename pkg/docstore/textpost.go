@@ -320,7 +320,7 @@ type termIter struct {
 	c       kv.Cursor
 	keys    termKeys
 	started bool
-	inTail  bool   // the current block is the tail
+	inTail  bool // the current block is the tail
 	done    bool
 	left    int    // postings left in the current block
 	body    []byte // their encoding
