@@ -87,5 +87,4 @@ func TestActionsSharedRedisNotifications(t *testing.T) {
 	if l := firstLog(t, "B's MCP client", logsB); l.channel != "shared" || l.text != "from A" {
 		t.Fatalf("B's MCP client got %+v", l)
 	}
-
 }

@@ -15,9 +15,15 @@
 //   - a prompt (MCP.Prompt), whose inputs are the prompt's arguments and
 //     whose action returns {description, messages} (resources.go).
 //
-// Over HTTP the app's own transport is mounted at /api (its routes and
-// /api/swagger) beside /mcp. `mcpkit actions` (command.go) serves the
-// plugin alone, lists the actions and runs one from the command line.
+// Every message the app publishes on its PubSub reaches, besides its
+// WebSocket subscribers, the legacy MCP sessions of every instance that
+// shares the state as a log notification, each session only the channels
+// the app's channel authorizer allows its principal (notify.go).
+//
+// Over HTTP the app's own transports are mounted at /api (its routes and
+// /api/swagger) and /ws beside /mcp, with web sessions (a cookie) shared by
+// both. `mcpkit actions` (command.go) serves the plugin alone, lists the
+// actions and runs one from the command line.
 //
 // The plugin serves the app an [Opener] gives it: the registered plugin
 // serves the example app (package exampleapp); a program serves its own
