@@ -438,7 +438,8 @@ func TestLogRing(t *testing.T) {
 
 // TestCapabilitiesPrivileges: the capabilities resource reports the
 // management origins per target (never a token), the live and download
-// limits, and process control with its binary and limits.
+// limits, and process control with its binary and limits; its access map
+// names exactly the privileged tools that are served.
 func TestCapabilitiesPrivileges(t *testing.T) {
 	t.Setenv("RESP_TEST_MGMT_TOKEN", "mgmt-secret")
 	root := t.TempDir()
@@ -452,6 +453,21 @@ func TestCapabilitiesPrivileges(t *testing.T) {
 		if err := json.Unmarshal([]byte(res.Contents[0].Text), &c); err != nil {
 			t.Fatal(err)
 		}
+		tools, err := e.cs.ListTools(t.Context(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		served := map[string]bool{}
+		for _, tl := range tools.Tools {
+			if served[tl.Name] = true; c.Access[tl.Name] == "" {
+				t.Errorf("the access map misses the served tool %s", tl.Name)
+			}
+		}
+		for name := range c.Access {
+			if strings.HasPrefix(name, "resp_") && !served[name] {
+				t.Errorf("the access map names %s, which is not served", name)
+			}
+		}
 		return c, res.Contents[0].Text
 	}
 	e := connect(t, fmt.Sprintf(`{"default_target": "a", "file_root": %q, "targets": {
@@ -463,7 +479,7 @@ func TestCapabilitiesPrivileges(t *testing.T) {
 		!c.Targets[0].Management || c.Targets[1].Management || len(c.Management.Targets) != 1 || c.Management.Targets[0] != "a" ||
 		c.Management.MaxLiveHandles != 16 || c.Management.MaxDownloadBytes != 1048576 || c.Management.FileRoot != root ||
 		!c.Process.Enabled || c.Process.Binary != "/usr/bin/redis-server" || c.Process.MaxChildren != 4 || c.Process.LogRetentionBytes != 2048 ||
-		c.Access["resp_process"] == "" {
+		c.Access["resp_process"] == "" || c.Access["resp_management"] == "" || c.Access["resp_management_live"] == "" {
 		t.Fatalf("capabilities = %s", text)
 	}
 	if strings.Contains(text, "mgmt-secret") {
@@ -474,7 +490,7 @@ func TestCapabilitiesPrivileges(t *testing.T) {
 	c, text = read(off)
 	if c.Privileges.Management || c.Privileges.Live || c.Privileges.Process || c.Privileges.Downloads || c.Process.Enabled || c.Process.Binary != "" ||
 		len(c.Management.Targets) != 0 || c.Management.MaxLiveHandles != 64 || c.Management.MaxDownloadBytes != 1<<30 ||
-		c.Process.MaxChildren != 8 || c.Process.LogRetentionBytes != 64<<10 || c.Access["resp_process"] != "" {
+		c.Process.MaxChildren != 8 || c.Process.LogRetentionBytes != 64<<10 || c.Access["resp_process"] != "" || c.Access["resp_management"] != "" {
 		t.Fatalf("default capabilities = %s", text)
 	}
 }

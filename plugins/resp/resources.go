@@ -131,6 +131,10 @@ func (p *Plugin) capabilities() Capabilities {
 		h.ResourceURI("commands"):     "read-only: the first page of the default target's command registry",
 		h.ResourceURI("capabilities"): "this description",
 	}
+	if c.Privileges.Management {
+		c.Access[h.ToolName("management")] = "GET and POST on the management API (/api routes, /metrics) of the targets listed under management, with their configured tokens; downloads to new files under file_root"
+		c.Access[h.ToolName("management_live")] = "the /api/live WebSocket of the targets listed under management: overview, INFO deltas, keyspace notifications (and MONITOR where the token's role allows)"
+	}
 	if c.Process.Enabled {
 		c.Access[h.ToolName("process")] = "privileged host administration: starts, inspects, stops and reaps server processes of the configured binary that it started itself (never others), and restores RDB files into new directories; not a sandbox"
 	}
