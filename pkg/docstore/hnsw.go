@@ -22,9 +22,9 @@ import (
 // vector reusing its slot gets fresh links (links other nodes kept to it
 // stay, as extra edges). An updated vector is linked again the same way.
 const (
-	hnswM              = 16  // links per node above level 0
-	hnswM0             = 32  // links per node at level 0
-	hnswEfConstruction = 100 // candidates considered when linking a node
+	hnswM              = 16 // links per node above level 0
+	hnswM0             = 32 // links per node at level 0
+	hnswEfConstruction = 40 // candidates considered when linking a node
 	// HNSWDefaultEf is the candidates an approximate search considers
 	// unless it asks for more (never fewer than the results it wants).
 	HNSWDefaultEf = 100

@@ -34,9 +34,9 @@ func floats(b []byte) []float32 {
 	return out
 }
 
-// dot returns the dot product of a and b (len(b) ≥ len(a)), with four
+// dotGo returns the dot product of a and b (len(b) ≥ len(a)), with four
 // accumulators.
-func dot(a, b []float32) float32 {
+func dotGo(a, b []float32) float32 {
 	b = b[:len(a)]
 	var s0, s1, s2, s3 float32
 	i := 0
@@ -52,8 +52,9 @@ func dot(a, b []float32) float32 {
 	return s0 + s1 + s2 + s3
 }
 
-// sqL2 returns the squared Euclidean distance between a and b.
-func sqL2(a, b []float32) float32 {
+// sqL2Go returns the squared Euclidean distance between a and b (len(b)
+// ≥ len(a)).
+func sqL2Go(a, b []float32) float32 {
 	b = b[:len(a)]
 	var s0, s1, s2, s3 float32
 	i := 0
