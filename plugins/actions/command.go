@@ -7,6 +7,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/mcpkit/mcpkit/pkg/cli"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
@@ -38,7 +42,10 @@ memory and lost at exit. The command's flags (--data, --log-level,
         its data_path. The environment fills what the file leaves unset:
         $MCP_SERVER_ENABLED (default true; false serves only /api and /ws),
         $MCP_SERVER_ROUTE (only /mcp), $MCP_SERVER_INSTRUCTIONS (default the
-        app's description), $MCP_MARKDOWN_DEPTH_LIMIT (default 5).
+        app's description), $MCP_MARKDOWN_DEPTH_LIMIT (default 5),
+        $MCP_SESSION_TTL (seconds a legacy MCP session may stay idle: the
+        core's http_session_idle) and $MCP_ALLOWED_ORIGINS (comma-separated:
+        http.allowed_origins).
   list
         the actions with their descriptions
   run NAME [--input value]... [--json '{...}']
@@ -114,7 +121,7 @@ func runStart(ctx context.Context, env *cli.Env, data string, args []string) int
 	if err != nil {
 		return env.Fail(err)
 	}
-	opts, err := startOptions(file, data)
+	opts, err := startOptions(file, data, os.Getenv)
 	if err != nil {
 		return env.Fail(err)
 	}
@@ -122,11 +129,37 @@ func runStart(ctx context.Context, env *cli.Env, data string, args []string) int
 	return cli.Serve(ctx, cli.ServeParams{Options: opts, HTTPAddr: addr, TransportFrom: from, Stdin: env.Stdin, Stdout: env.Stdout})
 }
 
+// Environment variables of the seed that `mcpkit actions start` reads for
+// the core's settings the configuration file leaves unset.
+const (
+	// EnvSessionTTL is the idle time in seconds after which a legacy MCP
+	// session ends (the core's http_session_idle, at most 86400).
+	EnvSessionTTL = "MCP_SESSION_TTL"
+	// EnvAllowedOrigins is a comma-separated list of browser origins
+	// allowed besides same-origin ones (the file's http.allowed_origins).
+	EnvAllowedOrigins = "MCP_ALLOWED_ORIGINS"
+)
+
 // startOptions builds the server of `mcpkit actions start` from the
 // configuration file's content: the example app's plugin alone, without a
 // prefix unless the file gives one, serving its instructions; data, when
-// not empty, is the app's data file.
-func startOptions(file mcpcore.Config, data string) (mcpcore.Options, error) {
+// not empty, is the app's data file. getenv fills EnvSessionTTL and
+// EnvAllowedOrigins where the file leaves them at their defaults.
+func startOptions(file mcpcore.Config, data string, getenv func(string) string) (mcpcore.Options, error) {
+	if s := getenv(EnvSessionTTL); s != "" && file.Limits.HTTPSessionIdle == mcpcore.DefaultLimits().HTTPSessionIdle {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return mcpcore.Options{}, &mcpcore.ConfigError{Field: EnvSessionTTL, Reason: fmt.Sprintf("%q is not a positive number of seconds", s)}
+		}
+		file.Limits.HTTPSessionIdle = mcpcore.Duration(time.Duration(n) * time.Second) // its range is checked with the other limits
+	}
+	if s := getenv(EnvAllowedOrigins); s != "" && len(file.HTTP.AllowedOrigins) == 0 {
+		for o := range strings.SplitSeq(s, ",") {
+			if o = strings.TrimSpace(o); o != "" {
+				file.HTTP.AllowedOrigins = append(file.HTTP.AllowedOrigins, o)
+			}
+		}
+	}
 	pc := file.Plugins["actions"]
 	if data != "" {
 		var cfg Config

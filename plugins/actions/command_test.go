@@ -1,0 +1,64 @@
+package actions
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/mcpkit/mcpkit/pkg/mcpcore"
+)
+
+// startOptions takes the file's settings, fills MCP_SESSION_TTL and
+// MCP_ALLOWED_ORIGINS where the file leaves them unset, refuses bad ones,
+// lets --data win over data_path and serves without a prefix unless the
+// file gives one.
+func TestStartOptions(t *testing.T) {
+	env := func(kv ...string) func(string) string {
+		return func(k string) string {
+			for i := 0; i+1 < len(kv); i += 2 {
+				if kv[i] == k {
+					return kv[i+1]
+				}
+			}
+			return ""
+		}
+	}
+	file := mcpcore.DefaultConfig()
+	opts, err := startOptions(file, "", env(EnvSessionTTL, "3600", EnvAllowedOrigins, "https://a.example, https://b.example"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := opts.Config
+	if c.Limits.HTTPSessionIdle.D() != time.Hour || !slices.Equal(c.HTTP.AllowedOrigins, []string{"https://a.example", "https://b.example"}) ||
+		*c.Plugins["actions"].Prefix != "" {
+		t.Errorf("from the environment: idle %v, origins %q, prefix %q", c.Limits.HTTPSessionIdle.D(), c.HTTP.AllowedOrigins, *c.Plugins["actions"].Prefix)
+	}
+
+	prefix := "ex"
+	file.Limits.HTTPSessionIdle = mcpcore.Duration(10 * time.Minute)
+	file.HTTP.AllowedOrigins = []string{"https://file.example"}
+	file.Plugins = map[string]mcpcore.PluginConfig{"actions": {Prefix: &prefix, Config: json.RawMessage(`{"data_path": "/from/file", "instructions": "kept"}`)}, "store": {}}
+	opts, err = startOptions(file, "/from/flag", env(EnvSessionTTL, "3600", EnvAllowedOrigins, "https://a.example"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = opts.Config
+	var cfg Config
+	if err := json.Unmarshal(c.Plugins["actions"].Config, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if c.Limits.HTTPSessionIdle.D() != 10*time.Minute || !slices.Equal(c.HTTP.AllowedOrigins, []string{"https://file.example"}) ||
+		*c.Plugins["actions"].Prefix != "ex" || cfg.DataPath != "/from/flag" || cfg.Instructions != "kept" || len(c.Plugins) != 1 {
+		t.Errorf("the file wins: %+v, actions config %+v", c, cfg)
+	}
+
+	if _, err := startOptions(mcpcore.DefaultConfig(), "", env(EnvSessionTTL, "soon")); !errors.Is(err, mcpcore.ErrConfig) {
+		t.Errorf("MCP_SESSION_TTL=soon: %v", err)
+	}
+	opts, err = startOptions(mcpcore.DefaultConfig(), "", env(EnvSessionTTL, "90000"))
+	if err != nil || opts.Config.Validate() == nil {
+		t.Errorf("MCP_SESSION_TTL=90000 (over 24h) passes validation: %v", err)
+	}
+}
