@@ -384,8 +384,13 @@ func (q GeoQuery) region(coll string) (s2.Region, func(LatLon) (float64, bool), 
 	}
 	const rad = math.Pi / 180
 	lng := s1.IntervalFromEndpoints(b.West*rad, b.East*rad)
-	if b.West == -180 && b.East == 180 {
+	switch {
+	case b.West == -180 && b.East == 180:
 		lng = s1.FullInterval()
+	case lng.IsEmpty():
+		// West 180 and east -180: the antimeridian alone (S2 reads the
+		// endpoints as its empty interval).
+		lng = s1.Interval{Lo: math.Pi, Hi: math.Pi}
 	}
 	rect := s2.Rect{
 		Lat: r1.Interval{Lo: math.Max(b.South*rad-geoSlack, -math.Pi/2), Hi: math.Min(b.North*rad+geoSlack, math.Pi/2)},

@@ -183,6 +183,8 @@ func TestGeoBox(t *testing.T) {
 			{"the slice at 180", 89, 179, 90, -179, []string{"pole-c", "pole-d"}},
 			{"east edge on 180", 89, 170, 90, 180, []string{"pole-d"}},
 			{"west edge on -180", 89, -180, 90, -170, []string{"pole-c", "pole-d"}},
+			{"the antimeridian alone", 89, 180, 90, -180, []string{"pole-d"}},
+			{"the antimeridian, west -180", 89, -180, 90, -180, []string{"pole-d"}},
 			{"the south cap", -90, -180, -89, 180, []string{"south-pole"}},
 			{"an exact point", 48.8566, 2.3522, 48.8566, 2.3522, []string{"paris"}},
 		} {
@@ -193,16 +195,26 @@ func TestGeoBox(t *testing.T) {
 	})
 }
 
-// TestGeoAgainstBruteForce: random caps and boxes (around the poles and
-// the antimeridian too) find exactly the points a scan of every point
-// finds.
-func TestGeoAgainstBruteForce(t *testing.T) {
-	s := openStore(t, "memory")
-	ctx := context.Background()
-	rng := rand.New(rand.NewPCG(1, 2))
+// geoPoints returns an in-memory store whose collection "c" holds n
+// random points (a fifth near the north pole, a fifth near the
+// antimeridian, some exactly on it and on the poles) under ids 0..n-1 in
+// a geo index, and the points.
+func geoPoints(tb testing.TB, n int, seed uint64) (*Store, []LatLon) {
+	tb.Helper()
+	s, err := Open("", Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		if err := s.Verify(context.Background()); err != nil {
+			tb.Error(err)
+		}
+		s.Close()
+	})
+	rng := rand.New(rand.NewPCG(seed, 2))
 	var pts []LatLon
 	var docs []Doc
-	for i := range 800 {
+	for i := range n {
 		p := LatLon{Lat: rng.Float64()*180 - 90, Lon: rng.Float64()*360 - 180}
 		switch i % 5 {
 		case 0:
@@ -210,54 +222,120 @@ func TestGeoAgainstBruteForce(t *testing.T) {
 		case 1:
 			p.Lon = 180 - rng.Float64()*4
 		}
+		switch i % 97 {
+		case 2:
+			p.Lon = 180
+		case 3:
+			p.Lon = -180
+		case 4:
+			p.Lat = 90
+		case 5:
+			p.Lat = -90
+		}
 		pts = append(pts, p)
 		docs = append(docs, Doc{ID: Int(int64(i)), Value: Map(Field{"p", Map(Field{"lat", Float(p.Lat)}, Field{"lon", Float(p.Lon)})})})
 	}
+	ctx := context.Background()
 	if _, err := s.PutMany(ctx, "c", docs); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	if _, err := s.CreateGeoIndex(ctx, "c", GeoIndexDef{Name: "p", Field: "p"}, nil); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	run := func(q GeoQuery, in func(LatLon) bool) {
-		t.Helper()
-		q.Limit = MaxLimit
-		res, err := s.Geo(ctx, "c", q)
-		if err != nil {
-			t.Fatal(err)
+	return s, pts
+}
+
+// inBox is a box's test, written independently of the engine's: -180 and
+// 180 are one meridian.
+func inBox(b GeoBox, p LatLon) bool {
+	lonIn := func(lon float64) bool {
+		if b.West > b.East {
+			return lon >= b.West || lon <= b.East
 		}
-		var got, want []int64
-		for _, h := range res.Hits {
-			id, _ := h.Doc.ID.Int()
-			got = append(got, id)
+		return lon >= b.West && lon <= b.East
+	}
+	return p.Lat >= b.South && p.Lat <= b.North && (lonIn(p.Lon) || (math.Abs(p.Lon) == 180 && lonIn(-p.Lon)))
+}
+
+// checkGeo runs q (the whole region in one page) and fails unless it
+// finds exactly the points a scan finds with in, nearest first for near.
+func checkGeo(tb testing.TB, s *Store, pts []LatLon, q GeoQuery, in func(LatLon) bool) {
+	tb.Helper()
+	q.Limit = MaxLimit
+	res, err := s.Geo(context.Background(), "c", q)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var got, want []int64
+	last := 0.0
+	for _, h := range res.Hits {
+		id, _ := h.Doc.ID.Int()
+		got = append(got, id)
+		if h.Distance < last {
+			tb.Fatalf("%+v: hits out of distance order", q.Near)
 		}
-		for i, p := range pts {
-			if in(p) {
-				want = append(want, int64(i))
-			}
-		}
-		slices.Sort(got)
-		if !slices.Equal(got, want) {
-			t.Fatalf("%+v %+v: %d points, want %d", q.Near, q.Box, len(got), len(want))
+		last = h.Distance
+	}
+	for i, p := range pts {
+		if in(p) {
+			want = append(want, int64(i))
 		}
 	}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		tb.Fatalf("%+v %+v: %d points, want %d", q.Near, q.Box, len(got), len(want))
+	}
+}
+
+// TestGeoAgainstBruteForce: random caps and boxes (around the poles and
+// the antimeridian too) find exactly the points a scan of every point
+// finds.
+func TestGeoAgainstBruteForce(t *testing.T) {
+	s, pts := geoPoints(t, 800, 1)
+	rng := rand.New(rand.NewPCG(1, 3))
 	for range 100 {
 		c := LatLon{Lat: rng.Float64()*180 - 90, Lon: rng.Float64()*360 - 180}
 		if rng.IntN(3) == 0 {
 			c.Lat = 90 - rng.Float64()*2
 		}
 		r := math.Exp(rng.Float64()*10) * 1000 // 1 km to 22,000 km
-		run(GeoQuery{Near: &GeoNear{Center: c, Radius: r}}, func(p LatLon) bool { return Haversine(c, p) <= r })
+		checkGeo(t, s, pts, GeoQuery{Near: &GeoNear{Center: c, Radius: r}}, func(p LatLon) bool { return Haversine(c, p) <= r })
 		b := GeoBox{South: rng.Float64()*180 - 90, West: rng.Float64()*360 - 180, East: rng.Float64()*360 - 180}
 		b.North = b.South + rng.Float64()*(90-b.South)
-		run(GeoQuery{Box: &b}, func(p LatLon) bool {
-			lonIn := p.Lon >= b.West && p.Lon <= b.East
-			if b.West > b.East {
-				lonIn = p.Lon >= b.West || p.Lon <= b.East
-			}
-			return p.Lat >= b.South && p.Lat <= b.North && lonIn
-		})
+		checkGeo(t, s, pts, GeoQuery{Box: &b}, func(p LatLon) bool { return inBox(b, p) })
 	}
+}
+
+// FuzzGeo: any radius query and any box either is refused as invalid
+// (exactly when its numbers are out of range) or finds exactly the points
+// a scan finds.
+func FuzzGeo(f *testing.F) {
+	s, pts := geoPoints(f, 300, 5)
+	f.Add(48.8, 2.3, 400e3, -25.0, 170.0, -10.0, -170.0)
+	f.Add(90.0, 0.0, 1e3, 89.0, -180.0, 90.0, 180.0)
+	f.Add(-90.0, 180.0, 3e7, -90.0, 0.0, -89.0, 0.0)
+	f.Add(0.0, -180.0, 1e-3, 0.0, 180.0, 0.0, -180.0)
+	f.Add(91.0, 0.0, -1.0, 10.0, 0.0, 5.0, 190.0)
+	f.Fuzz(func(t *testing.T, lat, lon, radius, south, west, north, east float64) {
+		c := LatLon{Lat: lat, Lon: lon}
+		q := GeoQuery{Near: &GeoNear{Center: c, Radius: radius}}
+		if lat < -90 || lat > 90 || lon < -180 || lon > 180 || !(radius > 0) || math.IsInf(radius, 1) || math.IsNaN(lat+lon) {
+			if _, err := s.Geo(context.Background(), "c", q); ErrorCode(err) != CodeInvalid {
+				t.Fatalf("near %+v: %v, want invalid", q.Near, err)
+			}
+		} else {
+			checkGeo(t, s, pts, q, func(p LatLon) bool { return Haversine(c, p) <= radius })
+		}
+		b := GeoBox{South: south, West: west, North: north, East: east}
+		q = GeoQuery{Box: &b}
+		if !(south >= -90 && north <= 90 && south <= north && west >= -180 && west <= 180 && east >= -180 && east <= 180) {
+			if _, err := s.Geo(context.Background(), "c", q); ErrorCode(err) != CodeInvalid {
+				t.Fatalf("box %+v: %v, want invalid", b, err)
+			}
+			return
+		}
+		checkGeo(t, s, pts, q, func(p LatLon) bool { return inBox(b, p) })
+	})
 }
 
 // TestGeoWrites: the index follows puts, patches and deletes; a point that
