@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -420,4 +422,91 @@ func TestVerifyEdges(t *testing.T) {
 		t.Errorf("an edge to a missing document: %v", err)
 	}
 	update(func(tx kv.Tx) error { return removeEdges(tx, "p", AppendKey(nil, Text("b"))) })
+}
+
+// TestEdgesAgainstModel: random links, unlinks, puts and deletes over two
+// collections leave exactly the edges a model of them holds, listed the
+// same both ways, and Verify passes.
+func TestEdgesAgainstModel(t *testing.T) {
+	backends(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		rng := rand.New(rand.NewPCG(9, 9))
+		colls, types := []string{"a", "b"}, []string{"x", "y"}
+		type edge struct{ from, typ, to string } // refs as "coll/id"
+		model := map[edge]bool{}
+		live := map[string]bool{}
+		pick := func() (string, Ref) {
+			c, id := colls[rng.IntN(2)], rng.IntN(12)
+			return fmt.Sprintf("%s/%d", c, id), ref(c, id)
+		}
+		for range 600 {
+			k1, r1 := pick()
+			k2, r2 := pick()
+			typ := types[rng.IntN(2)]
+			switch op := rng.IntN(10); {
+			case op < 3:
+				if _, err := s.Put(ctx, r1.Collection, r1.ID, j(t, `{"v": 1}`)); err != nil {
+					t.Fatal(err)
+				}
+				live[k1] = true
+			case op < 4:
+				if _, err := s.Delete(ctx, r1.Collection, r1.ID); err != nil {
+					t.Fatal(err)
+				}
+				delete(live, k1)
+				for e := range model {
+					if e.from == k1 || e.to == k1 {
+						delete(model, e)
+					}
+				}
+			case op < 8:
+				_, err := s.Link(ctx, r1, typ, r2, Null())
+				if live[k1] && live[k2] {
+					if err != nil {
+						t.Fatal(err)
+					}
+					model[edge{k1, typ, k2}] = true
+				} else if c := ErrorCode(err); c != CodeNotFound && c != CodeCollectionNotFound {
+					t.Fatalf("link %s → %s, one missing: %v", k1, k2, err)
+				}
+			default:
+				removed, err := s.Unlink(ctx, r1, typ, r2)
+				if err != nil || removed != model[edge{k1, typ, k2}] {
+					t.Fatalf("unlink %s -%s-> %s: %v %v", k1, typ, k2, removed, err)
+				}
+				delete(model, edge{k1, typ, k2})
+			}
+		}
+		if err := s.Verify(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var want, out, in []string
+		for e := range model {
+			want = append(want, e.from+" "+e.typ+" "+e.to)
+		}
+		for k := range live {
+			c, id, _ := strings.Cut(k, "/")
+			n, _ := strconv.Atoi(id)
+			o, err := s.Neighbors(ctx, ref(c, n), NeighborQuery{Limit: MaxLimit})
+			if err != nil {
+				t.Fatal(err)
+			}
+			i, err := s.InNeighbors(ctx, ref(c, n), NeighborQuery{Limit: MaxLimit})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range o.Edges {
+				out = append(out, fmt.Sprintf("%s/%s %s %s/%s", e.From.Collection, js(t, e.From.ID), e.Type, e.To.Collection, js(t, e.To.ID)))
+			}
+			for _, e := range i.Edges {
+				in = append(in, fmt.Sprintf("%s/%s %s %s/%s", e.From.Collection, js(t, e.From.ID), e.Type, e.To.Collection, js(t, e.To.ID)))
+			}
+		}
+		slices.Sort(want)
+		slices.Sort(out)
+		slices.Sort(in)
+		if len(want) < 20 || !slices.Equal(out, want) || !slices.Equal(in, want) {
+			t.Fatalf("%d edges out, %d in, want %d", len(out), len(in), len(want))
+		}
+	})
 }
