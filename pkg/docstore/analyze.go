@@ -85,25 +85,99 @@ func newAnalyzer(def TextIndexDef) analyzer {
 // terms calls fn with each term of text and its position, numbering
 // words from pos, and returns the position after the last word.
 func (a analyzer) terms(text string, pos int, fn func(term string, pos int)) int {
-	state := -1
-	for len(text) > 0 {
-		var w string
-		w, text, state = uniseg.FirstWordInString(text, state)
-		if !isWord(w) {
-			continue
-		}
+	word := func(w string) {
 		p := pos
 		pos++
 		t := fold(w)
 		if len(t) > MaxTermBytes || (a.stop != nil && a.stop(t)) {
-			continue
+			return
 		}
 		if a.stem != nil {
 			t = a.stem(t, true)
 		}
 		fn(t, p)
 	}
+	if isASCII(text) {
+		asciiWords(text, word)
+		return pos
+	}
+	state := -1
+	for len(text) > 0 {
+		var w string
+		w, text, state = uniseg.FirstWordInString(text, state)
+		if isWord(w) {
+			word(w)
+		}
+	}
 	return pos
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// Word break classes of ASCII characters (UAX #29), as far as words with
+// a letter or a digit depend on them.
+const (
+	wbOther     = iota
+	wbLetter    // ALetter
+	wbDigit     // Numeric
+	wbUnderline // ExtendNumLet
+	wbMidLetter // ':'
+	wbMidNum    // ',' ';'
+	wbMidNumLet // '.' and the single quote (MidNumLetQ)
+)
+
+var asciiClass = func() (c [utf8.RuneSelf]uint8) {
+	for r := 'a'; r <= 'z'; r++ {
+		c[r], c[r-'a'+'A'] = wbLetter, wbLetter
+	}
+	for r := '0'; r <= '9'; r++ {
+		c[r] = wbDigit
+	}
+	c['_'], c[':'], c[','], c[';'], c['.'], c['\''] = wbUnderline, wbMidLetter, wbMidNum, wbMidNum, wbMidNumLet, wbMidNumLet
+	return c
+}()
+
+// asciiWords calls fn with the words of an ASCII text that hold a letter
+// or a digit, as Unicode word segmentation finds them (rules WB5 to WB13b
+// of UAX #29; uniseg is the reference the tests compare with), without
+// its general machinery.
+func asciiWords(s string, fn func(string)) {
+	for i := 0; i < len(s); {
+		c := asciiClass[s[i]]
+		if c != wbLetter && c != wbDigit && c != wbUnderline {
+			i++
+			continue
+		}
+		start, word := i, c != wbUnderline
+		prev := c
+	scan:
+		for i++; i < len(s); i++ {
+			c := asciiClass[s[i]]
+			switch {
+			case c == wbLetter || c == wbDigit || c == wbUnderline: // WB5, WB8-10, WB13a-b
+			case i+1 < len(s) && prev == wbLetter && (c == wbMidLetter || c == wbMidNumLet) && asciiClass[s[i+1]] == wbLetter: // WB6-7
+				i++
+				c = wbLetter
+			case i+1 < len(s) && prev == wbDigit && (c == wbMidNum || c == wbMidNumLet) && asciiClass[s[i+1]] == wbDigit: // WB11-12
+				i++
+				c = wbDigit
+			default:
+				break scan
+			}
+			word = word || c != wbUnderline
+			prev = c
+		}
+		if word {
+			fn(s[start:i])
+		}
+	}
 }
 
 // isWord reports whether a word segment holds a letter or a digit.

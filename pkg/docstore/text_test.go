@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/mcpkit/mcpkit/pkg/docstore/kv"
+	"github.com/rivo/uniseg"
 )
 
 // ranked runs textRanked on coll.
@@ -246,6 +247,33 @@ func TestTextAnalyzer(t *testing.T) {
 			t.Errorf("the default language: %+v", d)
 		}
 	})
+}
+
+// TestASCIIWords: the ASCII fast path finds the words Unicode word
+// segmentation (uniseg) finds.
+func TestASCIIWords(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	const alphabet = "aZq09_.':,;\" -\n\t!x"
+	for range 20000 {
+		b := make([]byte, rng.IntN(24))
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		s := string(b)
+		var fast, ref []string
+		asciiWords(s, func(w string) { fast = append(fast, w) })
+		state := -1
+		for rest := s; len(rest) > 0; {
+			var w string
+			w, rest, state = uniseg.FirstWordInString(rest, state)
+			if isWord(w) {
+				ref = append(ref, w)
+			}
+		}
+		if !slices.Equal(fast, ref) {
+			t.Fatalf("%q: %q, uniseg finds %q", s, fast, ref)
+		}
+	}
 }
 
 // TestTextPhrase: exact phrases, slop, order, repeats, filters and pages.
