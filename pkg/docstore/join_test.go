@@ -3,6 +3,7 @@ package docstore
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -189,5 +190,60 @@ func TestJoinErrors(t *testing.T) {
 	wantCode(t, second(s.Join(ctx, "nope", JoinQuery{Foreign: "users", EdgeType: "t"})), CodeCollectionNotFound)
 	if e := wantCode(t, second(s.Join(ctx, "users", JoinQuery{Foreign: "users", LocalField: "a", EdgeType: "t"})), CodeInvalid); e.Field != "local_field" {
 		t.Errorf("both kinds: %+v", e)
+	}
+}
+
+// TestJoinAgainstFilter: on random values (ints and floats that are equal,
+// text, bools, arrays, null, missing), a join by field joins exactly the
+// foreign documents that the filter {foreign_field: key} matches for each
+// scalar key of the local field (each element of an array), by a scan and
+// through an index alike.
+func TestJoinAgainstFilter(t *testing.T) {
+	s := openStore(t, "memory")
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(4, 4))
+	values := []string{`1`, `1.0`, `2`, `2.0`, `2.5`, `-0.0`, `0`, `"1"`, `true`, `null`, `[1, 2.0]`, `[]`, `{"a": 1}`, `{"$bytes": "AQ=="}`}
+	randomDoc := func() Value {
+		if rng.IntN(8) == 0 {
+			return Map()
+		}
+		return j(t, `{"k": `+values[rng.IntN(len(values))]+`}`)
+	}
+	var locals, foreigns []Doc
+	for i := range 60 {
+		locals = append(locals, Doc{ID: Int(int64(i)), Value: randomDoc()})
+		foreigns = append(foreigns, Doc{ID: Int(int64(i)), Value: randomDoc()})
+	}
+	if _, err := s.PutMany(ctx, "l", locals); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PutMany(ctx, "f", foreigns); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, l := range locals {
+		var ids []string
+		for _, f := range foreigns {
+			for _, k := range joinKeys(l.Value, "k") {
+				if flt(t, `{"k": {"$eq": `+js(t, k)+`}}`).Match(f.Value) {
+					ids = append(ids, js(t, f.ID))
+					break
+				}
+			}
+		}
+		want = append(want, fmt.Sprintf("%s:[%s]", js(t, l.ID), strings.Join(ids, " ")))
+	}
+	q := JoinQuery{Foreign: "f", LocalField: "k", ForeignField: "k", Limit: MaxLimit, ForeignLimit: MaxLimit}
+	for _, method := range []string{"scan", "index"} {
+		res, err := s.Join(ctx, "l", q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := joinRows(t, res); !slices.Equal(got, want) || res.Plan.Method != method {
+			t.Fatalf("%s (%s):\n%v\nwant\n%v", method, res.Plan.Method, got, want)
+		}
+		if _, err := s.CreateIndex(ctx, "f", IndexDef{Name: "k", Fields: []string{"k"}}, nil); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
