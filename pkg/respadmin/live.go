@@ -127,8 +127,10 @@ func (ls *liveStream) takeDropped() int64 {
 // "info_delta" frames every interval_ms with the INFO fields that changed,
 // "keyspace" frames for keyspace notifications (PSUBSCRIBE on a connection
 // of its own; the server's notify-keyspace-events decides what it sends),
-// "monitor" frames (admin, monitor=true) and "dropped" frames counting
-// what did not fit. Each frame has "type", "seq" and "time". The client
+// "monitor" frames (admin, monitor=true; MONITOR on a connection of its
+// own) and "dropped" frames counting what did not fit. The subscriptions
+// are acknowledged before the overview is read: every change after the
+// overview frame is seen. Each frame has "type", "seq" and "time". The client
 // sends nothing; the connection ends when the client closes it, a write
 // stalls past WriteTimeout, or the gateway closes.
 func getLive(s *Server, w http.ResponseWriter, r *http.Request, c caller) error {
@@ -154,6 +156,28 @@ func getLive(s *Server, w http.ResponseWriter, r *http.Request, c caller) error 
 		return &Error{Status: http.StatusTooManyRequests, Kind: "too_many_live", Message: fmt.Sprintf("%d live connections are open (the gateway's limit)", s.opts.Live.MaxConnections)}
 	}
 	defer s.live.release()
+	// The subscriptions are in place before the overview is read, so that
+	// every change after the overview frame is seen.
+	var sources []*liveSource
+	defer func() {
+		for _, src := range sources {
+			src.conn.Close()
+		}
+	}()
+	if keyspace {
+		src, err := s.subscribe(r.Context(), "keyspace", 2, "PSUBSCRIBE", "__keyspace@*__:*", "__keyevent@*__:*")
+		if err != nil {
+			return err
+		}
+		sources = append(sources, src)
+	}
+	if monitor {
+		src, err := s.subscribe(r.Context(), "monitor", 1, "MONITOR")
+		if err != nil {
+			return err
+		}
+		sources = append(sources, src)
+	}
 	overview, prev, err := s.overview(r.Context())
 	if err != nil {
 		return err
@@ -179,24 +203,9 @@ func getLive(s *Server, w http.ResponseWriter, r *http.Request, c caller) error 
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		s.liveInfo(ctx, ls, prev, time.Duration(interval)*time.Millisecond)
-	}()
-	if keyspace {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s.liveCommand(ctx, ls, "keyspace", [][]byte{[]byte("PSUBSCRIBE"), []byte("__keyspace@*__:*"), []byte("__keyevent@*__:*")})
-		}()
-	}
-	if monitor {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s.liveCommand(ctx, ls, "monitor", [][]byte{[]byte("MONITOR")})
-		}()
+	wg.Go(func() { s.liveInfo(ctx, ls, prev, time.Duration(interval)*time.Millisecond) })
+	for _, src := range sources {
+		wg.Go(func() { src.forward(ctx, ls) })
 	}
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -298,46 +307,73 @@ func (s *Server) liveInfo(ctx context.Context, ls *liveStream, prev map[string]a
 	}
 }
 
-// liveCommand runs cmd (PSUBSCRIBE or MONITOR) on a connection of its
-// own and turns what the server pushes into frames of the given type:
-// "keyspace" {pattern, channel, message}, "monitor" {line}. It ends with
-// ctx, closing the connection; a failure sends an "error" frame.
-func (s *Server) liveCommand(ctx context.Context, ls *liveStream, kind string, cmd [][]byte) {
+// liveSource is a connection of its own on which the target pushes
+// events: keyspace notifications (PSUBSCRIBE) or MONITOR lines.
+type liveSource struct {
+	kind string // "keyspace" or "monitor"
+	conn *resp.Conn
+}
+
+// subscribe dials a connection, sends cmd and reads its acks
+// acknowledgements, so that events are flowing when it returns.
+func (s *Server) subscribe(ctx context.Context, kind string, acks int, cmd ...string) (*liveSource, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.CommandTimeout)
+	defer cancel()
 	conn, err := s.pool.dial(ctx)
 	if err != nil {
-		if ctx.Err() == nil {
-			ls.push(map[string]any{"type": "error", "source": kind, "message": err.Error()})
-		}
-		return
+		return nil, err
 	}
-	defer conn.Close()
-	if _, err := conn.Send(ctx, [][][]byte{cmd}); err != nil {
-		if ctx.Err() == nil {
-			ls.push(map[string]any{"type": "error", "source": kind, "message": err.Error()})
-		}
-		return
+	args := make([][]byte, len(cmd))
+	for i, a := range cmd {
+		args[i] = []byte(a)
 	}
+	if _, err := conn.Send(ctx, [][][]byte{args}); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("%s: %w", cmd[0], err)
+	}
+	for got := 0; got < acks; {
+		res, err := conn.Receive(ctx, resp.ReceiveOptions{MaxFrames: 1, Wait: s.opts.CommandTimeout})
+		switch {
+		case err != nil:
+			conn.Close()
+			return nil, fmt.Errorf("%s: %w", cmd[0], err)
+		case res.TimedOut:
+			conn.Close()
+			return nil, fmt.Errorf("%s: no acknowledgement", cmd[0])
+		case res.Frames[0].IsError():
+			conn.Close()
+			return nil, targetError(cmd[0], res.Frames[0])
+		}
+		got++
+	}
+	return &liveSource{kind: kind, conn: conn}, nil
+}
+
+// forward turns what the target pushes into frames: "keyspace" {pattern,
+// channel, message}, "monitor" {line}. It ends with ctx; a failure sends
+// an "error" frame.
+func (src *liveSource) forward(ctx context.Context, ls *liveStream) {
 	for {
-		res, err := conn.Receive(ctx, resp.ReceiveOptions{MaxFrames: 64, Wait: time.Second, MaxBytes: maxReplyBytes})
+		res, err := src.conn.Receive(ctx, resp.ReceiveOptions{MaxFrames: 64, Wait: time.Second, MaxBytes: maxReplyBytes})
 		if ctx.Err() != nil {
 			return
 		}
 		if err != nil {
-			ls.push(map[string]any{"type": "error", "source": kind, "message": err.Error()})
+			ls.push(map[string]any{"type": "error", "source": src.kind, "message": err.Error()})
 			return
 		}
 		for _, f := range res.Frames {
-			if frame := liveFrame(kind, f); frame != nil {
+			if frame := liveFrame(src.kind, f); frame != nil {
 				ls.push(frame)
 			}
 		}
 	}
 }
 
-// liveFrame converts a pushed RESP frame; acknowledgements give nil.
+// liveFrame converts a pushed RESP frame (nil for any other).
 func liveFrame(kind string, f resp.Value) map[string]any {
 	if kind == "monitor" {
-		if f.Kind == resp.KindSimpleString && string(f.Str) != "OK" {
+		if f.Kind == resp.KindSimpleString {
 			return map[string]any{"type": "monitor", "line": text(f.Str)}
 		}
 		return nil

@@ -519,7 +519,6 @@ func TestLive(t *testing.T) {
 		t.Fatalf("third live connection: %v %v", err, res)
 	}
 	c2.Close(websocket.StatusNormalClosure, "")
-	time.Sleep(100 * time.Millisecond) // the monitor and subscription connections are set up
 	g.rdb.Set(ctx, "live:key", "1", 0)
 	// Keyspace, monitor and delta frames interleave: wait for all three.
 	var sawKeyspace, sawMonitor, sawDelta bool
@@ -541,14 +540,63 @@ func TestLive(t *testing.T) {
 			t.Fatalf("frame %v", m)
 		}
 	}
-	// Close ends the live connection from the gateway's side.
-	g.srv.Close()
+	// Close ends the live connection from the gateway's side, with a close
+	// frame the client answers while Close waits for the handshake.
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		g.srv.Close()
+	}()
 	for {
 		if _, _, err := c.Read(ctx); err != nil {
 			if websocket.CloseStatus(err) != websocket.StatusGoingAway {
 				t.Fatalf("closed with %v", err)
 			}
 			break
+		}
+	}
+	<-closed
+}
+
+// TestLiveDropsOversizedFrames: a frame over MaxFrameBytes (a long MONITOR
+// line) is not cut but dropped, and a "dropped" frame counts it.
+func TestLiveDropsOversizedFrames(t *testing.T) {
+	g := startGateway(t, true, func(o *respadmin.Options) { o.Live.MaxFrameBytes = 32 << 10 })
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, strings.Replace(g.url, "http", "ws", 1)+"/api/live?monitor=true&keyspace=false&interval_ms=60000",
+		&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + adminTok}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	c.SetReadLimit(1 << 20)
+	sent := false
+	for {
+		_, b, err := c.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) > 32<<10 {
+			t.Fatalf("a frame of %d bytes", len(b))
+		}
+		var m map[string]any
+		json.Unmarshal(b, &m)
+		switch m["type"] {
+		case "dropped":
+			if m["count"] != float64(1) {
+				t.Fatalf("dropped %v", m)
+			}
+			return
+		case "monitor":
+			if strings.Contains(m["line"].(string), "big") {
+				t.Fatalf("the long line arrived: %d bytes", len(b))
+			}
+			continue
+		}
+		if !sent {
+			g.rdb.Set(ctx, "big", strings.Repeat("x", 40<<10), 0)
+			sent = true
 		}
 	}
 }

@@ -276,6 +276,9 @@ func runAdmin(ctx context.Context, env *cli.Env, args []string) error {
 		return err
 	}
 	defer srv.Close()
+	if err := httpserve.CheckListenAddr(*listen, srv.Authenticated()); errors.Is(err, httpserve.ErrUnauthenticatedListen) {
+		return fmt.Errorf("refusing to listen on %q: %w: the gateway gives admin access to %s; set tokens_file in --config, or listen on 127.0.0.1", *listen, httpserve.ErrUnauthenticatedListen, *target)
+	}
 	scheme := "http"
 	if tlsCfg != nil {
 		scheme = "https"
