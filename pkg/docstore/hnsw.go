@@ -225,6 +225,7 @@ func (g *hgraph) insert(slot uint32, q []float32, idKey []byte) error {
 			ep = w
 		}
 	}
+	old := decodeNode(g.node(slot)) // the links of the slot's last vector, if any
 	if err := g.v.gr.Put(u32key(slot), encodeNode(lists)); err != nil {
 		return err
 	}
@@ -235,16 +236,47 @@ func (g *hgraph) insert(slot uint32, q []float32, idKey []byte) error {
 			}
 		}
 	}
+	if err := g.relink(slot, old, lists); err != nil {
+		return err
+	}
 	if level > top {
 		return g.setEntry(slot, level)
 	}
 	return nil
 }
 
-// link adds slot to n's links at level; past the level's maximum, the
-// farthest from n is dropped (the selection heuristic is kept for a new
-// node's own links: run on every overflowing neighbour it would cost
-// O(M0²) distances per link, most of an insert's time).
+// relink keeps reachable the live nodes slot linked to before it was
+// linked again (its vector changed, or a new vector took a tombstone's
+// slot): a node dropped from slot's links may have had no other way in,
+// so its first live link other than slot links back to it.
+func (g *hgraph) relink(slot uint32, old, lists [][]uint32) error {
+	for l := range old {
+		for _, x := range old[l] {
+			if x == slot || !g.live(x) || (l < len(lists) && slices.Contains(lists[l], x)) {
+				continue
+			}
+			xl := decodeNode(g.node(x))
+			if l >= len(xl) {
+				continue // x's slot was reused at a lower level
+			}
+			for _, z := range xl[l] {
+				if z != slot && g.live(z) {
+					if err := g.link(z, x, l); err != nil {
+						return err
+					}
+					break
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// link adds slot to n's links at level. Past the level's maximum, links
+// to tombstones go first, then the selection heuristic keeps the live
+// links that spread out from n and the closest of the others fill what
+// is left, so that the link dropped is the one least needed to reach
+// its node.
 func (g *hgraph) link(n, slot uint32, level int) error {
 	lists := decodeNode(g.node(n))
 	if level >= len(lists) || slices.Contains(lists[level], slot) {
@@ -253,14 +285,25 @@ func (g *hgraph) link(n, slot uint32, level int) error {
 	list := append(lists[level], slot)
 	if limit := hnswMaxLinks(level); len(list) > limit {
 		nv := g.vec(n)
-		cs := make([]cand, len(list))
-		for i, s := range list {
-			cs[i] = cand{s, g.dist(nv, g.vec(s))}
+		cs := make([]cand, 0, len(list))
+		for _, s := range list {
+			if g.live(s) {
+				cs = append(cs, cand{s, g.dist(nv, g.vec(s))})
+			}
 		}
 		sortCands(cs)
+		kept := g.selectNeighbors(cs, limit)
 		list = list[:0]
-		for _, c := range cs[:limit] {
+		for _, c := range kept {
 			list = append(list, c.slot)
+		}
+		for _, c := range cs {
+			if len(list) == limit {
+				break
+			}
+			if !slices.Contains(list, c.slot) {
+				list = append(list, c.slot)
+			}
 		}
 	}
 	lists[level] = list
