@@ -614,3 +614,48 @@ func TestDistanceKernels(t *testing.T) {
 		t.Fatal("zero vectors")
 	}
 }
+
+// TestSearchHybrid: a vector and a text source fuse by RRF through
+// Search, after the filter, each hit carrying its rank and score in each
+// source: vectors rank 1, 2, 3 (closest to (1, 0) first); the text
+// "heron" is in document 3 only, so text ranks 3 alone; with k = 60, 3
+// scores 1/63 + 1/61, 1 scores 1/61 and 2 scores 1/62.
+func TestSearchHybrid(t *testing.T) {
+	backends(t, func(t *testing.T, s *Store) {
+		if _, err := s.SetVector(ctx, "c", VectorDef{Field: "v", Dimension: 2}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.CreateTextIndex(ctx, "c", TextIndexDef{Name: "t", Fields: []string{"t"}}, nil); err != nil {
+			t.Fatal(err)
+		}
+		for id, d := range map[int64]string{
+			1: `{"v": {"$vector": [1, 0.1]}, "t": "a gull on the shore", "g": 1}`,
+			2: `{"v": {"$vector": [1, 0.5]}, "t": "a tern at sea", "g": 1}`,
+			3: `{"v": {"$vector": [1, 0.9]}, "t": "a heron in the reeds", "g": 1}`,
+			4: `{"v": {"$vector": [1, 0]}, "t": "another heron", "g": 2}`,
+		} {
+			if _, err := s.Put(ctx, "c", Int(id), j(t, d)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, approx := range []bool{false, true} {
+			res := vsearch(t, s, "c", SearchQuery{Filter: flt(t, `{"g": 1}`), Vector: &VectorQuery{Vector: []float32{1, 0}, Approximate: approx},
+				Text: &TextQuery{Query: "heron"}})
+			if got := hitIDs(res); !slices.Equal(got, []int64{3, 1, 2}) {
+				t.Fatalf("approximate %v: hybrid order %v, want [3 1 2]", approx, got)
+			}
+			h := res.Hits[0]
+			if math.Abs(h.Score-(1.0/63+1.0/61)) > 1e-12 || h.Vector.Rank != 3 || h.Text == nil || h.Text.Rank != 1 || h.Text.Score <= 0 {
+				t.Fatalf("hit 3: %+v %+v %+v", h, h.Vector, h.Text)
+			}
+			if h := res.Hits[1]; h.Score != 1.0/61 || h.Text != nil || h.Vector.Rank != 1 {
+				t.Fatalf("hit 1: %+v", h)
+			}
+		}
+		// A text error is placed under "text".
+		_, err := s.Search(ctx, "c", SearchQuery{Text: &TextQuery{Query: "x", Index: "nope"}})
+		if e := wantCode(t, err, CodeInvalid); !bytes.HasPrefix([]byte(e.Field), []byte("text")) {
+			t.Fatalf("text error field %q: %v", e.Field, err)
+		}
+	})
+}
