@@ -385,11 +385,12 @@ func TestRespAdminSnapshotThroughTool(t *testing.T) {
 	}
 }
 
-// TestRespAdminTLS: the gateway serves HTTPS with its configured
-// certificate, and the management tools verify it with the target's
-// management_ca_cert (and refuse it without).
+// TestRespAdminTLS: the gateway reaches a TLS-only redis-server with its
+// configured CA, serves HTTPS with its configured certificate, and the
+// management tools verify it with the target's management_ca_cert (and
+// refuse it without).
 func TestRespAdminTLS(t *testing.T) {
-	rs := redistest.Start(t, redistest.Options{})
+	rs := redistest.Start(t, redistest.Options{TLS: true})
 	certs, err := testcerts.Write(filepath.Join(t.TempDir(), "tls"), "mcpkit-e2e-admin")
 	if err != nil {
 		t.Fatal(err)
@@ -399,20 +400,21 @@ func TestRespAdminTLS(t *testing.T) {
 	tok := filepath.Join(dir, "token")
 	os.WriteFile(tokens, []byte("viewer "+adminViewer+"\n"), 0o600)
 	os.WriteFile(tok, []byte(adminViewer), 0o600)
-	cfg := writeConfig(t, `{"tokens_file": "`+tokens+`", "tls_cert_file": "`+certs.CertFile+`", "tls_key_file": "`+certs.KeyFile+`"}`)
+	cfg := writeConfig(t, `{"tokens_file": "`+tokens+`", "tls_cert_file": "`+certs.CertFile+`", "tls_key_file": "`+certs.KeyFile+`",
+		"tls": {"ca_cert": "`+rs.CAFile+`"}}`)
 	gw := startListening(t, binary(t), "resp", "--log-format", "json", "admin", "--target", rs.Addr, "--listen", "127.0.0.1:0", "--config", cfg)
 	if !strings.HasPrefix(gw.base, "https://") {
 		t.Fatalf("base %s", gw.base)
 	}
-	verified := respConfig(t, rs, map[string]any{"management_url": gw.base, "management_token_file": tok, "management_ca_cert": certs.CAFile}, nil)
+	verified := respConfig(t, rs, map[string]any{"tls": map[string]any{"ca_cert": rs.CAFile}, "management_url": gw.base, "management_token_file": tok, "management_ca_cert": certs.CAFile}, nil)
 	cs := startResp(t, nil, "--config", verified)
-	if out, isErr := call(t, cs, "resp_management", map[string]any{"path": "/api/info?section=server"}); isErr || !strings.Contains(string(out), `"status":200`) {
+	if out, isErr := call(t, cs, "resp_management", map[string]any{"path": "/api/info?section=server"}); isErr || !strings.Contains(string(out), `"status":200`) || !strings.Contains(string(out), `"redis_version"`) {
 		t.Fatalf("over TLS: %s", out)
 	}
 	if out, isErr := call(t, cs, "resp_management_live", map[string]any{"action": "open"}); isErr || !strings.Contains(string(out), `"type":"overview"`) {
 		t.Fatalf("live over TLS: %s", out)
 	}
-	unverified := respConfig(t, rs, map[string]any{"management_url": gw.base, "management_token_file": tok}, nil)
+	unverified := respConfig(t, rs, map[string]any{"tls": map[string]any{"ca_cert": rs.CAFile}, "management_url": gw.base, "management_token_file": tok}, nil)
 	cs2 := startResp(t, nil, "--config", unverified)
 	if out, isErr := call(t, cs2, "resp_management", map[string]any{"path": "/api/info"}); !isErr || !strings.Contains(string(out), "certificate") {
 		t.Fatalf("without the CA: %s", out)
