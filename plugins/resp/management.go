@@ -53,7 +53,8 @@ type ManagementReply struct {
 }
 
 // Body is a response body: JSON when the response is JSON, else text when
-// it is UTF-8, else base64.
+// it is UTF-8, else base64. A body larger than the reply_bytes limit fails
+// the call with a limit error (download it with download_path instead).
 type Body struct {
 	Encoding string `json:"encoding" jsonschema:"json, text or base64"`
 	Value    any    `json:"value"`
