@@ -142,6 +142,30 @@ func TestTextBM25(t *testing.T) {
 	})
 }
 
+// TestTextBM25ListsEndApart: a term whose postings end before another's
+// keeps its own IDF (a regression: the document-at-a-time loop once
+// looked IDFs up by position in a list it also shrank).
+func TestTextBM25ListsEndApart(t *testing.T) {
+	backends(t, func(t *testing.T, s *Store) {
+		def := TextIndexDef{Name: "b", Fields: []string{"b"}}
+		mustText(t, s, "c", def)
+		putJSON(t, s, "c", 1, `{"b":"rare common"}`)
+		putJSON(t, s, "c", 2, `{"b":"common filler"}`)
+		putJSON(t, s, "c", 3, `{"b":"common common other"}`)
+		putJSON(t, s, "c", 4, `{"b":"common"}`)
+		putJSON(t, s, "c", 5, `{"b":"unrelated words"}`)
+		for _, q := range []string{"rare common", "common rare", "common other", "filler other unrelated"} {
+			got, err := ranked(t, s, "c", TextQuery{Query: q}, nil, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := bruteBM25(t, s, "c", def, q, 10); rankedIDs(t, got) != want {
+				t.Errorf("%q: %s\nwant %s", q, rankedIDs(t, got), want)
+			}
+		}
+	})
+}
+
 func manyWords(n int) string {
 	var b strings.Builder
 	for i := range n {

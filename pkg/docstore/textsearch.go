@@ -151,8 +151,11 @@ func (r *reader) textRanked(q TextQuery, allowed func(idKey []byte) bool, n int)
 	avgdl := float64(total) / float64(st.docs)
 	all := src.mask == 1<<nf-1
 	// The terms' IDFs, from their document counts.
-	its := make([]*termIter, 0, len(terms))
-	idfs := make([]float64, 0, len(terms))
+	type source struct {
+		it  *termIter
+		idf float64
+	}
+	live := make([]source, 0, len(terms))
 	lens := make([]int, 0, nf)
 	for _, t := range terms {
 		it := newTermIter(bk, t)
@@ -161,7 +164,6 @@ func (r *reader) textRanked(q TextQuery, allowed func(idKey []byte) bool, n int)
 			df, err = it.count()
 		} else {
 			df, err = countIn(it, nf, src.mask, lens)
-			it = newTermIter(bk, t)
 		}
 		if err != nil {
 			return nil, r.corrupt(src.def, err)
@@ -169,48 +171,42 @@ func (r *reader) textRanked(q TextQuery, allowed func(idKey []byte) bool, n int)
 		if df == 0 {
 			continue
 		}
-		its = append(its, newTermIter(bk, t))
-		idfs = append(idfs, math.Log(1+(float64(st.docs)-float64(df)+0.5)/(float64(df)+0.5)))
+		it = newTermIter(bk, t)
+		if !it.next() {
+			return nil, r.corrupt(src.def, fmt.Errorf("term %q: %d postings counted, none read (%v)", t, df, it.err))
+		}
+		live = append(live, source{it, math.Log(1 + (float64(st.docs)-float64(df)+0.5)/(float64(df)+0.5))})
 	}
 	// Document at a time: the postings lists are in id-key order.
 	top := topRanked{n: n}
-	live := its[:0]
-	for _, it := range its {
-		if it.next() {
-			live = append(live, it)
-		} else if it.err != nil {
-			return nil, r.corrupt(src.def, it.err)
-		}
-	}
 	var key []byte
 	for len(live) > 0 {
-		key = append(key[:0], live[0].key...)
-		for _, it := range live[1:] {
-			if bytes.Compare(it.key, key) < 0 {
-				key = append(key[:0], it.key...)
+		key = append(key[:0], live[0].it.key...)
+		for _, s := range live[1:] {
+			if bytes.Compare(s.it.key, key) < 0 {
+				key = append(key[:0], s.it.key...)
 			}
 		}
 		score := 0.0
 		for i := 0; i < len(live); {
-			it := live[i]
-			if !bytes.Equal(it.key, key) {
+			s := live[i]
+			if !bytes.Equal(s.it.key, key) {
 				i++
 				continue
 			}
-			tf, dl, err := termFreq(it.payload, nf, src.mask, lens)
+			tf, dl, err := termFreq(s.it.payload, nf, src.mask, lens)
 			if err != nil {
 				return nil, r.corrupt(src.def, err)
 			}
 			if tf > 0 {
-				idf := idfs[slices.Index(its, it)]
-				score += idf * float64(tf) * (k1 + 1) / (float64(tf) + k1*(1-b+b*float64(dl)/avgdl))
+				score += s.idf * float64(tf) * (k1 + 1) / (float64(tf) + k1*(1-b+b*float64(dl)/avgdl))
 			}
-			if it.next() {
+			if s.it.next() {
 				i++
 				continue
 			}
-			if it.err != nil {
-				return nil, r.corrupt(src.def, it.err)
+			if s.it.err != nil {
+				return nil, r.corrupt(src.def, s.it.err)
 			}
 			live = slices.Delete(live, i, i+1)
 		}
