@@ -214,13 +214,15 @@ func (c *child) outputDone() bool {
 
 func (c *child) info() ProcessInfo {
 	page := c.log.read(0, 0)
-	in := ProcessInfo{Handle: c.handle, PID: c.pid, Binary: c.binary, Args: c.args, Running: true, StartedAt: c.started,
+	in := ProcessInfo{Handle: c.handle, PID: c.pid, Binary: c.binary, Args: c.args, Running: !c.exited(), StartedAt: c.started,
 		LogBytes: page.end, DroppedBytes: page.dropped}
-	if c.exited() {
-		in.Running = false
+	if !in.Running {
 		at := c.exitedAt
+		in.ExitedAt = &at
+	}
+	if !in.Running && c.state != nil { // nil only if wait failed, which it does not for a started child
 		code := c.state.ExitCode()
-		in.ExitedAt, in.ExitCode, in.Exit = &at, &code, c.state.String()
+		in.ExitCode, in.Exit = &code, c.state.String()
 		if ws, ok := c.state.Sys().(interface {
 			Signaled() bool
 			Signal() syscall.Signal
