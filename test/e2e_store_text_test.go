@@ -24,6 +24,23 @@ func textNotes(t *testing.T, call func(tool, args string) string) {
 	}
 }
 
+// dumpAndLoad dumps the store file path with `mcpkit store dump` and
+// loads the dump into a new store file beside it with `mcpkit store
+// load`, whose path it returns.
+func dumpAndLoad(t *testing.T, path string) string {
+	t.Helper()
+	bin := binary(t)
+	dump := path + ".dump.jsonl"
+	if code, _, stderr := runBinary(t, bin, "store", "dump", path, "--out", dump); code != 0 {
+		t.Fatalf("store dump: exit %d, %s", code, stderr)
+	}
+	loaded := path + ".loaded.db"
+	if code, _, stderr := runBinary(t, bin, "store", "load", loaded, "--in", dump); code != 0 {
+		t.Fatalf("store load: exit %d, %s", code, stderr)
+	}
+	return loaded
+}
+
 // The calls TestStoreTextE2E makes, and their answers.
 var textE2E = []struct{ tool, args, want string }{
 	{"phrase_search", `{"collection": "notes", "phrase": "solar panels", "select": ["lang"]}`,
@@ -42,8 +59,7 @@ var textE2E = []struct{ tool, args, want string }{
 func TestStoreTextE2E(t *testing.T) {
 	for _, era := range eras {
 		t.Run(era, func(t *testing.T) {
-			dir := t.TempDir()
-			path := filepath.Join(dir, "app.db")
+			path := filepath.Join(t.TempDir(), "app.db")
 			cs, _ := serveStore(t, era, path)
 			call := func(tool, args string) string { return storeCall(t, cs, tool, args) }
 			textNotes(t, call)
@@ -87,16 +103,7 @@ func TestStoreTextE2E(t *testing.T) {
 			}
 			cs.Close()
 
-			bin := binary(t)
-			dump := filepath.Join(dir, "dump.jsonl")
-			if code, _, stderr := runBinary(t, bin, "store", "dump", path, "--out", dump); code != 0 {
-				t.Fatalf("store dump: exit %d, %s", code, stderr)
-			}
-			loaded := filepath.Join(dir, "loaded.db")
-			if code, _, stderr := runBinary(t, bin, "store", "load", loaded, "--in", dump); code != 0 {
-				t.Fatalf("store load: exit %d, %s", code, stderr)
-			}
-			cs, _ = serveStore(t, era, loaded)
+			cs, _ = serveStore(t, era, dumpAndLoad(t, path))
 			// (load gives the documents new revisions.)
 			if got := call("phrase_search", `{"collection": "notes", "phrase": "solar lamp", "select": ["none"]}`); got != `{"hits":[{"id":2,"revision":1,"doc":{},"field":"body","positions":[1,2],"matches":1}],"next_cursor":null,"limit":100}` {
 				t.Fatalf("loaded from the dump: %s", got)
