@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/yosida95/uritemplate/v3"
 )
 
 // InfoURI is the built-in resource that describes a running server.
@@ -65,7 +66,12 @@ type Server struct {
 	inflight sync.WaitGroup
 
 	// Set while NewServer assembles the server, then read-only.
-	hosts   []*Host
+	hosts []*Host
+	// regMu guards what plugins add (these maps, each Host's lists of
+	// names and templates) once the server is serving, when a plugin may
+	// still add tools, resources and prompts.
+	regMu   sync.RWMutex
+	serving atomic.Bool       // NewServer has returned: additions go to the SDK at once
 	tools   map[string]string // tool name → owning plugin
 	uris    map[string]string // resource URI or template → owning plugin
 	prompts map[string]string // prompt name → owning plugin
@@ -109,29 +115,20 @@ func NewServer(ctx context.Context, opts Options) (_ *Server, err error) {
 	}
 	s.sessions.init()
 	s.life, s.endLife = context.WithCancel(context.WithoutCancel(ctx))
-	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "mcpkit", Version: opts.Version}, &mcp.ServerOptions{
-		Instructions: coreInstructions,
-		Logger:       slog.New(sdkLogHandler{logger.Handler()}).With("component", "sdk"),
-		// Declare every list capability: the SDK answers tools/, resources/
-		// and prompts/list (empty where no plugin adds any), and 2026-07-28
-		// clients must find the handlers they can call declared in discover.
-		HasTools:     true,
-		HasResources: true,
-		HasPrompts:   true,
-	})
-	// Each call wraps the handler built so far: the host's session tracking
-	// innermost, the host's result encoding outermost.
-	s.mcp.AddReceivingMiddleware(s.addInstructions, s.trackSessions)
-	s.mcp.AddReceivingMiddleware(opts.Middleware...)
-	s.mcp.AddReceivingMiddleware(encodeToolResults)
 	defer func() {
 		if err != nil {
 			s.Close(context.WithoutCancel(ctx))
 		}
 	}()
-	s.addInfoResource()
+	s.uris[InfoURI] = "mcpkit"
+	// The plugins attach first, their additions queued (Host.sdkAdd), so
+	// that the SDK server is created knowing which optional capabilities
+	// (completions, resource subscriptions) some plugin serves.
 	for _, info := range infos {
 		h := &Host{srv: s, name: info.Name, prefix: info.Name, logger: logger.With("plugin", info.Name), limitSpecs: info.Limits}
+		if info.NoPrefix {
+			h.prefix = ""
+		}
 		pc := opts.Config.Plugins[info.Name]
 		if pc.Prefix != nil {
 			h.prefix = *pc.Prefix
@@ -165,6 +162,40 @@ func NewServer(ctx context.Context, opts Options) (_ *Server, err error) {
 			return nil, fmt.Errorf("plugin %s: %w", info.Name, err)
 		}
 	}
+	sopts := &mcp.ServerOptions{
+		Instructions: coreInstructions,
+		Logger:       slog.New(sdkLogHandler{logger.Handler()}).With("component", "sdk"),
+		// Declare every list capability: the SDK answers tools/, resources/
+		// and prompts/list (empty where no plugin adds any), and 2026-07-28
+		// clients must find the handlers they can call declared in discover.
+		HasTools:     true,
+		HasResources: true,
+		HasPrompts:   true,
+	}
+	if s.serves(func(h *Host) bool { return h.completer != nil }) {
+		sopts.CompletionHandler = s.complete
+	}
+	if s.serves(func(h *Host) bool { return h.subscriber != nil }) {
+		sopts.SubscribeHandler = s.subscribe
+		sopts.UnsubscribeHandler = s.unsubscribe
+	}
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "mcpkit", Version: opts.Version}, sopts)
+	// Each call wraps the handler built so far: the host's session tracking
+	// innermost, the host's result encoding outermost.
+	s.mcp.AddReceivingMiddleware(s.addInstructions, s.trackSessions)
+	s.mcp.AddReceivingMiddleware(opts.Middleware...)
+	s.mcp.AddReceivingMiddleware(encodeToolResults)
+	s.addInfoResource()
+	for _, h := range s.hosts {
+		for _, add := range h.pending {
+			h.sdkAdd(add)
+		}
+		h.pending = nil
+		if err := errors.Join(h.errs...); err != nil {
+			return nil, fmt.Errorf("plugin %s: %w", h.name, err)
+		}
+	}
+	s.serving.Store(true)
 	return s, nil
 }
 
@@ -227,9 +258,13 @@ func waitCtx(ctx context.Context, wait func()) bool {
 
 // Host is what a plugin sees of the server: its name and prefix, the
 // limits, a logger, the server's lifetime, its client sessions, and the
-// methods that add tools, resources and prompts. The Add and On methods are
-// for Attach only: they are not safe to call once the server is serving.
-// The other methods are safe to call at any time from any goroutine.
+// methods that add tools, resources and prompts. The Set and On methods are
+// for Attach only. The Add methods are for Attach too, and may also be
+// called while the server is serving: the addition then takes effect at
+// once and clients are told the list changed; adding again a name the
+// plugin owns replaces it, and a refused addition is logged (there is no
+// startup left to fail). The other methods are safe to call at any time
+// from any goroutine.
 type Host struct {
 	srv         *Server
 	plugin      Plugin
@@ -245,13 +280,22 @@ type Host struct {
 	sessionEnd  []func(*Session)
 	// instructions is the plugin's paragraph of the server instructions.
 	instructions string
-	inflight     atomic.Int64 // this plugin's tool calls whose handler has not returned
-	errs         []error
+	// pending are the SDK additions Attach made, for NewServer.
+	pending []pendingAdd
+	// completer and subscriber are the plugin's optional handlers
+	// (SetCompleter, SetSubscriber).
+	completer  Completer
+	subscriber Subscriber
+	// templates are the plugin's resource templates, for routing
+	// subscriptions to the resources they match.
+	templates []*uritemplate.Template
+	inflight  atomic.Int64 // this plugin's tool calls whose handler has not returned
+	errs      []error
 }
 
 // coreInstructions are the server instructions of every mcpkit server;
 // plugins add theirs ([Host.SetInstructions]).
-const coreInstructions = "mcpkit serves MCP tools for data systems. Read " + InfoURI + " for the enabled plugins, their tools and the effective limits. A result larger than the inline limit comes back as result_id/total_bytes/read_tool: call read_tool with offset and length until next_offset is null, concatenate the decoded data_base64 chunks (the result's JSON, or its text when format is text), then release the handle. A failed call's structuredContent.error.kind says what failed (limit, timeout, cancelled, bad_params with path, internal, result_not_found, or a plugin's own kind)."
+const coreInstructions = "mcpkit serves MCP tools for data systems. Read " + InfoURI + " for the enabled plugins, their tools and the effective limits. A result larger than the inline limit comes back as result_id/total_bytes/read_tool: call read_tool with offset and length until next_offset is null, concatenate the decoded data_base64 chunks (the result's JSON; its text when format is text; a complete MCP tool result's JSON when format is mcp_result), then release the handle. A failed call's structuredContent.error.kind says what failed (limit, timeout, cancelled, bad_params with path, internal, result_not_found, or a plugin's own kind)."
 
 // SetInstructions sets the plugin's paragraph of the server instructions,
 // which clients read from initialize (legacy era) and server/discover
@@ -356,7 +400,7 @@ func (h *Host) AddResource(r *mcp.Resource, fn mcp.ResourceHandler) {
 		h.fail(errors.New("resource: nil definition"))
 		return
 	}
-	h.addResource("resource", r.URI, r.Name, fn, func() { h.srv.mcp.AddResource(r, fn) })
+	h.addResource("resource", r.URI, r.Name, fn, func(m *mcp.Server) { m.AddResource(r, fn) })
 }
 
 // AddResourceTemplate adds a resource template (RFC 6570). Its URI template
@@ -367,12 +411,18 @@ func (h *Host) AddResourceTemplate(t *mcp.ResourceTemplate, fn mcp.ResourceHandl
 		h.fail(errors.New("resource template: nil definition"))
 		return
 	}
-	h.addResource("resource template", t.URITemplate, t.Name, fn, func() { h.srv.mcp.AddResourceTemplate(t, fn) })
+	h.addResource("resource template", t.URITemplate, t.Name, fn, func(m *mcp.Server) {
+		m.AddResourceTemplate(t, fn)
+		// The SDK has parsed the template: this does not fail.
+		if tmpl, err := uritemplate.New(t.URITemplate); err == nil {
+			h.templates = append(h.templates, tmpl)
+		}
+	})
 }
 
 // addResource checks what the SDK does not (a handler, a name, an absolute
 // URI with a valid scheme), claims the URI and adds it through the SDK.
-func (h *Host) addResource(kind, uri, name string, fn mcp.ResourceHandler, add func()) {
+func (h *Host) addResource(kind, uri, name string, fn mcp.ResourceHandler, add func(*mcp.Server)) {
 	scheme, _, absolute := strings.Cut(uri, "://")
 	switch {
 	case fn == nil:
@@ -381,8 +431,12 @@ func (h *Host) addResource(kind, uri, name string, fn mcp.ResourceHandler, add f
 		h.fail(fmt.Errorf("%s %q: no name", kind, uri))
 	case !absolute || !validScheme(scheme):
 		h.fail(fmt.Errorf("%s %q: the URI must be absolute, scheme://... with a scheme [a-z][a-z0-9+.-]* (see Host.ResourceURI)", kind, uri))
-	case h.claim(h.srv.uris, &h.uris, kind, uri):
-		h.sdkAdd(kind, uri, add)
+	default:
+		h.srv.regMu.Lock()
+		defer h.srv.regMu.Unlock()
+		if h.claim(h.srv.uris, &h.uris, kind, uri) {
+			h.queue(kind, uri, add)
+		}
 	}
 }
 
@@ -416,30 +470,62 @@ func (h *Host) AddPrompt(p *mcp.Prompt, fn mcp.PromptHandler) {
 	}
 	prompt := *p
 	prompt.Name = h.ToolName(p.Name)
+	h.srv.regMu.Lock()
+	defer h.srv.regMu.Unlock()
 	if h.claim(h.srv.prompts, &h.prompts, "prompt", prompt.Name) {
-		h.sdkAdd("prompt", prompt.Name, func() { h.srv.mcp.AddPrompt(&prompt, fn) })
+		h.queue("prompt", prompt.Name, func(m *mcp.Server) { m.AddPrompt(&prompt, fn) })
 	}
 }
 
 // fail records a startup error; NewServer reports them all, naming the
-// plugin.
-func (h *Host) fail(err error) { h.errs = append(h.errs, err) }
+// plugin. Once the server is serving, it logs the error instead: the
+// addition did not happen.
+func (h *Host) fail(err error) {
+	if h.srv.serving.Load() {
+		h.logger.Error("a tool, resource or prompt added while serving was refused", "err", err)
+		return
+	}
+	h.errs = append(h.errs, err)
+}
 
-// sdkAdd runs one of the SDK's Add methods, turning a panic (the SDK's way
+// pendingAdd is a tool, resource or prompt a plugin added in Attach,
+// added to the SDK server once every plugin has attached.
+type pendingAdd struct {
+	kind, name string
+	add        func(*mcp.Server)
+}
+
+// queue records one of the SDK's Add calls for NewServer to make, or makes
+// it at once when the server is serving (regMu held), which announces the
+// change to the clients (notifications/.../list_changed).
+func (h *Host) queue(kind, name string, add func(*mcp.Server)) {
+	p := pendingAdd{kind, name, add}
+	if !h.srv.serving.Load() {
+		h.pending = append(h.pending, p)
+		return
+	}
+	h.sdkAdd(p)
+}
+
+// sdkAdd makes one of the SDK's Add calls, turning a panic (the SDK's way
 // of refusing a definition) into a startup error.
-func (h *Host) sdkAdd(kind, name string, add func()) {
+func (h *Host) sdkAdd(p pendingAdd) {
 	defer func() {
 		if r := recover(); r != nil {
-			h.fail(fmt.Errorf("%s %q: refused by the MCP SDK: %v", kind, name, r))
+			h.fail(fmt.Errorf("%s %q: refused by the MCP SDK: %v", p.kind, p.name, r))
 		}
 	}()
-	add()
+	p.add(h.srv.mcp)
 }
 
 // claim records name as owned by h's plugin in owners, or records an error
-// naming both plugins when another already owns it.
+// naming both plugins when another already owns it. While serving, a
+// plugin may add a name it owns again: the addition replaces it.
 func (h *Host) claim(owners map[string]string, mine *[]string, kind, name string) bool {
 	if prev, taken := owners[name]; taken {
+		if prev == h.name && h.srv.serving.Load() {
+			return true
+		}
 		if prev == h.name {
 			h.fail(&ConfigError{Field: "plugins." + h.name, Reason: fmt.Sprintf("%s %q is added twice", kind, name)})
 		} else {

@@ -119,6 +119,32 @@ func (r *rig) call(t *testing.T, name string, args any) *mcp.CallToolResult {
 	return res
 }
 
+// readPaged reads a paged result whole through readTool.
+func (r *rig) readPaged(t *testing.T, readTool string, ref pagedResult) []byte {
+	t.Helper()
+	var got []byte
+	offset := int64(0)
+	for {
+		res := r.call(t, readTool, ResultReadArgs{ResultID: ref.ResultID, Offset: offset, Length: 100_000})
+		if res.IsError {
+			t.Fatalf("read: %s", text(res))
+		}
+		var chunk ResultReadReply
+		if err := json.Unmarshal([]byte(text(res)), &chunk); err != nil {
+			t.Fatal(err)
+		}
+		data, _ := base64.StdEncoding.DecodeString(chunk.DataBase64)
+		if int64(len(data)) != chunk.Bytes || chunk.Offset != offset {
+			t.Fatalf("chunk at %d: %d bytes, says %d at %d", offset, len(data), chunk.Bytes, chunk.Offset)
+		}
+		got = append(got, data...)
+		if chunk.NextOffset == nil {
+			return got
+		}
+		offset = *chunk.NextOffset
+	}
+}
+
 func text(res *mcp.CallToolResult) string {
 	var b strings.Builder
 	for _, c := range res.Content {
@@ -173,27 +199,7 @@ func TestInlineAndPagedResults(t *testing.T) {
 	if ref.TotalBytes != int64(len(want)) || ref.ReadTool != "ta_result" {
 		t.Fatalf("ref = %+v, want total %d read_tool ta_result", ref, len(want))
 	}
-	var got []byte
-	offset := int64(0)
-	for {
-		res := r.call(t, "ta_result", ResultReadArgs{ResultID: ref.ResultID, Offset: offset, Length: 100_000})
-		if res.IsError {
-			t.Fatalf("read: %s", text(res))
-		}
-		var chunk ResultReadReply
-		if err := json.Unmarshal([]byte(text(res)), &chunk); err != nil {
-			t.Fatal(err)
-		}
-		data, _ := base64.StdEncoding.DecodeString(chunk.DataBase64)
-		if int64(len(data)) != chunk.Bytes || chunk.Offset != offset {
-			t.Fatalf("chunk at %d: %d bytes, says %d at %d", offset, len(data), chunk.Bytes, chunk.Offset)
-		}
-		got = append(got, data...)
-		if chunk.NextOffset == nil {
-			break
-		}
-		offset = *chunk.NextOffset
-	}
+	got := r.readPaged(t, "ta_result", ref)
 	if !bytes.Equal(got, want) {
 		t.Fatalf("reassembled %d bytes differ from the %d-byte result", len(got), len(want))
 	}

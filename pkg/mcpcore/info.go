@@ -78,6 +78,8 @@ func (s *Server) Info() Info {
 
 		Goroutines: runtime.NumGoroutine(),
 	}
+	s.regMu.RLock()
+	defer s.regMu.RUnlock()
 	for _, h := range s.hosts {
 		ps := PluginState{Name: h.name, Prefix: h.prefix, Tools: slices.Clone(h.tools), Resources: slices.Clone(h.uris),
 			Prompts: slices.Clone(h.prompts), HTTPRoutes: slices.Clone(h.routes), Limits: make([]LimitInfo, 0, len(h.limitSpecs))}
@@ -101,8 +103,8 @@ func (s *Server) Info() Info {
 	return info
 }
 
+// addInfoResource adds InfoURI (claimed before the plugins attach).
 func (s *Server) addInfoResource() {
-	s.uris[InfoURI] = "mcpkit"
 	s.mcp.AddResource(&mcp.Resource{
 		URI:         InfoURI,
 		Name:        "mcpkit-info",

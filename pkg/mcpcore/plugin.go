@@ -48,6 +48,10 @@ type PluginInfo struct {
 	Description string
 	// Default plugins are served when no --plugins selection is given.
 	Default bool
+	// NoPrefix serves the plugin's tools and prompts under their own names
+	// unless plugins.<name>.prefix sets one: for a plugin whose names are
+	// fixed by someone else (the conformance suite's fixtures).
+	NoPrefix bool
 	// New returns a fresh, unconfigured instance. It must have no side
 	// effects: the host may call it only to list or validate.
 	New func() Plugin

@@ -15,7 +15,11 @@ import (
 
 // ToolFunc handles one tool call. It returns a JSON-serializable value
 // (normally a struct; a json.RawMessage is taken as already serialized) that
-// the host serializes once, inline or paged. It must honour ctx: ctx ends
+// the host serializes once, inline or paged; or a complete
+// *mcp.CallToolResult, for content other than JSON (images, audio, embedded
+// resources, several blocks) or a 2026-07-28 input-required result, which
+// the host returns as it is (paged as a whole, format "mcp_result", when
+// its JSON exceeds inline_result_bytes; input requests are never paged). It must honour ctx: ctx ends
 // on timeout, on notifications/cancelled and when the client goes away. To
 // return a structured result marked isError, return [ErrorResult]; an
 // error with a kind ([KindError], [ParamError], [LimitError]) is reported
@@ -100,8 +104,10 @@ func (h *Host) addTool(tool *mcp.Tool, handler mcp.ToolHandler) {
 		h.fail(fmt.Errorf("tool %q: %w", tool.Name, err))
 		return
 	}
+	h.srv.regMu.Lock()
+	defer h.srv.regMu.Unlock()
 	if h.claim(h.srv.tools, &h.tools, "tool", tool.Name) {
-		h.sdkAdd("tool", tool.Name, func() { h.srv.mcp.AddTool(tool, handler) })
+		h.queue("tool", tool.Name, func(m *mcp.Server) { m.AddTool(tool, handler) })
 	}
 }
 
@@ -268,6 +274,9 @@ func (c toolCall) finish(ctx context.Context, owner string, out outcome) (*mcp.C
 // tool.
 func (c toolCall) serve(owner string, v any, isError bool) (*mcp.CallToolResult, error) {
 	s := c.host.srv
+	if r, ok := v.(*mcp.CallToolResult); ok {
+		return c.serveResult(owner, r, isError)
+	}
 	var data []byte
 	text, isText := v.(Text)
 	if isText {
@@ -291,16 +300,45 @@ func (c toolCall) serve(owner string, v any, isError bool) (*mcp.CallToolResult,
 		}
 		return inlineResult(data, isError), nil
 	}
+	format := "json"
+	if isText {
+		format = "text"
+	}
+	return c.page(owner, data, format, isError)
+}
+
+// serveResult returns a plugin's own CallToolResult, inline or paged as a
+// whole.
+func (c toolCall) serveResult(owner string, r *mcp.CallToolResult, isError bool) (*mcp.CallToolResult, error) {
+	s := c.host.srv
+	if r == nil {
+		s.calls.failed.Add(1)
+		return toolError(&KindError{Kind: KindInternal, Err: fmt.Errorf("tool %s returned a nil result", c.tool)}), nil
+	}
+	r.IsError = r.IsError || isError
+	if r.InputRequests != nil || r.RequestState != "" {
+		return r, nil // a protocol directive to the client, not output
+	}
+	data, err := json.Marshal(r)
+	if err != nil {
+		s.calls.failed.Add(1)
+		return toolError(&KindError{Kind: KindInternal, Err: fmt.Errorf("tool %s: serialize result: %w", c.tool, err)}), nil
+	}
+	if int64(len(data)) <= s.limits.InlineResultBytes {
+		return r, nil
+	}
+	return c.page(owner, data, "mcp_result", r.IsError)
+}
+
+// page retains data for the read tool and returns the reference to it.
+func (c toolCall) page(owner string, data []byte, format string, isError bool) (*mcp.CallToolResult, error) {
+	s := c.host.srv
 	handle, err := s.results.Put(owner, data)
 	if err != nil {
 		s.calls.failed.Add(1)
 		return toolError(err), nil
 	}
 	s.calls.paged.Add(1)
-	format := "json"
-	if isText {
-		format = "text"
-	}
 	ref, _ := json.Marshal(pagedResult{
 		ResultID:   handle.ID,
 		TotalBytes: handle.TotalBytes,
@@ -332,7 +370,7 @@ func resultOwner(h *Host, req *mcp.CallToolRequest) string {
 type pagedResult struct {
 	ResultID   string `json:"result_id" jsonschema:"handle of the retained result, for the read tool"`
 	TotalBytes int64  `json:"total_bytes" jsonschema:"size of the serialized JSON result"`
-	Format     string `json:"format" jsonschema:"json (the bytes are the result's JSON) or text (they are the result's text, as it is)"`
+	Format     string `json:"format" jsonschema:"json (the bytes are the result's JSON), text (they are the result's text, as it is) or mcp_result (they are a complete MCP tool result: content blocks, structuredContent, isError)"`
 	ReadTool   string `json:"read_tool" jsonschema:"the tool that reads the result by byte range and releases it"`
 	ChunkBytes int64  `json:"chunk_bytes" jsonschema:"default read length"`
 	ExpiresAt  string `json:"expires_at" jsonschema:"when the result is freed (RFC 3339)"`
