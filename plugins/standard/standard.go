@@ -3,8 +3,9 @@
 package standard
 
 import (
-	_ "github.com/mcpkit/mcpkit/plugins/actions" // action framework (the example app)
-	_ "github.com/mcpkit/mcpkit/plugins/diag"    // diagnostics plugin
-	_ "github.com/mcpkit/mcpkit/plugins/resp"    // RESP sidecar
-	_ "github.com/mcpkit/mcpkit/plugins/store"   // document store
+	_ "github.com/mcpkit/mcpkit/plugins/actions"     // action framework (the example app)
+	_ "github.com/mcpkit/mcpkit/plugins/conformance" // the MCP conformance suite's fixtures (never a default)
+	_ "github.com/mcpkit/mcpkit/plugins/diag"        // diagnostics plugin
+	_ "github.com/mcpkit/mcpkit/plugins/resp"        // RESP sidecar
+	_ "github.com/mcpkit/mcpkit/plugins/store"       // document store
 )
