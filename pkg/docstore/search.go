@@ -210,6 +210,9 @@ func (s *Store) Search(ctx context.Context, coll string, q SearchQuery) (SearchR
 			if qvec, err = r.col.Vector.checkVector(q.Vector.Vector); err != nil {
 				return invalidArg(coll, "vector.vector", "the query vector %s", err)
 			}
+			if q.Vector.Approximate && r.col.Vector.Flat {
+				return invalidArg(coll, "vector.approximate", "the vector field of %q is flat (no HNSW index): search it exactly", coll)
+			}
 			if vecs, err = openVectors(r.tx, r.col); err != nil {
 				return err
 			}

@@ -27,7 +27,8 @@ import (
 //	   "id" a random uint64 drawn when the field is declared and "gen" a
 //	   uint64 every vector write increments: together they name the state
 //	   a search cache holds (vector_cache.go)
-//	g  the HNSW graph (hnsw.go): slot → its links per level
+//	g  the HNSW graph (hnsw.go): slot → its links per level (empty when
+//	   the field is flat)
 //
 // A slot is a document's node in the graph for the document's life; a
 // deleted document's slot keeps its vector and links (a tombstone that
@@ -51,6 +52,9 @@ type VectorDef struct {
 	Dimension int    `json:"dimension"`
 	// Metric is cosine (the default), dot or l2.
 	Metric string `json:"metric"`
+	// Flat keeps no HNSW graph: exact searches only (approximate ones are
+	// refused), and writes skip the graph's cost.
+	Flat bool `json:"flat,omitempty"`
 }
 
 func vectorBucket(coll string, part byte) []byte {
@@ -388,6 +392,9 @@ func (v *vectors) put(idKey []byte, vec []float32) error {
 	if err := v.writeSlot(slot, idKey, vec); err != nil {
 		return err
 	}
+	if v.def.Flat {
+		return nil
+	}
 	return v.graph().insert(slot, vec, idKey)
 }
 
@@ -515,6 +522,12 @@ func verifyVector(ctx context.Context, tx kv.Tx, col *collection) error {
 	}
 	if free+withVec != int(n) {
 		return fail("%d free and %d used slots of %d", free, withVec, n)
+	}
+	if v.def.Flat {
+		if nodes := v.gr.KeyN(); nodes != 0 {
+			return fail("a flat field has %d graph nodes", nodes)
+		}
+		return nil
 	}
 	return v.graph().verify(n)
 }

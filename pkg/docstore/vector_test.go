@@ -659,3 +659,41 @@ func TestSearchHybrid(t *testing.T) {
 		}
 	})
 }
+
+// TestVectorFlat: a flat vector field keeps no graph (Verify checks it)
+// and answers exact searches through writes, updates and deletes; an
+// approximate search is refused naming vector.approximate; dump → load
+// keeps it flat.
+func TestVectorFlat(t *testing.T) {
+	backends(t, func(t *testing.T, s *Store) {
+		def := VectorDef{Field: "v", Dimension: 3, Metric: MetricL2, Flat: true}
+		if _, err := s.SetVector(ctx, "c", def, nil); err != nil {
+			t.Fatal(err)
+		}
+		wantCode(t, vecErrOf(s.SetVector(ctx, "c", VectorDef{Field: "v", Dimension: 3, Metric: MetricL2}, nil)), CodeIndexExists)
+		for i, v := range [][]float32{{0, 0, 0}, {1, 0, 0}, {2, 0, 0}, {3, 0, 0}} {
+			if _, err := s.Put(ctx, "c", Int(int64(i)), vecDoc(v, i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.Put(ctx, "c", Int(3), vecDoc([]float32{-1, 0, 0}, 3)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Delete(ctx, "c", Int(1)); err != nil {
+			t.Fatal(err)
+		}
+		q := SearchQuery{Vector: &VectorQuery{Vector: []float32{0.9, 0, 0}}}
+		if got := hitIDs(vsearch(t, s, "c", q)); !slices.Equal(got, []int64{0, 2, 3}) {
+			t.Fatalf("flat search %v", got)
+		}
+		q.Vector.Approximate = true
+		_, err := s.Search(ctx, "c", q)
+		if e := wantCode(t, err, CodeInvalid); e.Field != "vector.approximate" {
+			t.Fatalf("approximate on flat: %v (field %q)", err, e.Field)
+		}
+		infos, err := memoryCopy(t, s).Collections(ctx)
+		if err != nil || infos[0].Vector == nil || *infos[0].Vector != def {
+			t.Fatalf("loaded %+v, %v", infos, err)
+		}
+	})
+}
