@@ -19,7 +19,7 @@ func (p *Plugin) addCollectionTools() {
 		Annotations: readOnly()}, p.listCollections)
 	indexNote := " Builds it over the existing documents in one transaction (sending progress notifications when the request has a progress token). Returns {created, index: {name, fields, unique}}: created is false when an identical index exists; an index of that name with another definition fails with index_exists, and a unique index over documents that already share a value fails with unique_violation. Queries (page, count, delete_where) use the index that constrains the most fields; page can order by an index's first field."
 	addTool(p, &mcp.Tool{Name: "create_index", Description: "Create a secondary index on one or more fields (a compound index serves any leading prefix of its fields)." + indexNote +
-		` With type "vector" it declares instead the collection's vector field (one per collection), which search ranks by: {"collection": "notes", "type": "vector", "fields": ["embedding"], "dimension": 384, "metric": "cosine"}; documents then hold {"$vector": [...]} of that dimension in the field (or none: null or missing), any other value fails with schema_violation; the existing documents are indexed (exactly, and by an HNSW graph for approximate search) and returns {created, vector: {field, dimension, metric}}.`,
+		` With type "vector" it declares instead the collection's vector field (one per collection), which search ranks by: {"collection": "notes", "type": "vector", "fields": ["embedding"], "dimension": 384, "metric": "cosine"}; documents then hold {"$vector": [...]} of that dimension in the field (or none: null or missing), any other value fails with schema_violation; the existing documents are indexed (exactly, and by an HNSW graph for approximate search unless flat) and returns {created, vector: {field, dimension, metric, flat?}}.`,
 		Annotations: &mcp.ToolAnnotations{IdempotentHint: true, OpenWorldHint: new(false)}}, p.createIndex, mcpcore.ToolOptions{Timeout: buildTimeout})
 	addTool(p, &mcp.Tool{Name: "create_scalar_index", Description: "Create a secondary index on one field, named after the field unless name is given." + indexNote,
 		Annotations: &mcp.ToolAnnotations{IdempotentHint: true, OpenWorldHint: new(false)}}, p.createScalarIndex, mcpcore.ToolOptions{Timeout: buildTimeout})
@@ -61,6 +61,7 @@ type createIndexArgs struct {
 	Type       indexType       `json:"type,omitempty" jsonschema:"\"secondary\" (the default) or \"vector\" (the collection's vector field, for search)"`
 	Dimension  vectorDimension `json:"dimension,omitempty" jsonschema:"for type vector: the vectors' dimension (1 to 4096)"`
 	Metric     vectorMetric    `json:"metric,omitempty" jsonschema:"for type vector: cosine (the default), dot or l2"`
+	Flat       bool            `json:"flat,omitempty" jsonschema:"for type vector: keep no HNSW graph (exact search only, cheaper writes; approximate searches are refused)"`
 }
 
 func (p *Plugin) createIndex(ctx context.Context, req *mcp.CallToolRequest, in createIndexArgs) (any, error) {
@@ -74,6 +75,8 @@ func (p *Plugin) createIndex(ctx context.Context, req *mcp.CallToolRequest, in c
 		return nil, &mcpcore.ParamError{Path: "/dimension", Reason: "dimension is for a vector index (type \"vector\")"}
 	case in.Metric != "":
 		return nil, &mcpcore.ParamError{Path: "/metric", Reason: "metric is for a vector index (type \"vector\")"}
+	case in.Flat:
+		return nil, &mcpcore.ParamError{Path: "/flat", Reason: "flat is for a vector index (type \"vector\")"}
 	}
 	return p.buildIndex(ctx, req, string(in.Collection), string(in.Name), in.Fields, in.Unique, "/fields")
 }

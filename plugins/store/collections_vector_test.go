@@ -25,6 +25,7 @@ func TestCreateVectorIndex(t *testing.T) {
 			{`{"collection": "c", "type": "vector", "fields": ["emb"], "dimension": 3, "metric": "cosine"}`, `{"created":false,"vector":{"field":"emb","dimension":3,"metric":"cosine"}}`},
 			{`{"collection": "d", "type": "vector", "fields": ["a.b"], "dimension": 2, "metric": "l2"}`, `{"created":true,"vector":{"field":"a.b","dimension":2,"metric":"l2"}}`},
 			{`{"collection": "d", "type": "secondary", "name": "n", "fields": ["n"]}`, `{"created":true,"index":{"name":"n","fields":["n"]}}`},
+			{`{"collection": "f", "type": "vector", "fields": ["v"], "dimension": 2, "flat": true}`, `{"created":true,"vector":{"field":"v","dimension":2,"metric":"cosine","flat":true}}`},
 		} {
 			if got := e.ok("create_index", tc.args); got != tc.want {
 				t.Errorf("create_index %s = %s, want %s", tc.args, got, tc.want)
@@ -61,6 +62,8 @@ func TestCreateVectorIndexErrors(t *testing.T) {
 		{`{"collection": "c", "type": "fulltext", "fields": ["v"]}`, "/type"},
 		{`{"collection": "c", "name": "i", "fields": ["v"], "dimension": 3}`, "/dimension"},
 		{`{"collection": "c", "name": "i", "fields": ["v"], "metric": "l2"}`, "/metric"},
+		{`{"collection": "c", "name": "i", "fields": ["v"], "flat": true}`, "/flat"},
+		{`{"collection": "c", "type": "vector", "fields": ["v"], "dimension": 2, "flat": "yes"}`, "/flat"},
 		{`{"collection": "c", "type": "secondary", "fields": ["v"]}`, "/name"},
 		{`{"collection": "", "type": "vector", "fields": ["v"], "dimension": 3}`, "/collection"},
 	} {

@@ -168,7 +168,7 @@ func (p *Plugin) createVectorIndex(ctx context.Context, req *mcp.CallToolRequest
 	case in.Dimension == 0:
 		return nil, &mcpcore.ParamError{Path: "/dimension", Reason: "a vector index needs its dimension"}
 	}
-	def := docstore.VectorDef{Field: string(in.Fields[0]), Dimension: int(in.Dimension), Metric: string(in.Metric)}
+	def := docstore.VectorDef{Field: string(in.Fields[0]), Dimension: int(in.Dimension), Metric: string(in.Metric), Flat: in.Flat}
 	created, err := p.db.SetVector(ctx, string(in.Collection), def, progressOf(ctx, p.host, req, "documents indexed"))
 	if err != nil {
 		return nil, engineFailure(err, func(e *docstore.Error) string {

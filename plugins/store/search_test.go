@@ -100,6 +100,7 @@ func TestSearchToolErrors(t *testing.T) {
 	e := connect(t, Config{})
 	mmrDocs(e)
 	e.ok("store", `{"collection": "plain", "id": 1, "doc": {}}`)
+	e.ok("create_index", `{"collection": "flat", "type": "vector", "fields": ["v"], "dimension": 2, "flat": true}`)
 	for _, tc := range []struct{ args, path string }{
 		{`{"collection": "c"}`, "/vector"},
 		{`{"collection": "c", "vector": {"vector": [1, 2, 3]}}`, "/vector/vector"},
@@ -124,6 +125,7 @@ func TestSearchToolErrors(t *testing.T) {
 		{`{"collection": "c", "vector": {"vector": [1, 0]}, "filter": {"g": {"$bogus": 1}}}`, "/filter/g/$bogus"},
 		{`{"collection": "c", "text": {"query": "x", "bogus": 1}}`, "/text/bogus"},
 		{`{"collection": "plain", "vector": {"vector": [1, 0]}}`, "/vector"},
+		{`{"collection": "flat", "vector": {"vector": [1, 0], "approximate": true}}`, "/vector/approximate"},
 		{`{"collection": "", "vector": {"vector": [1, 0]}}`, "/collection"},
 	} {
 		t.Run(tc.args, func(t *testing.T) {
