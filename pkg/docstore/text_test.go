@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/mcpkit/mcpkit/pkg/docstore/kv"
@@ -522,6 +524,56 @@ func TestTextWritesKeepPostingsExact(t *testing.T) {
 		})
 		if err != nil {
 			t.Fatal(err)
+		}
+	})
+}
+
+// TestTextConcurrentWritesWithFailures: concurrent writers share batched
+// transactions, some of whose writes fail (a unique index refuses them),
+// so that the batch rolls back and runs its functions again; the text
+// index keeps exactly the writes that succeeded.
+func TestTextConcurrentWritesWithFailures(t *testing.T) {
+	backends(t, func(t *testing.T, s *Store) {
+		mustText(t, s, "c", TextIndexDef{Name: "b", Fields: []string{"b"}})
+		if _, err := s.CreateIndex(ctx, "c", IndexDef{Name: "u", Fields: []string{"u"}, Unique: true}, nil); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		var refused atomic.Int64
+		errs := make(chan error, 8)
+		for w := range 8 {
+			wg.Go(func() {
+				for n := range 40 {
+					// Every fourth write reuses a unique value and is refused.
+					u := int64(w*1000 + n)
+					if n%4 == 3 {
+						u = int64(w * 1000)
+					}
+					_, err := s.Put(ctx, "c", Int(int64(w*100+n%10)), Map(Field{"b", Text(fmt.Sprintf("writer%d round%d shared", w, n))}, Field{"u", Int(u)}))
+					switch {
+					case ErrorCode(err) == CodeUniqueViolation:
+						refused.Add(1)
+					case err != nil:
+						errs <- err
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		if refused.Load() == 0 {
+			t.Fatal("no write was refused")
+		}
+		if err := s.Verify(ctx); err != nil {
+			t.Fatal(err)
+		}
+		got, err := ranked(t, s, "c", TextQuery{Query: "shared"}, nil, 1000)
+		if err != nil || len(got) != 80 {
+			t.Errorf("%d documents hold the shared word, want 80 (%v)", len(got), err)
 		}
 	})
 }
