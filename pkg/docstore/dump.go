@@ -62,13 +62,17 @@ type dumpLine struct {
 	derivedDefs
 	ID  json.RawMessage `json:"id,omitempty"`
 	Doc json.RawMessage `json:"doc,omitempty"`
+	// Edge is an edge line's edge (graph.go), among the collections
+	// dumped, after every document.
+	Edge *edgeLine `json:"edge,omitempty"`
 }
 
 // Dump writes the collections named (all when none) as JSON Lines: a
-// header, then for each collection a line with its schema and index
-// definitions followed by one line per document (id and document in the
+// header, then for each collection a line with its schema, index and search
+// structure definitions followed by one line per document (id and document in the
 // JSON form of FromJSON and ToJSON, which keeps every typed value), from
-// one consistent snapshot. It returns the documents written.
+// one consistent snapshot, then one line per edge between documents of the
+// collections dumped. It returns the documents written.
 func (s *Store) Dump(ctx context.Context, w io.Writer, colls []string, progress Progress) (int64, error) {
 	if err := s.usable(ctx); err != nil {
 		return 0, err
@@ -131,7 +135,7 @@ func (s *Store) Dump(ctx context.Context, w io.Writer, colls []string, progress 
 		if progress != nil {
 			progress(n, total)
 		}
-		return nil
+		return dumpEdges(tx, colls, func(l edgeLine) error { return enc.Encode(dumpLine{Type: "edge", Edge: &l}) })
 	})
 	if err == nil {
 		err = bw.Flush()
@@ -194,6 +198,7 @@ func (s *Store) Load(ctx context.Context, r io.Reader, mode LoadMode, total int6
 		line    int64
 		current string
 		batch   []Doc
+		edges   []edgeLine
 	)
 	fail := func(err error) (LoadStats, error) {
 		return st, fmt.Errorf("docstore: load, line %d: %w", line, err)
@@ -240,6 +245,19 @@ func (s *Store) Load(ctx context.Context, r io.Reader, mode LoadMode, total int6
 			}
 			current = l.Collection
 			st.Collections++
+		case "edge":
+			if err := flush(); err != nil {
+				return fail(err)
+			}
+			if l.Edge == nil {
+				return fail(&Error{Code: CodeInvalid, Message: "an edge line without its edge"})
+			}
+			if edges = append(edges, *l.Edge); len(edges) == loadBatch {
+				if err := s.loadEdges(ctx, edges); err != nil {
+					return fail(err)
+				}
+				edges = edges[:0]
+			}
 		case "document":
 			if l.Collection != current || current == "" {
 				return fail(&Error{Code: CodeInvalid, Message: fmt.Sprintf("document of collection %q outside its collection's section", l.Collection)})
@@ -272,6 +290,9 @@ func (s *Store) Load(ctx context.Context, r io.Reader, mode LoadMode, total int6
 		return fail(err)
 	}
 	if err := flush(); err != nil {
+		return fail(err)
+	}
+	if err := s.loadEdges(ctx, edges); err != nil {
 		return fail(err)
 	}
 	if progress != nil {

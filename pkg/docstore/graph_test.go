@@ -510,3 +510,45 @@ func TestEdgesAgainstModel(t *testing.T) {
 		}
 	})
 }
+
+// TestDumpCarriesEdges: a dump carries the edges among the collections
+// it dumps, after their documents, and Load links them again.
+func TestDumpCarriesEdges(t *testing.T) {
+	backends(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		putNamed(t, s, "p", "a", "b")
+		putNamed(t, s, "q", "x")
+		link(t, s, ref("p", "a"), "r", ref("p", "b"), `{"w": 1.0}`)
+		link(t, s, ref("p", "b"), "r", ref("q", "x"), "")
+		for _, c := range []struct {
+			colls []string
+			edges int
+		}{{nil, 2}, {[]string{"p"}, 1}} {
+			var dump bytes.Buffer
+			if _, err := s.Dump(ctx, &dump, c.colls, nil); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Count(dump.String(), `{"type":"edge","edge":{`); got != c.edges {
+				t.Fatalf("dump of %v: %d edge lines, want %d:\n%s", c.colls, got, c.edges, dump.String())
+			}
+			m := openStore(t, "memory")
+			if _, err := m.Load(ctx, &dump, LoadRefuse, 0, nil); err != nil {
+				t.Fatal(err)
+			}
+			res, err := m.Neighbors(ctx, ref("p", "a"), NeighborQuery{})
+			if err != nil || len(res.Edges) != 1 || js(t, res.Edges[0].Props) != `{"w":1.0}` {
+				t.Fatalf("loaded: %+v %v", res, err)
+			}
+			res, _ = m.Neighbors(ctx, ref("p", "b"), NeighborQuery{})
+			if len(res.Edges) != c.edges-1 {
+				t.Errorf("b's edges after loading %v: %v", c.colls, edgeList(t, res, false))
+			}
+		}
+		bad := `{"type":"dump","format":1}` + "\n" + `{"type":"collection","collection":"p"}` + "\n" +
+			`{"type":"edge","edge":{"from":{"collection":"p","id":"a"},"type":"r","to":{"collection":"p","id":"zz"}}}` + "\n"
+		m := openStore(t, "memory")
+		if _, err := m.Load(ctx, strings.NewReader(bad), LoadRefuse, 0, nil); ErrorCode(err) != CodeNotFound || !strings.Contains(err.Error(), "line 3") {
+			t.Errorf("an edge to a missing document: %v", err)
+		}
+	})
+}

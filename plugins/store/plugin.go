@@ -10,6 +10,9 @@
 //     create_index, create_scalar_index, create_compound_index,
 //     set_schema, get_schema;
 //   - files (files.go): backup, dump, load;
+//   - geo (geo.go): create_geo_index, geo;
+//   - graph (graph.go, join.go): link, unlink, neighbors, in_neighbors,
+//     traverse, join;
 //   - <prefix>_result: the core's paging of large results.
 //
 // Documents, ids, values and filters cross the wire in the engine's JSON

@@ -168,11 +168,12 @@ func (e *env) badParams(tool, args, path string) errReply {
 	return r
 }
 
-// seedTools are the tools of this issue, by the seed's names.
-var seedTools = []string{"backup", "compare_and_set", "count", "create_compound_index", "create_index", "create_scalar_index",
-	"delete", "delete_where", "dump", "get", "get_schema", "insert_auto", "list_collections", "load", "page", "patch", "set_schema", "store"}
+// seedTools are the seed's 29 tools, by the seed's names.
+var seedTools = []string{"backup", "compare_and_set", "count", "create_compound_index", "create_geo_index", "create_index", "create_scalar_index",
+	"create_text_index", "delete", "delete_where", "dump", "geo", "get", "get_schema", "in_neighbors", "insert_auto", "join", "link", "list_collections", "load",
+	"neighbors", "page", "patch", "phrase_search", "search", "set_schema", "store", "traverse", "unlink"}
 
-// TestTools: the plugin serves the 18 tools under the seed's names (and the
+// TestTools: the plugin serves the seed's tools under the seed's names (and the
 // core's read tool), each with a complete object input schema whose every
 // argument has a description.
 func TestTools(t *testing.T) {
