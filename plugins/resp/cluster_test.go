@@ -56,6 +56,9 @@ func TestCluster(t *testing.T) {
 	if !res.IsError || r.Outcome != OutcomeError || r.Replies[0].Type != "simple_error" || r.Replies[0].Str(t) != moved {
 		t.Fatalf("SET on node 0: %+v", r)
 	}
+	if rd := decode[redirectsReply](t, res).Redirects; len(rd) != 1 || rd[0] != (Redirect{Index: 0, Kind: RedirectMoved, Slot: slot, Address: c.Nodes[1].Addr, Target: "n1"}) {
+		t.Fatalf("execute's redirects: %+v", rd)
+	}
 	n1 := e.open(nil, map[string]any{"target": "n1"})
 	if r := decode[execReply](t, e.execOn(nil, n1, cmd("GET", key))); r.Replies[0].Type != "null" {
 		t.Fatalf("the redirected SET reached node 1: %+v", r)

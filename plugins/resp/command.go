@@ -28,6 +28,8 @@ const (
 	flagToolPrefix = "tool-prefix"
 	flagStdio      = "stdio"
 	flagHTTP       = "http"
+	flagAllowProc  = "allow-process"
+	flagServerBin  = "server-binary"
 )
 
 const commandDoc = `Serves the RESP plugin alone: what an MCP client launches to reach one
@@ -45,6 +47,10 @@ the default target's password when the configuration gives none.
 
 --tool-prefix names the tools <prefix>_execute, <prefix>_session,
 <prefix>_commands and <prefix>_result (default resp, e.g. resp_execute).
+--allow-process (or process.enabled) serves <prefix>_process: privileged
+host administration that starts, stops and restores server processes of
+--server-binary (or process.binary; default redis-server from PATH); the
+processes it started are terminated and reaped when it exits.
 Over stdio by default; --http ADDR serves streamable HTTP on
 loopback (for tokens and TLS use 'mcpkit serve --plugins resp --config').
 
@@ -65,7 +71,7 @@ func init() {
 	cli.RegisterCommand(cli.Command{
 		Name:    "resp",
 		Summary: "serve the RESP sidecar (Redis-protocol datastore access) alone, over stdio by default",
-		Usage:   "[--host H] [--port P] [--config FILE] [--tool-prefix P] [--stdio | --http ADDR] [--log-level L] [--log-format F]\n       mcpkit resp [--log-level L] [--log-format F] admin --target ADDR --listen ADDR [--config FILE]",
+		Usage:   "[--host H] [--port P] [--config FILE] [--tool-prefix P] [--allow-process] [--server-binary PATH] [--stdio | --http ADDR] [--log-level L] [--log-format F]\n       mcpkit resp [--log-level L] [--log-format F] admin --target ADDR --listen ADDR [--config FILE]",
 		Doc:     commandDoc,
 		Flags: func(fs *flag.FlagSet) {
 			fs.String(flagHost, "", "default target `host` (default 127.0.0.1)")
@@ -74,6 +80,8 @@ func init() {
 			fs.String(flagToolPrefix, "resp", "tool `prefix`")
 			fs.Bool(flagStdio, false, "serve MCP over stdin/stdout (the default)")
 			fs.String(flagHTTP, "", "serve streamable HTTP at `ADDR` (loopback)")
+			fs.Bool(flagAllowProc, false, "serve the process tool: start, stop and restore server processes on this host (as process.enabled)")
+			fs.String(flagServerBin, "", "the server `executable` the process tool runs (as process.binary; default redis-server from PATH)")
 			cli.AddLogFlags(fs)
 		},
 		Run: runCommand,
@@ -113,6 +121,8 @@ func commandOptions(fs *flag.FlagSet) (mcpcore.Options, error) {
 	port, _ := cli.FlagValue[int](fs, flagPort)
 	path, _ := cli.FlagValue[string](fs, flagConfig)
 	prefix, _ := cli.FlagValue[string](fs, flagToolPrefix)
+	allowProc, _ := cli.FlagValue[bool](fs, flagAllowProc)
+	serverBin, _ := cli.FlagValue[string](fs, flagServerBin)
 	if port < 0 || port > 65535 {
 		return mcpcore.Options{}, cli.Usagef("--port %d is outside [0, 65535]", port)
 	}
@@ -127,6 +137,12 @@ func commandOptions(fs *flag.FlagSet) (mcpcore.Options, error) {
 		}
 	}
 	file.applyAddress(host, port)
+	if allowProc {
+		file.Process.Enabled = true
+	}
+	if serverBin != "" {
+		file.Process.Binary = serverBin
+	}
 	raw, err := json.Marshal(file.Config)
 	if err != nil {
 		return mcpcore.Options{}, fmt.Errorf("config %s: %w", path, err)

@@ -133,6 +133,8 @@ func commandFlags(t *testing.T, args ...string) *flag.FlagSet {
 	fs.Int(flagPort, 0, "")
 	fs.String(flagConfig, "", "")
 	fs.String(flagToolPrefix, "resp", "")
+	fs.Bool(flagAllowProc, false, "")
+	fs.String(flagServerBin, "", "")
 	if err := fs.Parse(args); err != nil {
 		t.Fatal(err)
 	}
@@ -163,6 +165,18 @@ func TestCommandOptions(t *testing.T) {
 	}
 	if s.targets["local"].addr != "10.0.0.9:6382" || s.targets["other"].addr != "127.0.0.1:6383" {
 		t.Fatalf("targets: %s, %s", s.targets["local"].addr, s.targets["other"].addr)
+	}
+
+	if s.process.Enabled {
+		t.Fatal("process control is on without --allow-process")
+	}
+	opts, err = commandOptions(commandFlags(t, "--config", file, "--allow-process", "--server-binary", "bin/valkey-server"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wd, _ := os.Getwd()
+	if s, err = parseConfig(opts.Config.Plugins["resp"].Config); err != nil || !s.process.Enabled || s.process.Binary != filepath.Join(wd, "bin/valkey-server") {
+		t.Fatalf("--allow-process --server-binary: %v %+v", err, s.process)
 	}
 
 	// Without a file: the flags make the default target.

@@ -135,6 +135,9 @@ type ExecuteReply struct {
 	// Unknown counts the commands after Replies whose outcome is unknown:
 	// they may or may not have run. Inspect state before retrying.
 	Unknown int `json:"unknown,omitempty"`
+	// Redirects describes the replies that are MOVED or ASK errors of a
+	// cluster node (cluster.go): never followed.
+	Redirects []Redirect `json:"redirects,omitempty"`
 }
 
 // MarshalJSON writes the reply with each value's own JSON appended as is:
@@ -167,6 +170,13 @@ func (r ExecuteReply) MarshalJSON() ([]byte, error) {
 	if r.Unknown > 0 {
 		b = append(b, `,"unknown":`...)
 		b = strconv.AppendInt(b, int64(r.Unknown), 10)
+	}
+	if len(r.Redirects) > 0 {
+		rb, err := json.Marshal(r.Redirects)
+		if err != nil {
+			return nil, err
+		}
+		b = append(append(b, `,"redirects":`...), rb...)
 	}
 	return append(b, '}'), nil
 }
@@ -348,6 +358,7 @@ func (p *Plugin) execute(ctx context.Context, req *mcp.CallToolRequest, in Execu
 	for _, v := range reply.Replies {
 		if v.IsError() {
 			reply.Outcome = OutcomeError
+			reply.Redirects = p.redirects(reply.Replies)
 			break
 		}
 	}

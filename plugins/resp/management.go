@@ -88,6 +88,7 @@ func (p *Plugin) addManagement() error {
 	}
 	m := &management{p: p, clients: map[string]*http.Client{}}
 	m.live = newLiveRegistry(p.host, m)
+	p.mgmt = m
 	schema, err := jsonschema.For[ManagementArgs](nil)
 	if err != nil {
 		return fmt.Errorf("management schema: %w", err)

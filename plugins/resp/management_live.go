@@ -89,6 +89,9 @@ type liveRegistry struct {
 	max  int
 	idle time.Duration
 	wg   sync.WaitGroup // readers and closers; the reaper waits for them when the server's lifetime ends
+	// stopped is closed when the reaper has closed every handle and
+	// returned (Plugin.Close waits for it).
+	stopped chan struct{}
 
 	mu      sync.Mutex
 	handles map[string]*liveHandle
@@ -119,7 +122,7 @@ type liveHandle struct {
 }
 
 func newLiveRegistry(h *mcpcore.Host, m *management) *liveRegistry {
-	return &liveRegistry{host: h, m: m, max: int(h.Limit(LimitMaxLiveHandles)), idle: time.Duration(h.Limit(LimitSessionIdle)), handles: map[string]*liveHandle{}}
+	return &liveRegistry{host: h, m: m, max: int(h.Limit(LimitMaxLiveHandles)), idle: time.Duration(h.Limit(LimitSessionIdle)), handles: map[string]*liveHandle{}, stopped: make(chan struct{})}
 }
 
 func (l *liveRegistry) addTool() error {
@@ -511,13 +514,23 @@ func (l *liveRegistry) closeWhere(match func(*liveHandle) bool) {
 	}
 }
 
+// wait waits until the reaper has stopped, or ctx ends.
+func (l *liveRegistry) wait(ctx context.Context) error {
+	select {
+	case <-l.stopped:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("management live handles still closing: %w", ctx.Err())
+	}
+}
+
 // start runs the idle reaper until ctx (the server's lifetime) ends; it
-// then closes every handle, waits for their goroutines, and closes the
-// idle HTTP connections. (The plugin's Close cannot wait for the reaper
-// itself; it ends right after.)
+// then closes every handle, waits for their goroutines, closes the idle
+// HTTP connections and closes stopped.
 func (l *liveRegistry) start(ctx context.Context) {
 	every := min(max(l.idle/4, 50*time.Millisecond), 30*time.Second)
 	go func() {
+		defer close(l.stopped)
 		t := time.NewTicker(every)
 		defer t.Stop()
 		for {

@@ -96,6 +96,7 @@ type Plugin struct {
 	reg   *registry
 	cmds  *commandCache
 	procs *processes
+	mgmt  *management // nil unless a target has a management_url
 }
 
 var (
@@ -138,12 +139,16 @@ func (p *Plugin) Attach(ctx context.Context, h *mcpcore.Host) error {
 }
 
 // Close implements mcpcore.Plugin: it stops the reaper, closes every
-// session's connection, and terminates and reaps every process the
-// process tool started.
+// session's connection, terminates and reaps every process the process
+// tool started, and waits for the management live handles to close.
 func (p *Plugin) Close(ctx context.Context) error {
 	if p.reg == nil {
 		return nil
 	}
 	p.cmds.close()
-	return errors.Join(p.procs.close(ctx), p.reg.close())
+	errs := []error{p.procs.close(ctx), p.reg.close()}
+	if p.mgmt != nil {
+		errs = append(errs, p.mgmt.live.wait(ctx))
+	}
+	return errors.Join(errs...)
 }
