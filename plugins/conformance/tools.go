@@ -223,7 +223,9 @@ func addStatelessTools(h *mcpcore.Host) {
 	mcpcore.AddTool(h, &mcp.Tool{Name: "test_trigger_prompt_change", Description: "Adds (again) a transient prompt while serving, so that clients are told the prompt list changed (SEP-2575)."},
 		func(context.Context, *mcp.CallToolRequest, none) (any, error) {
 			h.AddPrompt(&mcp.Prompt{Name: "transient_prompt_for_list_changed", Description: "Exists to change the prompt list."},
-				func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) { return &mcp.GetPromptResult{}, nil })
+				func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+					return &mcp.GetPromptResult{}, nil
+				})
 			return text("prompts_list_changed published"), nil
 		})
 }
