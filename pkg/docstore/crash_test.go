@@ -410,6 +410,9 @@ func crashChild(t *testing.T, path string, seed uint64) {
 	if _, err := s.CreateGeoIndex(ctx, crashColl, docstore.GeoIndexDef{Name: "loc", Field: "loc"}, nil); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := s.CreateTextIndex(ctx, crashColl, docstore.TextIndexDef{Name: "body", Fields: []string{"body"}, Stem: true, StopWords: true}, nil); err != nil {
+		t.Fatal(err)
+	}
 	w := &crashWriter{t: t, s: s, r: rand.New(rand.NewPCG(seed, 1)), seed: seed,
 		live: map[string]docstore.Value{}, ids: map[string]docstore.Value{}}
 	for end := time.Now().Add(crashChildFor); time.Now().Before(end); {

@@ -10,6 +10,8 @@
 //     create_index, create_scalar_index, create_compound_index,
 //     set_schema, get_schema;
 //   - files (files.go): backup, dump, load;
+//   - text (text.go): create_text_index, phrase_search;
+//   - search (search.go): search (filter, vector and text sources fused);
 //   - geo (geo.go): create_geo_index, geo;
 //   - graph (graph.go, join.go): link, unlink, neighbors, in_neighbors,
 //     traverse, join;
