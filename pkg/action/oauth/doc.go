@@ -1,0 +1,28 @@
+// Package oauth is an OAuth 2.1 authorization server for the clients of
+// an action app's protected resource (its MCP endpoint), after Keryx's
+// (seed 002): RFC 8414 server metadata, RFC 9728 protected-resource
+// metadata, RFC 7591 dynamic client registration, the authorization code
+// grant with PKCE (S256 only), refresh tokens with rotation and reuse
+// detection, RFC 7009 revocation, the RFC 9207 iss response parameter and
+// RFC 8707 resource indicators. Users sign in or sign up on an authorize
+// page whose forms are generated from the inputs of the app's actions
+// marked login and signup (action.MCP.LoginAction, SignupAction), and the
+// submitted form runs that action through [action.App.Run]: the user id
+// it returns ({"user": {"id": ...}}) is the grant's user.
+//
+// Clients, codes and tokens live in a [Store] (in process, or shared
+// through Redis by package pkg/action/redisstate so that every instance
+// verifies every token); codes and tokens are kept under the SHA-256 of
+// their value, never the value itself. The package holds no MCP code: a
+// resource server calls [Server.Verify] with a bearer token and the
+// resource it serves.
+//
+// Hardening: redirect URIs without fragment or userinfo, https except on
+// loopback hosts (custom schemes for native apps; javascript:, data:,
+// vbscript: and file: refused), compared exactly at every step; errors
+// found before the redirect URI is known good are rendered as a page and
+// never redirected; registrations rate-limited per IP; a CSRF token on
+// the form post (double-submit cookie); secrets compared in constant time;
+// the pages sent with a strict Content-Security-Policy including
+// frame-ancestors 'none'.
+package oauth
