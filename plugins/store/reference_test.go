@@ -50,7 +50,10 @@ func TestToolReference(t *testing.T) {
 var toolOrder = []string{"store", "insert_auto", "get", "patch", "compare_and_set", "delete",
 	"page", "count", "delete_where",
 	"list_collections", "create_index", "create_scalar_index", "create_compound_index", "set_schema", "get_schema",
-	"backup", "dump", "load"}
+	"backup", "dump", "load",
+	"create_text_index", "phrase_search", "search",
+	"create_geo_index", "geo",
+	"link", "unlink", "neighbors", "in_neighbors", "traverse", "join"}
 
 // renderReference renders the tool reference in Markdown.
 func renderReference(tools []*mcp.Tool) ([]byte, error) {
