@@ -63,7 +63,7 @@ type searchArgs struct {
 	Collection collectionName `json:"collection"`
 	Filter     filterArg      `json:"filter,omitempty"`
 	Vector     *vectorSource  `json:"vector,omitempty" jsonschema:"the vector source: {vector, k?, approximate?, ef?}"`
-	Text       *textSource    `json:"text,omitempty" jsonschema:"the text source: {query, index?, fields?}, ranked by BM25 over the collection's text index"`
+	Text       *textSource    `json:"text,omitempty" jsonschema:"the text source: {query, index?, fields?, ...} (its properties say more), ranked by BM25 over the collection's text index (create_text_index)"`
 	RRFK       rrfKArg        `json:"rrf_k,omitempty" jsonschema:"RRF's k, at least 1 (default 60): larger flattens the difference between ranks"`
 	MMR        *mmrArg        `json:"mmr,omitempty" jsonschema:"MMR's λ in [0, 1], the weight of relevance against diversity (1: relevance order; 0.5 balances); needs a vector source"`
 	Select     []fieldPath    `json:"select,omitempty" jsonschema:"dotted paths to keep in each document (default: the whole document)"`
