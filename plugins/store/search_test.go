@@ -140,3 +140,32 @@ func TestSearchToolErrors(t *testing.T) {
 	}
 	e.fail("search", `{"collection": "nope", "vector": {"vector": [1, 0]}}`, "collection_not_found")
 }
+
+// TestSearchToolHybrid: search fuses a vector and a text source (the
+// engine's worked example: vectors rank 1, 2, 3; "heron" is in 3 alone,
+// so 3 leads with 1/63 + 1/61), after the filter; explain gives each
+// hit's rank in each source; a text query's errors are placed under
+// /text.
+func TestSearchToolHybrid(t *testing.T) {
+	eachBackend(t, func(t *testing.T, e *env) {
+		e.ok("create_index", `{"collection": "c", "type": "vector", "fields": ["v"], "dimension": 2}`)
+		e.ok("create_text_index", `{"collection": "c", "name": "t", "fields": ["t"]}`)
+		for _, d := range []string{
+			`{"collection": "c", "id": 1, "doc": {"v": {"$vector": [1, 0.1]}, "t": "a gull on the shore", "g": 1}}`,
+			`{"collection": "c", "id": 2, "doc": {"v": {"$vector": [1, 0.5]}, "t": "a tern at sea", "g": 1}}`,
+			`{"collection": "c", "id": 3, "doc": {"v": {"$vector": [1, 0.9]}, "t": "a heron in the reeds", "g": 1}}`,
+			`{"collection": "c", "id": 4, "doc": {"v": {"$vector": [1, 0]}, "t": "another heron", "g": 2}}`,
+		} {
+			e.ok("store", d)
+		}
+		r := okAs[searchHits](e, "search", `{"collection": "c", "filter": {"g": 1}, "vector": {"vector": [1, 0], "approximate": true}, "text": {"query": "heron"}, "explain": true}`)
+		if !slices.Equal(r.ids(), []int64{3, 1, 2}) || math.Abs(r.Hits[0].Score-(1.0/63+1.0/61)) > 1e-12 || r.Hits[0].Sources.Vector.Rank != 3 {
+			t.Fatalf("hybrid: %+v", r)
+		}
+		got := e.ok("search", `{"collection": "c", "text": {"query": "heron"}, "select": ["t"]}`)
+		if !strings.HasPrefix(got, `{"hits":[{"id":`) || !strings.HasSuffix(got, `],"vector_mode":null,"limit":10}`) || strings.Count(got, `"id":`) != 2 {
+			t.Fatalf("text only: %s", got)
+		}
+		e.badParams("search", `{"collection": "c", "text": {"query": "heron", "index": "nope"}}`, "/text/index")
+	})
+}
