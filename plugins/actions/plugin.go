@@ -107,6 +107,11 @@ type Config struct {
 	// Session configures the web sessions of the HTTP API and the
 	// WebSocket (a cookie naming a session kept with the shared state).
 	Session *SessionConfig `json:"session,omitempty"`
+	// OAuth, when set, makes the plugin the OAuth 2.1 authorization server
+	// of /mcp (oauth.go): MCP clients then need a token it issued to a user
+	// who signed in or up with the app's login or signup action, and the
+	// app's actions see that user as the caller. It needs MCPEnabled.
+	OAuth *OAuthConfig `json:"oauth,omitempty"`
 }
 
 // SessionConfig configures the web session cookie.
@@ -196,6 +201,16 @@ func (c Config) resolve(getenv func(string) string) (Config, error) {
 	if n := c.Session.CookieName; n != "" && !validCookieName(n) {
 		return c, &mcpcore.ConfigError{Field: "session.cookie_name", Reason: fmt.Sprintf("%q is not a cookie name (letters, digits and !#$%%&'*+-.^_`|~)", n)}
 	}
+	if c.OAuth != nil {
+		if !*c.MCPEnabled {
+			return c, &mcpcore.ConfigError{Field: "oauth", Reason: "the OAuth server is for /mcp, and mcp_enabled is false"}
+		}
+		o := *c.OAuth
+		if err := o.resolve(getenv); err != nil {
+			return c, err
+		}
+		c.OAuth = &o
+	}
 	if c.Redis != nil && c.Redis.Addr == "" {
 		return c, &mcpcore.ConfigError{Field: "redis.addr", Reason: "the Redis address is required (host:port)"}
 	}
@@ -237,7 +252,11 @@ type Opener func(ctx context.Context, cfg Config, ps action.PubSub) (app *action
 
 // OpenExample opens the example app (package exampleapp) on cfg.DataPath.
 func OpenExample(_ context.Context, cfg Config, ps action.PubSub) (*action.App, io.Closer, error) {
-	ex, err := exampleapp.Open(cfg.DataPath, ps, exampleapp.Options{})
+	var opts exampleapp.Options
+	if cfg.OAuth != nil {
+		opts.PrincipalPrefix = OAuthPrincipalPrefix // the OAuth server's users are the app's
+	}
+	ex, err := exampleapp.Open(cfg.DataPath, ps, opts)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -313,6 +332,9 @@ func (p *Plugin) Attach(ctx context.Context, h *mcpcore.Host) error {
 	var errs []error
 	if *p.cfg.MCPEnabled {
 		errs = append(errs, p.attachMCP(ctx))
+	}
+	if p.cfg.OAuth != nil {
+		errs = append(errs, p.attachOAuth())
 	}
 	if slices.ContainsFunc(app.Actions(), func(a *action.Action) bool { return a.Task != nil }) {
 		// Task workers (an in-process queue) run for the server's lifetime:

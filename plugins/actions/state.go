@@ -8,13 +8,14 @@ import (
 	"strings"
 
 	"github.com/mcpkit/mcpkit/pkg/action"
+	"github.com/mcpkit/mcpkit/pkg/action/oauth"
 	"github.com/mcpkit/mcpkit/pkg/action/redisstate"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore/sessionstore"
 	"github.com/redis/go-redis/v9"
 )
 
-// sharedState is where an app's PubSub, rate-limit counts, task queue and
-// web sessions live, and the server's legacy MCP HTTP sessions: in process, or in Redis for
+// sharedState is where an app's PubSub, rate-limit counts, task queue,
+// web sessions and OAuth records live, and the server's legacy MCP HTTP sessions: in process, or in Redis for
 // several instances.
 type sharedState struct {
 	pubsub   action.PubSub
@@ -23,6 +24,7 @@ type sharedState struct {
 	queue    action.TaskQueue
 	web      action.SessionStore // the app's web sessions
 	sessions sessionstore.Store  // MCP sessions; nil: the HTTP handler's own, in process
+	oauth    oauth.Store         // the OAuth server's clients, codes and tokens
 	close    func() error
 }
 
@@ -30,7 +32,7 @@ type sharedState struct {
 func openState(ctx context.Context, cfg *RedisConfig) (sharedState, error) {
 	if cfg == nil {
 		ps, relay := action.NewLocalPubSub(), action.NewLocalPubSub()
-		return sharedState{pubsub: ps, relay: relay, queue: action.NewLocalQueue(), web: action.NewLocalSessionStore(),
+		return sharedState{pubsub: ps, relay: relay, queue: action.NewLocalQueue(), web: action.NewLocalSessionStore(), oauth: oauth.NewMemoryStore(),
 			close: func() error { return errors.Join(relay.Close(), ps.Close()) }}, nil
 	}
 	password := os.Getenv(EnvRedisPassword)
@@ -54,6 +56,6 @@ func openState(ctx context.Context, cfg *RedisConfig) (sharedState, error) {
 	// WebSocket client subscribes to reaches the relay.
 	ps, relay := redisstate.NewPubSub(client, prefix+"channel:"), redisstate.NewPubSub(client, prefix+"mcp:")
 	return sharedState{pubsub: ps, relay: relay, rates: redisstate.NewRateStore(client, prefix), queue: redisstate.NewTaskQueue(client, prefix),
-		web: redisstate.NewSessionStore(client, prefix), sessions: sessionstore.NewRedis(client, prefix),
+		web: redisstate.NewSessionStore(client, prefix), sessions: sessionstore.NewRedis(client, prefix), oauth: redisstate.NewOAuthStore(client, prefix),
 		close: func() error { return errors.Join(relay.Close(), ps.Close(), client.Close()) }}, nil
 }

@@ -73,6 +73,7 @@ type App struct {
 	started    time.Time
 	bcryptCost int
 	dummyHash  []byte // compared against when signing in as nobody
+	principals string // Options.PrincipalPrefix
 }
 
 // Options tune the app.
@@ -80,6 +81,12 @@ type Options struct {
 	// BcryptCost is the cost of password hashes (4 to 31); 0 is
 	// bcrypt.DefaultCost (10, about 50 ms a hash). Lower it only in tests.
 	BcryptCost int
+	// PrincipalPrefix, when set, makes a caller without a signed-in web
+	// session whose principal is PrincipalPrefix and a user id that user
+	// (the actions plugin's OAuth server names its users so). Leave it
+	// empty unless the server's token verifier is the one issuing such
+	// principals.
+	PrincipalPrefix string
 }
 
 // Open opens the app's store at path (a bbolt file, created when absent;
@@ -106,7 +113,8 @@ func Open(path string, ps action.PubSub, opts Options) (*App, error) {
 			return nil, fmt.Errorf("example app: index %s %s: %w", coll, def.Name, err)
 		}
 	}
-	a := &App{app: action.NewApp(Name, Description), db: db, ps: ps, started: time.Now(), bcryptCost: opts.BcryptCost, dummyHash: dummy}
+	a := &App{app: action.NewApp(Name, Description), db: db, ps: ps, started: time.Now(), bcryptCost: opts.BcryptCost, dummyHash: dummy,
+		principals: opts.PrincipalPrefix}
 	a.app.SetChannelAuthorizer(a.authorizeChannel)
 	for _, act := range append(a.actions(), a.userActions()...) {
 		if err := a.app.Add(act); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -211,16 +212,24 @@ func (a *App) userByEmail(ctx context.Context, email string) (docstore.Doc, bool
 	return page.Docs[0], true, nil
 }
 
-// signedIn returns the user c's session names, if any. A session naming
-// a user that no longer exists is no user.
+// signedIn returns the user c's session names, else the user c's
+// principal names (Options.PrincipalPrefix), if any. A session or
+// principal naming a user that no longer exists is no user.
 func (a *App) signedIn(ctx context.Context, c *action.Conn) (User, bool, error) {
-	if c.Session == nil {
-		return User{}, false, nil
-	}
 	var id int64
-	ok, err := c.Session.Get(sessionUser, &id)
-	if err != nil || !ok {
-		return User{}, false, err
+	ok := false
+	if c.Session != nil {
+		var err error
+		if ok, err = c.Session.Get(sessionUser, &id); err != nil {
+			return User{}, false, err
+		}
+	}
+	if rest, isUser := strings.CutPrefix(c.Principal, a.principals); !ok && a.principals != "" && isUser {
+		n, err := strconv.ParseInt(rest, 10, 64)
+		id, ok = n, err == nil
+	}
+	if !ok {
+		return User{}, false, nil
 	}
 	doc, err := a.db.Get(ctx, users, docstore.Int(id))
 	if docstore.ErrorCode(err) == docstore.CodeNotFound {

@@ -1,0 +1,135 @@
+package actions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+
+	"github.com/mcpkit/mcpkit/pkg/action/oauth"
+	"github.com/mcpkit/mcpkit/pkg/mcpcore"
+)
+
+// Environment variables of the seed for the OAuth server, read when the
+// configuration's oauth section leaves the same thing unset.
+const (
+	EnvOAuthCodeTTL        = "MCP_OAUTH_CODE_TTL"                  // seconds; default 300
+	EnvOAuthClientTTL      = "MCP_OAUTH_CLIENT_TTL"                // seconds; default 2592000
+	EnvOAuthRefreshTTL     = "MCP_OAUTH_REFRESH_TTL"               // seconds; default 2592000
+	EnvOAuthRegisterLimit  = "RATE_LIMIT_OAUTH_REGISTER_LIMIT"     // registrations per IP per window; default 5
+	EnvOAuthRegisterWindow = "RATE_LIMIT_OAUTH_REGISTER_WINDOW_MS" // the window in ms; default 3600000
+)
+
+// OAuthPrincipalPrefix starts the principal of a caller authenticated by
+// the plugin's OAuth server: "user:" and the user id the app's login or
+// signup action returned (the example app's identity of a signed-in
+// user).
+const OAuthPrincipalPrefix = "user:"
+
+// OAuthConfig makes the plugin an OAuth 2.1 authorization server for
+// /mcp (package pkg/action/oauth): /mcp then wants a bearer token it
+// issued (or a static one of the core's), and its users sign in or up
+// with the app's login and signup actions. Unset fields take the
+// environment's value (the Env constants), else the defaults.
+type OAuthConfig struct {
+	// Issuer is the server's public origin ("https://mcp.example.com");
+	// default: each request's scheme and Host (right on loopback). Set,
+	// it also names the protected-resource metadata in /mcp's 401.
+	Issuer            string `json:"issuer,omitempty"`
+	CodeTTLSeconds    int    `json:"code_ttl_seconds,omitempty"`
+	ClientTTLSeconds  int    `json:"client_ttl_seconds,omitempty"`
+	RefreshTTLSeconds int    `json:"refresh_ttl_seconds,omitempty"`
+	// AccessTTLSeconds is an access token's life; default 3600.
+	AccessTTLSeconds int `json:"access_ttl_seconds,omitempty"`
+	RegisterLimit    int `json:"register_limit,omitempty"`
+	RegisterWindowMS int `json:"register_window_ms,omitempty"`
+	// AllowedOrigins are the browser origins the OAuth endpoints answer
+	// CORS requests of ("*": any, without credentials); default
+	// $MCP_ALLOWED_ORIGINS (comma-separated).
+	AllowedOrigins []string `json:"allowed_origins,omitempty"`
+	// TemplatesDir holds page templates replacing the embedded defaults
+	// (`mcpkit actions templates DIR` writes them).
+	TemplatesDir string `json:"templates_dir,omitempty"`
+}
+
+// resolve fills o's unset fields from the environment and checks them.
+func (o *OAuthConfig) resolve(getenv func(string) string) error {
+	for _, f := range []struct {
+		v     *int
+		field string
+		env   string
+	}{
+		{&o.CodeTTLSeconds, "oauth.code_ttl_seconds", EnvOAuthCodeTTL},
+		{&o.ClientTTLSeconds, "oauth.client_ttl_seconds", EnvOAuthClientTTL},
+		{&o.RefreshTTLSeconds, "oauth.refresh_ttl_seconds", EnvOAuthRefreshTTL},
+		{&o.AccessTTLSeconds, "oauth.access_ttl_seconds", ""},
+		{&o.RegisterLimit, "oauth.register_limit", EnvOAuthRegisterLimit},
+		{&o.RegisterWindowMS, "oauth.register_window_ms", EnvOAuthRegisterWindow},
+	} {
+		field := f.field
+		if *f.v == 0 && f.env != "" && getenv(f.env) != "" {
+			s := getenv(f.env)
+			n, err := strconv.Atoi(s)
+			if err != nil {
+				return &mcpcore.ConfigError{Field: f.env, Reason: fmt.Sprintf("%q is not an integer", s)}
+			}
+			*f.v, field = n, f.env
+		}
+		if *f.v < 0 {
+			return &mcpcore.ConfigError{Field: field, Reason: fmt.Sprintf("%d is negative", *f.v)}
+		}
+	}
+	if len(o.AllowedOrigins) == 0 {
+		for v := range strings.SplitSeq(getenv(EnvAllowedOrigins), ",") {
+			if v = strings.TrimSpace(v); v != "" {
+				o.AllowedOrigins = append(o.AllowedOrigins, v)
+			}
+		}
+	}
+	return nil
+}
+
+// attachOAuth serves the OAuth server's endpoints and makes its tokens
+// authenticate /mcp, the token's user becoming the caller's principal.
+func (p *Plugin) attachOAuth() error {
+	o := p.cfg.OAuth
+	secs := func(n int) time.Duration { return time.Duration(n) * time.Second }
+	srv, err := oauth.New(oauth.Options{App: p.app, Store: p.state.oauth, Rates: p.state.rates, Issuer: o.Issuer,
+		ResourcePath: MCPRoute, ResourceName: p.app.Name(), CodeTTL: secs(o.CodeTTLSeconds), ClientTTL: secs(o.ClientTTLSeconds),
+		RefreshTTL: secs(o.RefreshTTLSeconds), AccessTTL: secs(o.AccessTTLSeconds), RegisterLimit: o.RegisterLimit,
+		RegisterWindow: time.Duration(o.RegisterWindowMS) * time.Millisecond, TrustForwardedFor: p.cfg.RateLimit.TrustForwardedFor,
+		AllowedOrigins: o.AllowedOrigins, TemplateDir: o.TemplatesDir, Logger: p.host.Logger()})
+	if err != nil {
+		return fmt.Errorf("oauth: %w", err)
+	}
+	for _, pattern := range oauth.RoutePatterns {
+		p.host.HandleHTTP(pattern, srv.Handler())
+	}
+	metadata := ""
+	if o.Issuer != "" {
+		metadata = strings.TrimSuffix(o.Issuer, "/") + oauth.PathPRMetadata + MCPRoute
+	}
+	p.host.SetTokenVerifier(tokenVerifier(srv), metadata)
+	return nil
+}
+
+// tokenVerifier adapts the OAuth server's Verify to the SDK's bearer
+// check of /mcp: a token is checked against the resource the request
+// reached, and its user becomes the principal.
+func tokenVerifier(srv *oauth.Server) auth.TokenVerifier {
+	return func(ctx context.Context, token string, r *http.Request) (*auth.TokenInfo, error) {
+		g, err := srv.Verify(ctx, token, srv.Resource(r))
+		if errors.Is(err, oauth.ErrInvalidToken) {
+			return nil, fmt.Errorf("%w (%v)", auth.ErrInvalidToken, err)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &auth.TokenInfo{Scopes: g.Scopes, Expiration: g.Expires, UserID: OAuthPrincipalPrefix + g.User}, nil
+	}
+}
