@@ -3,6 +3,7 @@ module github.com/mcpkit/mcpkit
 go 1.26.0
 
 require (
+	github.com/cbroglie/mustache v1.4.2
 	github.com/coder/websocket v1.8.15
 	github.com/getkin/kin-openapi v0.153.0
 	github.com/golang/geo v0.0.0-20260818125358-b200a1149890
@@ -21,7 +22,6 @@ require (
 )
 
 require (
-	github.com/cbroglie/mustache v1.4.2 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/go-openapi/jsonpointer v0.22.5 // indirect
 	github.com/go-openapi/swag/jsonname v0.25.5 // indirect

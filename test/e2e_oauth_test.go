@@ -1,0 +1,182 @@
+package test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+	"golang.org/x/oauth2"
+)
+
+// startOAuth runs `mcpkit actions start --http` on a free loopback port
+// with the OAuth server on (its issuer that port's origin, so that /mcp's
+// 401 names the metadata URL) and returns the server.
+func startOAuth(t *testing.T) *httpProc {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	cfg := writeConfig(t, `{"plugins": {"actions": {"config": {"oauth": {"issuer": "http://`+addr+`"}}}}}`)
+	return startListening(t, binary(t), "actions", "--log-format", "json", "start", "--http", addr, "--config", cfg)
+}
+
+var hiddenField = regexp.MustCompile(`<input type="hidden" name="([a-z_]+)" value="([^"]*)">`)
+
+// signOnPage plays the user in a browser: it opens the authorize URL,
+// fills in the sign-up (or sign-in) form with the CSRF token the page
+// carries, posts it and returns the redirect it answers with.
+func signOnPage(ctx context.Context, authURL, mode, email string) (*url.URL, error) {
+	jar, _ := cookiejar.New(nil)
+	browser := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	req, _ := http.NewRequestWithContext(ctx, "GET", authURL, nil)
+	resp, err := browser.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("authorize page: %d %s", resp.StatusCode, page)
+	}
+	form := url.Values{}
+	for _, m := range hiddenField.FindAllStringSubmatch(string(page), -1) {
+		form.Set(m[1], m[2])
+	}
+	if form.Get("csrf_token") == "" {
+		return nil, errors.New("the page has no CSRF token")
+	}
+	for k, v := range map[string]string{"mode": mode, "name": "Ann", "email": email, "password": "correct horse battery"} {
+		form.Set(k, v)
+	}
+	base, _ := url.Parse(authURL)
+	req, _ = http.NewRequestWithContext(ctx, "POST", base.Scheme+"://"+base.Host+base.Path, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err = browser.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusFound {
+		return nil, fmt.Errorf("sign %s: %d %s", mode, resp.StatusCode, body)
+	}
+	return url.Parse(resp.Header.Get("Location"))
+}
+
+// postAs posts a message without an author and returns who the app says
+// posted it.
+func postAs(t *testing.T, cs *mcp.ClientSession, text string) (author string, userID int64) {
+	t.Helper()
+	res := callTool(t, cs, "message-post", map[string]any{"channel": "general", "text": text})
+	if res.IsError {
+		t.Fatalf("message-post: %s", resultText(res))
+	}
+	var m struct {
+		Author string `json:"author"`
+		UserID int64  `json:"user_id"`
+	}
+	if err := json.Unmarshal([]byte(resultText(res)), &m); err != nil {
+		t.Fatal(err)
+	}
+	return m.Author, m.UserID
+}
+
+// TestOAuthE2E: an MCP client gets 401, discovers the servers' metadata,
+// registers, signs up on the authorize page, exchanges the code with
+// golang.org/x/oauth2 (PKCE) and calls a tool as that user; the same user
+// signs in through the go-sdk's own OAuth client
+// (auth.NewAuthorizationCodeHandler on StreamableClientTransport).
+func TestOAuthE2E(t *testing.T) {
+	hp := startOAuth(t)
+	ctx := t.Context()
+
+	// 401 naming the protected-resource metadata.
+	resp, err := http.Post(hp.base+"/mcp", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	challenge := resp.Header.Get("WWW-Authenticate")
+	m := regexp.MustCompile(`resource_metadata="([^"]+)"`).FindStringSubmatch(challenge)
+	if resp.StatusCode != http.StatusUnauthorized || m == nil {
+		t.Fatalf("unauthenticated /mcp: %d %q", resp.StatusCode, challenge)
+	}
+	prm, err := oauthex.GetProtectedResourceMetadata(ctx, m[1], hp.base+"/mcp", http.DefaultClient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	asm, err := oauthex.GetAuthServerMeta(ctx, prm.AuthorizationServers[0]+"/.well-known/oauth-authorization-server", prm.AuthorizationServers[0], http.DefaultClient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const redirect = "http://127.0.0.1:1/callback" // the browser is stopped at the redirect: nothing listens there
+	reg, err := oauthex.RegisterClient(ctx, asm.RegistrationEndpoint, &oauthex.ClientRegistrationMetadata{
+		RedirectURIs: []string{redirect}, ClientName: "e2e", TokenEndpointAuthMethod: "none"}, http.DefaultClient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := &oauth2.Config{ClientID: reg.ClientID, RedirectURL: redirect, Scopes: []string{"mcp"},
+		Endpoint: oauth2.Endpoint{AuthURL: asm.AuthorizationEndpoint, TokenURL: asm.TokenEndpoint, AuthStyle: oauth2.AuthStyleInParams}}
+	verifier := oauth2.GenerateVerifier()
+	back, err := signOnPage(ctx, conf.AuthCodeURL("s1", oauth2.S256ChallengeOption(verifier), oauth2.SetAuthURLParam("resource", prm.Resource)), "signup", "ann@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Query().Get("state") != "s1" || back.Query().Get("iss") != asm.Issuer {
+		t.Fatalf("redirect %s", back)
+	}
+	tok, err := conf.Exchange(ctx, back.Query().Get("code"), oauth2.VerifierOption(verifier))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := hp.connect(t, legacyEra, conf.Client(ctx, tok))
+	author, user := postAs(t, cs, "hello")
+	if author != "Ann" || user == 0 {
+		t.Fatalf("posted as %q (user %d)", author, user)
+	}
+
+	// The go-sdk's OAuth client, signing in as the same user.
+	h, err := auth.NewAuthorizationCodeHandler(&auth.AuthorizationCodeHandlerConfig{
+		DynamicClientRegistrationConfig: &auth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
+			RedirectURIs: []string{redirect}, ClientName: "go-sdk e2e", TokenEndpointAuthMethod: "none"}},
+		AuthorizationCodeFetcher: func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+			u, err := signOnPage(ctx, args.URL, "signin", "ann@example.com")
+			if err != nil {
+				return nil, err
+			}
+			q := u.Query()
+			return &auth.AuthorizationResult{Code: q.Get("code"), State: q.Get("state"), Iss: q.Get("iss")}, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, era := range eras {
+		sdk, err := mcp.NewClient(&mcp.Implementation{Name: "e2e"}, nil).Connect(ctx,
+			&mcp.StreamableClientTransport{Endpoint: hp.base + "/mcp", OAuthHandler: h, DisableStandaloneSSE: true},
+			&mcp.ClientSessionOptions{ProtocolVersion: era})
+		if err != nil {
+			t.Fatalf("go-sdk OAuth client (%s): %v\n%s", era, err, hp.stderr.String())
+		}
+		author2, user2 := postAs(t, sdk, "again")
+		sdk.Close()
+		if author2 != "Ann" || user2 != user {
+			t.Fatalf("%s: the go-sdk client posted as %q (user %d), want Ann (user %d)", era, author2, user2, user)
+		}
+	}
+}
