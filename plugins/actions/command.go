@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpkit/mcpkit/pkg/action/oauth"
 	"github.com/mcpkit/mcpkit/pkg/cli"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -46,6 +47,11 @@ memory and lost at exit. The command's flags (--data, --log-level,
         $MCP_SESSION_TTL (seconds a legacy MCP session may stay idle: the
         core's http_session_idle) and $MCP_ALLOWED_ORIGINS (comma-separated:
         http.allowed_origins).
+  templates DIR
+        write the OAuth pages' default templates (oauth-authorize.html,
+        oauth-success.html, oauth-common.css, mcpkit.svg) into DIR for
+        customising; plugins.actions.config.oauth.templates_dir then serves
+        them. Existing files are not overwritten.
   list
         the actions with their descriptions
   run NAME [--input value]... [--json '{...}']
@@ -55,15 +61,22 @@ memory and lost at exit. The command's flags (--data, --log-level,
 Beside other plugins, 'mcpkit serve --plugins actions,...' serves the same
 tools behind the prefix "actions_", configured under plugins.actions.config:
 {"mcp_enabled", "mcp_route", "data_path", "instructions",
-"markdown_depth_limit", "rate_limit", "redis", "session"}; with "redis",
-several instances share PubSub, rate-limit counts, task queues, web sessions
-and MCP sessions.`
+"markdown_depth_limit", "rate_limit", "redis", "session", "oauth"}; with "redis",
+several instances share PubSub, rate-limit counts, task queues, web sessions,
+MCP sessions and OAuth clients, codes and tokens. "oauth" ({} for the
+defaults; "issuer", "code_ttl_seconds", "client_ttl_seconds",
+"refresh_ttl_seconds", "access_ttl_seconds", "register_limit",
+"register_window_ms", "allowed_origins", "templates_dir") makes /mcp want an
+OAuth token its users get by signing in or up with the app's login and signup
+actions; $MCP_OAUTH_CODE_TTL, $MCP_OAUTH_CLIENT_TTL, $MCP_OAUTH_REFRESH_TTL,
+$RATE_LIMIT_OAUTH_REGISTER_LIMIT and $RATE_LIMIT_OAUTH_REGISTER_WINDOW_MS fill
+what it leaves unset.`
 
 func init() {
 	cli.RegisterCommand(cli.Command{
 		Name:    "actions",
 		Summary: "serve the example action app's actions over MCP and HTTP (/api), list them, or run one",
-		Usage:   "[--data FILE] [--log-level L] [--log-format F] start [--stdio | --http ADDR] [--config FILE]\n       mcpkit actions [--data FILE] list\n       mcpkit actions [--data FILE] run NAME [--input value]... [--json '{...}']",
+		Usage:   "[--data FILE] [--log-level L] [--log-format F] start [--stdio | --http ADDR] [--config FILE]\n       mcpkit actions templates DIR\n       mcpkit actions [--data FILE] list\n       mcpkit actions [--data FILE] run NAME [--input value]... [--json '{...}']",
 		Doc:     commandDoc,
 		Flags: func(fs *flag.FlagSet) {
 			fs.String(flagData, "", "the app's data `file` (default: memory)")
@@ -75,13 +88,21 @@ func init() {
 
 func runCommand(ctx context.Context, env *cli.Env) int {
 	if len(env.Args) == 0 {
-		return env.Fail(cli.Usagef("no verb: want start, list or run"))
+		return env.Fail(cli.Usagef("no verb: want start, templates, list or run"))
 	}
 	data, _ := cli.FlagValue[string](env.Flags, flagData)
 	verb, args := env.Args[0], env.Args[1:]
 	switch verb {
 	case "start":
 		return runStart(ctx, env, data, args)
+	case "templates":
+		if len(args) != 1 {
+			return env.Fail(cli.Usagef("templates: want one directory"))
+		}
+		if err := oauth.WriteDefaultTemplates(args[0]); err != nil {
+			return env.Fail(err)
+		}
+		return cli.ExitOK
 	case "list", "run", "help":
 		app, closer, err := OpenExample(ctx, Config{DataPath: data}, nil) // nothing subscribes from the command line
 		if err != nil {
@@ -90,7 +111,7 @@ func runCommand(ctx context.Context, env *cli.Env) int {
 		defer closer.Close()
 		return app.RunCLI(ctx, env.Args, env.Stdout, env.Stderr)
 	}
-	return env.Fail(cli.Usagef("unknown verb %q: want start, list or run", verb))
+	return env.Fail(cli.Usagef("unknown verb %q: want start, templates, list or run", verb))
 }
 
 // runStart serves the plugin alone, without a tool prefix (unless the

@@ -3,10 +3,19 @@ package actions
 import (
 	"encoding/json"
 	"errors"
+	"flag"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/mcpkit/mcpkit/pkg/action/oauth"
+	"github.com/mcpkit/mcpkit/pkg/cli"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
 )
 
@@ -60,5 +69,43 @@ func TestStartOptions(t *testing.T) {
 	opts, err = startOptions(mcpcore.DefaultConfig(), "", env(EnvSessionTTL, "90000"))
 	if err != nil || opts.Config.Validate() == nil {
 		t.Errorf("MCP_SESSION_TTL=90000 (over 24h) passes validation: %v", err)
+	}
+}
+
+// `mcpkit actions templates DIR` writes every default page file, which
+// the OAuth server then serves from templates_dir, and overwrites none.
+func TestTemplatesCommand(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "templates")
+	var stderr strings.Builder
+	run := func() int {
+		fs := flag.NewFlagSet("actions", flag.ContinueOnError)
+		fs.String(flagData, "", "")
+		return runCommand(t.Context(), &cli.Env{Command: &cli.Command{Name: "actions"}, Flags: fs, Args: []string{"templates", dir},
+			Stdout: io.Discard, Stderr: &stderr, Logger: slog.New(slog.NewTextHandler(&stderr, nil))})
+	}
+	if code := run(); code != cli.ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	for _, name := range oauth.TemplateNames {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "oauth-authorize.html"), []byte("<p>own page {{appName}}</p>{{{hiddenFields}}}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code := run(); code == cli.ExitOK || !strings.Contains(stderr.String(), "exists") {
+		t.Fatalf("second run over existing files: exit %d, %s", code, stderr.String())
+	}
+	base := oauthWeb(t, `{"oauth": {"templates_dir": "`+dir+`"}}`)
+	client := registerClient(t, base, "http://localhost/cb")
+	resp, err := http.Get(base + "/oauth/authorize?response_type=code&code_challenge_method=S256&code_challenge=" + strings.Repeat("a", 43) + "&client_id=" + client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.HasPrefix(string(page), "<p>own page example</p>") {
+		t.Fatalf("served page: %s", page)
 	}
 }

@@ -68,26 +68,35 @@ func oauthWeb(t testing.TB, cfg string, tokens ...string) string {
 
 var hiddenInput = regexp.MustCompile(`<input type="hidden" name="([a-z_]+)" value="([^"]*)">`)
 
+// registerClient registers a client with redirect at base and returns
+// its id.
+func registerClient(t testing.TB, base, redirect string) string {
+	t.Helper()
+	resp, err := http.Post(base+"/oauth/register", "application/json", strings.NewReader(`{"redirect_uris":["`+redirect+`"],"client_name":"test"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var reg struct {
+		ClientID string `json:"client_id"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&reg); err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("register: %d %v", resp.StatusCode, err)
+	}
+	return reg.ClientID
+}
+
 // oauthToken registers a client at base, signs up (or in) as email on the
 // authorize page, and exchanges the code with golang.org/x/oauth2 (PKCE).
 func oauthToken(t testing.TB, base, mode, email string) *oauth2.Token {
 	t.Helper()
 	const redirect = "http://127.0.0.1:1/callback"
-	resp, err := http.Post(base+"/oauth/register", "application/json", strings.NewReader(`{"redirect_uris":["`+redirect+`"],"client_name":"test"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var reg struct {
-		ClientID string `json:"client_id"`
-	}
-	_ = json.NewDecoder(resp.Body).Decode(&reg)
-	resp.Body.Close()
-	conf := &oauth2.Config{ClientID: reg.ClientID, RedirectURL: redirect, Scopes: []string{"mcp"},
+	conf := &oauth2.Config{ClientID: registerClient(t, base, redirect), RedirectURL: redirect, Scopes: []string{"mcp"},
 		Endpoint: oauth2.Endpoint{AuthURL: base + "/oauth/authorize", TokenURL: base + "/oauth/token", AuthStyle: oauth2.AuthStyleInParams}}
 	verifier := oauth2.GenerateVerifier()
 	jar, _ := cookiejar.New(nil)
 	browser := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err = browser.Get(conf.AuthCodeURL("xyz", oauth2.S256ChallengeOption(verifier), oauth2.SetAuthURLParam("resource", base+"/mcp")))
+	resp, err := browser.Get(conf.AuthCodeURL("xyz", oauth2.S256ChallengeOption(verifier), oauth2.SetAuthURLParam("resource", base+"/mcp")))
 	if err != nil {
 		t.Fatal(err)
 	}

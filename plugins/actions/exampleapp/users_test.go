@@ -266,3 +266,34 @@ func mustRequest(t *testing.T, method, u, body string) *http.Request {
 	req.Header.Set("Content-Type", "application/json")
 	return req
 }
+
+// A caller whose principal is Options.PrincipalPrefix and a user id is
+// that user; without the option, the same principal is nobody (a token
+// verifier that is not the OAuth server's cannot make callers users).
+func TestPrincipalUser(t *testing.T) {
+	for _, prefix := range []string{"user:", ""} {
+		ex, err := exampleapp.Open("", nil, exampleapp.Options{BcryptCost: bcrypt.MinCost, PrincipalPrefix: prefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ex.Close()
+		app := ex.App()
+		out, err := app.Run(t.Context(), &action.Conn{Type: "web"}, "user:create", json.RawMessage(`{"name":"Ann","email":"ann@example.com","password":"correct horse"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := out.(exampleapp.SignedIn).User.ID
+		for principal, want := range map[string]string{fmt.Sprintf("user:%d", id): "Ann", "user:999": "", "user:x": ""} {
+			res, err := app.Run(t.Context(), &action.Conn{Type: "mcp", Principal: principal}, "message:post", json.RawMessage(`{"channel":"c","text":"hi"}`))
+			if prefix == "" {
+				want = ""
+			}
+			switch {
+			case want == "" && (err == nil || !strings.Contains(err.Error(), "required when not signed in")):
+				t.Errorf("prefix %q, principal %q: posted %+v (%v), want the author required", prefix, principal, res, err)
+			case want != "" && (err != nil || res.(exampleapp.Message).Author != want):
+				t.Errorf("prefix %q, principal %q: %+v %v, want author %s", prefix, principal, res, err, want)
+			}
+		}
+	}
+}
