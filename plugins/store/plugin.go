@@ -7,8 +7,9 @@
 //     compare_and_set, delete;
 //   - queries (query.go): page, count, delete_where;
 //   - collections, indexes and schemas (collections.go): list_collections,
-//     create_index, create_scalar_index, create_compound_index,
-//     set_schema, get_schema;
+//     create_index (a secondary index, or with type "vector" the
+//     collection's vector field), create_scalar_index,
+//     create_compound_index, set_schema, get_schema;
 //   - files (files.go): backup, dump, load;
 //   - text (text.go): create_text_index, phrase_search;
 //   - search (search.go): search (filter, vector and text sources fused);
