@@ -147,31 +147,12 @@ func (s *Store) CreateGeoIndex(ctx context.Context, coll string, def GeoIndexDef
 		if _, err := tx.CreateBucketIfNotExists(geoBucket(coll, def.Name)); err != nil {
 			return err
 		}
-		docs := tx.Bucket(docsBucket(coll))
 		// A writer that keeps this index alone builds it.
-		w := &writer{tx: tx, col: &collection{Name: coll, derivedDefs: derivedDefs{GeoIndexes: []GeoIndexDef{def}}}, docs: docs}
-		r := &reader{tx: tx, col: col, docs: docs}
-		total, done := int64(docs.KeyN()), int64(0)
-		c := docs.Cursor()
-		for k, v := c.First(); k != nil; k, v = c.Next() {
-			d, err := r.load(k, v)
-			if err != nil {
-				return err
-			}
-			if err := w.deriveGeo(docChange{ID: d.ID, IDKey: k, New: d.Value, HasNew: true}); err != nil {
-				return err
-			}
-			if done++; done%1024 == 0 {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-				if progress != nil {
-					progress(done, total)
-				}
-			}
-		}
-		if progress != nil {
-			progress(done, total)
+		w := &writer{tx: tx, col: &collection{Name: coll, derivedDefs: derivedDefs{GeoIndexes: []GeoIndexDef{def}}}, docs: tx.Bucket(docsBucket(coll))}
+		if err := scanDocs(ctx, tx, coll, progress, func(k []byte, d Doc) error {
+			return w.deriveGeo(docChange{ID: d.ID, IDKey: k, New: d.Value, HasNew: true})
+		}); err != nil {
+			return err
 		}
 		col.GeoIndexes = append(col.GeoIndexes, def)
 		created = true

@@ -74,26 +74,37 @@ func buildIndex(ctx context.Context, tx kv.Tx, col *collection, def IndexDef, pr
 	if err != nil {
 		return err
 	}
-	docs := tx.Bucket(docsBucket(col.Name))
-	total, done := int64(docs.KeyN()), int64(0)
-	w := &writer{tx: tx, col: &collection{Name: col.Name, Indexes: []IndexDef{def}}, docs: docs}
-	r := &reader{tx: tx, col: col, docs: docs}
-	c := docs.Cursor()
-	for k, v := c.First(); k != nil; k, v = c.Next() {
-		d, err := r.load(k, v)
-		if err != nil {
-			return err
-		}
+	w := &writer{tx: tx, col: &collection{Name: col.Name, Indexes: []IndexDef{def}}, docs: tx.Bucket(docsBucket(col.Name))}
+	return scanDocs(ctx, tx, col.Name, progress, func(k []byte, d Doc) error {
 		entry := w.entries(k, d.Value)[0]
 		if def.Unique {
 			if err := checkUnique(ib, col.Name, def, d.ID, k, entry, d.Value); err != nil {
 				return err
 			}
 		}
-		if err := ib.Put(entry, nil); err != nil {
+		return ib.Put(entry, nil)
+	})
+}
+
+// scanDocs calls fn with every document of coll in id order, reporting
+// progress (when not nil) and stopping when ctx ends.
+func scanDocs(ctx context.Context, tx kv.Tx, coll string, progress Progress, fn func(k []byte, d Doc) error) error {
+	docs := tx.Bucket(docsBucket(coll))
+	r := &reader{tx: tx, col: &collection{Name: coll}, docs: docs}
+	total, done := int64(0), int64(0)
+	if progress != nil {
+		total = int64(docs.KeyN())
+	}
+	c := docs.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		d, err := r.load(k, v)
+		if err != nil {
 			return err
 		}
-		if done++; done%1024 == 0 {
+		if err := fn(k, d); err != nil {
+			return err
+		}
+		if done++; done%256 == 0 {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
@@ -105,7 +116,7 @@ func buildIndex(ctx context.Context, tx kv.Tx, col *collection, def IndexDef, pr
 	if progress != nil {
 		progress(done, total)
 	}
-	return nil
+	return ctx.Err()
 }
 
 // SetSchema declares (or replaces) coll's schema (created if absent). The

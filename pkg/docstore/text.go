@@ -108,39 +108,6 @@ func buildText(ctx context.Context, tx kv.Tx, coll string, def TextIndexDef, pro
 	})
 }
 
-// scanDocs calls fn with every document of coll in id order, reporting
-// progress (when not nil) and stopping when ctx ends.
-func scanDocs(ctx context.Context, tx kv.Tx, coll string, progress Progress, fn func(k []byte, d Doc) error) error {
-	docs := tx.Bucket(docsBucket(coll))
-	r := &reader{tx: tx, col: &collection{Name: coll}, docs: docs}
-	total, done := int64(0), int64(0)
-	if progress != nil {
-		total = int64(docs.KeyN())
-	}
-	c := docs.Cursor()
-	for k, v := c.First(); k != nil; k, v = c.Next() {
-		d, err := r.load(k, v)
-		if err != nil {
-			return err
-		}
-		if err := fn(k, d); err != nil {
-			return err
-		}
-		if done++; done%1024 == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			if progress != nil {
-				progress(done, total)
-			}
-		}
-	}
-	if progress != nil {
-		progress(done, total)
-	}
-	return ctx.Err()
-}
-
 // docText is what a document gives a text index: its terms' payloads, in
 // term order, and its number of terms in each field.
 type docText struct {

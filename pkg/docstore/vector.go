@@ -128,30 +128,11 @@ func (s *Store) SetVector(ctx context.Context, coll string, def VectorDef, progr
 		if err := v.meta.Put([]byte("id"), binary.LittleEndian.AppendUint64(nil, rand.Uint64())); err != nil {
 			return err
 		}
-		docs := tx.Bucket(docsBucket(coll))
-		w := &writer{tx: tx, col: col, docs: docs}
-		r := &reader{tx: tx, col: col, docs: docs}
-		total, done := int64(docs.KeyN()), int64(0)
-		c := docs.Cursor()
-		for k, v := c.First(); k != nil; k, v = c.Next() {
-			d, err := r.load(k, v)
-			if err != nil {
-				return err
-			}
-			if err := w.deriveVector(docChange{ID: d.ID, IDKey: k, New: d.Value, HasNew: true}); err != nil {
-				return err
-			}
-			if done++; done%256 == 0 {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-				if progress != nil {
-					progress(done, total)
-				}
-			}
-		}
-		if progress != nil {
-			progress(done, total)
+		w := &writer{tx: tx, col: col, docs: tx.Bucket(docsBucket(coll))}
+		if err := scanDocs(ctx, tx, coll, progress, func(k []byte, d Doc) error {
+			return w.deriveVector(docChange{ID: d.ID, IDKey: k, New: d.Value, HasNew: true})
+		}); err != nil {
+			return err
 		}
 		created = true
 		return nil
