@@ -90,9 +90,21 @@ need_npm_suites() {
 	done
 }
 
+# need_chromium: Debian's headless Chromium, which the OAuth browser test
+# (test/e2e_oauth_browser_test.go) drives with chromedp at /usr/bin/chromium.
+need_chromium() {
+	if [ -x /usr/bin/chromium ]; then
+		log "chromium already installed: $(/usr/bin/chromium --version 2>/dev/null || echo '?')"
+		return 0
+	fi
+	apt_install chromium
+	log "installed: $(/usr/bin/chromium --version 2>/dev/null || echo '?')"
+}
+
 main() {
 	need_redis
 	need_npm_suites
+	need_chromium
 	log "done"
 }
 

@@ -35,6 +35,25 @@ func startOAuth(t *testing.T) *httpProc {
 	return startListening(t, binary(t), "actions", "--log-format", "json", "start", "--http", addr, "--config", cfg)
 }
 
+// registerFor registers a public client with redirect at the server base
+// and returns its id.
+func registerFor(t *testing.T, base, redirect string) string {
+	t.Helper()
+	return registerAt(t, base+"/oauth/register", redirect)
+}
+
+// registerAt registers a public client with redirect at the registration
+// endpoint (RFC 7591) and returns its id.
+func registerAt(t *testing.T, endpoint, redirect string) string {
+	t.Helper()
+	reg, err := oauthex.RegisterClient(t.Context(), endpoint, &oauthex.ClientRegistrationMetadata{
+		RedirectURIs: []string{redirect}, ClientName: "e2e", TokenEndpointAuthMethod: "none"}, http.DefaultClient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reg.ClientID
+}
+
 var hiddenField = regexp.MustCompile(`<input type="hidden" name="([a-z_]+)" value="([^"]*)">`)
 
 // signOnPage plays the user in a browser: it opens the authorize URL,
@@ -125,12 +144,7 @@ func TestOAuthE2E(t *testing.T) {
 		t.Fatal(err)
 	}
 	const redirect = "http://127.0.0.1:1/callback" // the browser is stopped at the redirect: nothing listens there
-	reg, err := oauthex.RegisterClient(ctx, asm.RegistrationEndpoint, &oauthex.ClientRegistrationMetadata{
-		RedirectURIs: []string{redirect}, ClientName: "e2e", TokenEndpointAuthMethod: "none"}, http.DefaultClient)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conf := &oauth2.Config{ClientID: reg.ClientID, RedirectURL: redirect, Scopes: []string{"mcp"},
+	conf := &oauth2.Config{ClientID: registerAt(t, asm.RegistrationEndpoint, redirect), RedirectURL: redirect, Scopes: []string{"mcp"},
 		Endpoint: oauth2.Endpoint{AuthURL: asm.AuthorizationEndpoint, TokenURL: asm.TokenEndpoint, AuthStyle: oauth2.AuthStyleInParams}}
 	verifier := oauth2.GenerateVerifier()
 	back, err := signOnPage(ctx, conf.AuthCodeURL("s1", oauth2.S256ChallengeOption(verifier), oauth2.SetAuthURLParam("resource", prm.Resource)), "signup", "ann@example.com")

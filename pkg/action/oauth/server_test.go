@@ -515,7 +515,10 @@ func TestAuthorizePage(t *testing.T) {
 	client := e.register()
 	resp, body := e.get("/oauth/authorize?" + authzQuery(client, newPKCE("e")).Encode())
 	csp := resp.Header.Get("Content-Security-Policy")
-	if !strings.Contains(csp, "frame-ancestors 'none'") || resp.Header.Get("X-Frame-Options") != "DENY" {
+	// Referrer-Policy no-referrer would make browsers post the form with
+	// "Origin: null", which the core's origin check refuses.
+	if !strings.Contains(csp, "frame-ancestors 'none'") || resp.Header.Get("X-Frame-Options") != "DENY" ||
+		resp.Header.Get("Referrer-Policy") != "same-origin" {
 		t.Fatalf("headers: %v", resp.Header)
 	}
 	for _, want := range []string{

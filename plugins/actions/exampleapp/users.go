@@ -46,9 +46,9 @@ type SignedIn struct {
 
 // SignUpInputs are user:create's inputs.
 type SignUpInputs struct {
-	Name     string `json:"name" jsonschema:"the user's display name"`
-	Email    string `json:"email" jsonschema:"the user's email address (signs in)"`
-	Password string `json:"password" action:"secret" jsonschema:"8 to 72 bytes"`
+	Name     string `json:"name" jsonschema:"your name, as others see it"`
+	Email    string `json:"email" jsonschema:"email address (you sign in with it)"`
+	Password string `json:"password" action:"secret" jsonschema:"password (8 to 72 bytes)"`
 }
 
 // AdjustSchema implements action.SchemaAdjuster.
@@ -61,8 +61,8 @@ func (*SignUpInputs) AdjustSchema(s *jsonschema.Schema) error {
 
 // SignInInputs are session:create's inputs.
 type SignInInputs struct {
-	Email    string `json:"email" jsonschema:"the user's email address"`
-	Password string `json:"password" action:"secret" jsonschema:"the user's password"`
+	Email    string `json:"email" jsonschema:"email address"`
+	Password string `json:"password" action:"secret" jsonschema:"password"`
 }
 
 // AdjustSchema implements action.SchemaAdjuster.
