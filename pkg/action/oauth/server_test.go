@@ -452,6 +452,36 @@ func TestRefusals(t *testing.T) {
 					t.Fatalf("%d %v", resp.StatusCode, m)
 				}
 			})
+			t.Run("expired registration", func(t *testing.T) {
+				short := newEnv(t, oauth.Options{Store: newStore(), ClientTTL: 200 * time.Millisecond})
+				c := short.register()
+				time.Sleep(300 * time.Millisecond)
+				resp, body := short.get("/oauth/authorize?" + authzQuery(c, p).Encode())
+				if resp.StatusCode != 400 || resp.Header.Get("Location") != "" || !strings.Contains(body, "expired") {
+					t.Fatalf("%d %s", resp.StatusCode, body)
+				}
+			})
+			t.Run("refresh token of another client", func(t *testing.T) {
+				other := e.register()
+				_, tok := e.exchange(client, e.code(client, p, "thief@example.com"), p)
+				refresh := url.Values{"grant_type": {"refresh_token"}, "client_id": {other}, "refresh_token": {tok["refresh_token"].(string)}}
+				if resp, m := e.postForm("/oauth/token", refresh); resp.StatusCode != 400 || m["error"] != "invalid_grant" {
+					t.Fatalf("%d %v", resp.StatusCode, m)
+				}
+				refresh.Set("client_id", client) // still the owner's
+				if resp, m := e.postForm("/oauth/token", refresh); resp.StatusCode != 200 {
+					t.Fatalf("owner after a foreign attempt: %d %v", resp.StatusCode, m)
+				}
+			})
+			t.Run("revoking a refresh token revokes its family", func(t *testing.T) {
+				_, tok := e.exchange(client, e.code(client, p, "revoke@example.com"), p)
+				if resp, _ := e.postForm("/oauth/revoke", url.Values{"client_id": {client}, "token": {tok["refresh_token"].(string)}}); resp.StatusCode != 200 {
+					t.Fatal(resp.Status)
+				}
+				if _, err := e.srv.Verify(t.Context(), tok["access_token"].(string), e.resource()); !errors.Is(err, oauth.ErrInvalidToken) {
+					t.Fatalf("access token after its refresh token was revoked: %v", err)
+				}
+			})
 			t.Run("registration rate limit", func(t *testing.T) {
 				lim := newEnv(t, oauth.Options{Store: newStore(), RegisterLimit: 2})
 				lim.register()
@@ -548,5 +578,30 @@ func TestAuthorizePage(t *testing.T) {
 	}
 	if resp, _ := e.get("/oauth/assets/oauth-common.css"); resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/css") {
 		t.Fatalf("css: %d", resp.StatusCode)
+	}
+}
+
+// CORS: an allowed origin is echoed with credentials, "*" answers any
+// origin without them, and another origin gets no CORS headers.
+func TestCORS(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		allowed            []string
+		origin, want, cred string
+	}{
+		{[]string{"https://app.example"}, "https://app.example", "https://app.example", "true"},
+		{[]string{"*"}, "https://any.example", "*", ""},
+		{[]string{"https://app.example"}, "https://evil.example", "", ""},
+	} {
+		e := newEnv(t, oauth.Options{AllowedOrigins: tc.allowed})
+		req, _ := http.NewRequest("OPTIONS", e.ts.URL+"/oauth/token", nil)
+		req.Header.Set("Origin", tc.origin)
+		req.Header.Set("Access-Control-Request-Method", "POST")
+		resp, _ := e.do(req)
+		h := resp.Header
+		if h.Get("Access-Control-Allow-Origin") != tc.want || h.Get("Access-Control-Allow-Credentials") != tc.cred ||
+			(tc.want != "") != strings.Contains(h.Get("Access-Control-Allow-Methods"), "POST") {
+			t.Errorf("allowed %v, origin %s: %v", tc.allowed, tc.origin, h)
+		}
 	}
 }
