@@ -66,7 +66,7 @@ several instances share PubSub, rate-limit counts, task queues, web sessions,
 MCP sessions and OAuth clients, codes and tokens. "oauth" ({} for the
 defaults; "issuer", "code_ttl_seconds", "client_ttl_seconds",
 "refresh_ttl_seconds", "access_ttl_seconds", "register_limit",
-"register_window_ms", "allowed_origins", "templates_dir") makes /mcp want an
+"register_window_ms", "allowed_origins", "templates_dir", "verify_cache_ms") makes /mcp want an
 OAuth token its users get by signing in or up with the app's login and signup
 actions; $MCP_OAUTH_CODE_TTL, $MCP_OAUTH_CLIENT_TTL, $MCP_OAUTH_REFRESH_TTL,
 $RATE_LIMIT_OAUTH_REGISTER_LIMIT and $RATE_LIMIT_OAUTH_REGISTER_WINDOW_MS fill

@@ -52,6 +52,11 @@ type OAuthConfig struct {
 	// CORS requests of ("*": any, without credentials); default
 	// $MCP_ALLOWED_ORIGINS (comma-separated).
 	AllowedOrigins []string `json:"allowed_origins,omitempty"`
+	// VerifyCacheMS is how long an instance trusts a token it verified
+	// before reading the shared state again: a token revoked through
+	// another instance is refused here within it. 0: 1000; negative:
+	// every request reads the state.
+	VerifyCacheMS int `json:"verify_cache_ms,omitempty"`
 	// TemplatesDir holds page templates replacing the embedded defaults
 	// (`mcpkit actions templates DIR` writes them).
 	TemplatesDir string `json:"templates_dir,omitempty"`
@@ -103,7 +108,8 @@ func (p *Plugin) attachOAuth() error {
 		ResourcePath: MCPRoute, ResourceName: p.app.Name(), CodeTTL: secs(o.CodeTTLSeconds), ClientTTL: secs(o.ClientTTLSeconds),
 		RefreshTTL: secs(o.RefreshTTLSeconds), AccessTTL: secs(o.AccessTTLSeconds), RegisterLimit: o.RegisterLimit,
 		RegisterWindow: time.Duration(o.RegisterWindowMS) * time.Millisecond, TrustForwardedFor: p.cfg.RateLimit.TrustForwardedFor,
-		AllowedOrigins: o.AllowedOrigins, TemplateDir: o.TemplatesDir, Logger: p.host.Logger()})
+		AllowedOrigins: o.AllowedOrigins, TemplateDir: o.TemplatesDir, Logger: p.host.Logger(),
+		VerifyCache: time.Duration(o.VerifyCacheMS) * time.Millisecond})
 	if err != nil {
 		return fmt.Errorf("oauth: %w", err)
 	}

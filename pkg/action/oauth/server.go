@@ -96,6 +96,12 @@ type Options struct {
 	TemplateDir string
 	// Logger gets internal errors; nil: slog.Default.
 	Logger *slog.Logger
+	// VerifyCache is how long Verify trusts a token it found valid before
+	// reading the store again; 0: DefaultVerifyCache; negative: always
+	// read. A token revoked through this Server is refused at once; one
+	// revoked through another instance sharing the store, within
+	// VerifyCache.
+	VerifyCache time.Duration
 }
 
 // Server is the authorization server. Serve [Server.Handler] on the
@@ -107,6 +113,7 @@ type Server struct {
 	login  *action.Action // nil: none
 	signup *action.Action // nil: none
 	mux    *http.ServeMux
+	cache  grantCache
 }
 
 // RoutePatterns are the net/http patterns [Server.Handler] serves.
@@ -160,7 +167,10 @@ func New(opts Options) (*Server, error) {
 	if opts.RegisterLimit == 0 {
 		opts.RegisterLimit = DefaultRegisterLimit
 	}
-	s := &Server{opts: opts}
+	if opts.VerifyCache == 0 {
+		opts.VerifyCache = DefaultVerifyCache
+	}
+	s := &Server{opts: opts, cache: grantCache{ttl: opts.VerifyCache}}
 	for _, act := range opts.App.Actions() {
 		if act.MCP.LoginAction {
 			s.login = act
@@ -236,12 +246,19 @@ type Grant struct {
 // Verify returns the grant of access token for resource (the resource
 // server's own URL, [Server.Resource]), or an error wrapping
 // [ErrInvalidToken] when the token is unknown, expired, revoked or bound
-// to another resource. Any other error means the store failed.
+// to another resource. Any other error means the store failed. A valid
+// token is remembered for Options.VerifyCache.
 func (s *Server) Verify(ctx context.Context, token, resource string) (Grant, error) {
-	var g grant
-	ok, err := s.load(ctx, keyAccess(token), &g)
-	if err != nil {
-		return Grant{}, err
+	key := keyAccess(token)
+	g, ok := s.cache.get(key)
+	if !ok {
+		var err error
+		if ok, err = s.load(ctx, key, &g); err != nil {
+			return Grant{}, err
+		}
+		if ok {
+			s.cache.put(key, g)
+		}
 	}
 	if !ok || !time.Now().Before(time.UnixMilli(g.Expires)) {
 		return Grant{}, fmt.Errorf("%w: unknown or expired", ErrInvalidToken)
@@ -804,6 +821,7 @@ func (s *Server) revokeFamily(ctx context.Context, famID string) error {
 	if err != nil || !ok {
 		return err
 	}
+	s.cache.forget(f.Access...)
 	return wrapStore(s.opts.Store.Delete(ctx, append(f.Access, f.Refresh)...))
 }
 
@@ -845,6 +863,7 @@ func (s *Server) revoke(ctx context.Context, p map[string]string) error {
 	if err != nil || !ok || !owned(g) {
 		return err
 	}
+	s.cache.forget(keyAccess(tok))
 	return wrapStore(s.opts.Store.Delete(ctx, keyAccess(tok)))
 }
 

@@ -496,20 +496,40 @@ func TestRefusals(t *testing.T) {
 }
 
 // TestSharedStore: a token one instance issued is verified by another
-// sharing the Redis.
+// sharing the Redis; revoked on the first, it is refused there at once,
+// and by the other once its verification cache has lapsed.
 func TestSharedStore(t *testing.T) {
 	t.Parallel()
 	newStore := stores[1].new(t)
 	a := newEnv(t, oauth.Options{Store: newStore()})
-	b, err := oauth.New(oauth.Options{App: testApp(t), Store: newStore(), Issuer: a.ts.URL})
-	if err != nil {
-		t.Fatal(err)
+	other := func(cache time.Duration) *oauth.Server {
+		s, err := oauth.New(oauth.Options{App: testApp(t), Store: newStore(), Issuer: a.ts.URL, VerifyCache: cache})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
 	}
+	b, uncached := other(200*time.Millisecond), other(-1)
 	p := newPKCE("d")
 	client := a.register()
 	_, tok := a.exchange(client, a.code(client, p, "shared@example.com"), p)
-	if g, err := b.Verify(t.Context(), tok["access_token"].(string), a.resource()); err != nil || g.User != "1" {
-		t.Fatalf("other instance: %+v %v", g, err)
+	access := tok["access_token"].(string)
+	for _, s := range []*oauth.Server{a.srv, b, uncached} {
+		if g, err := s.Verify(t.Context(), access, a.resource()); err != nil || g.User != "1" {
+			t.Fatalf("verify: %+v %v", g, err)
+		}
+	}
+	if resp, _ := a.postForm("/oauth/revoke", url.Values{"client_id": {client}, "token": {access}}); resp.StatusCode != 200 {
+		t.Fatal(resp.Status)
+	}
+	for name, s := range map[string]*oauth.Server{"the revoking instance": a.srv, "an uncached instance": uncached} {
+		if _, err := s.Verify(t.Context(), access, a.resource()); !errors.Is(err, oauth.ErrInvalidToken) {
+			t.Fatalf("%s accepts a revoked token: %v", name, err)
+		}
+	}
+	time.Sleep(250 * time.Millisecond)
+	if _, err := b.Verify(t.Context(), access, a.resource()); !errors.Is(err, oauth.ErrInvalidToken) {
+		t.Fatalf("the other instance accepts a revoked token after its cache lapsed: %v", err)
 	}
 }
 
