@@ -10,7 +10,7 @@ FUZZTIME ?= 20s
 BENCHTIME ?= 3000x
 TEST_FLAGS ?= -race -timeout 15m
 
-.PHONY: help build run test deps bench bench-resp bench-store conformance fuzz lint clean
+.PHONY: help build run test deps bench bench-resp bench-store conformance fuzz lint clean image image-test
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -54,6 +54,13 @@ lint: ## gofmt and go vet; fails on any finding
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+
+image: ## the container image from deploy/Containerfile with podman or buildah (scripts/image.sh; IMAGE=name)
+	VERSION=$(VERSION) scripts/image.sh $(IMAGE)
+
+image-test: ## build the image and run its entrypoint under chroot (TestImage; as root; installs podman)
+	MCPKIT_IMAGE_TEST=1 scripts/install-deps.sh
+	cd test && MCPKIT_IMAGE_TEST=1 $(GO) test -count=1 -run '^TestImage$$' -v -timeout 20m .
 
 clean: ## remove build and test outputs
 	rm -rf bin

@@ -101,9 +101,22 @@ need_chromium() {
 	log "installed: $(/usr/bin/chromium --version 2>/dev/null || echo '?')"
 }
 
+# need_podman: podman, for the container image test only (MCPKIT_IMAGE_TEST=1,
+# as `make image-test` sets it): `make test` does not build the image.
+need_podman() {
+	[ "${MCPKIT_IMAGE_TEST:-}" = 1 ] || return 0
+	if command -v podman >/dev/null 2>&1 || command -v buildah >/dev/null 2>&1; then
+		log "podman or buildah already installed"
+		return 0
+	fi
+	apt_install podman
+	log "installed: $(podman --version 2>/dev/null || echo '?')"
+}
+
 main() {
 	need_redis
 	need_npm_suites
+	need_podman
 	need_chromium
 	log "done"
 }
