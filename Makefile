@@ -10,7 +10,7 @@ FUZZTIME ?= 20s
 BENCHTIME ?= 3000x
 TEST_FLAGS ?= -race -timeout 15m
 
-.PHONY: help build run test deps bench bench-resp bench-store conformance fuzz lint clean image image-test
+.PHONY: help build run test deps bench bench-resp bench-store conformance fuzz lint clean image image-test release
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -61,6 +61,9 @@ image: ## the container image from deploy/Containerfile with podman or buildah (
 image-test: ## build the image and run its entrypoint under chroot (TestImage; as root; installs podman)
 	MCPKIT_IMAGE_TEST=1 scripts/install-deps.sh
 	cd test && MCPKIT_IMAGE_TEST=1 $(GO) test -count=1 -run '^TestImage$$' -v -timeout 20m .
+
+release: ## static binaries for linux, darwin and windows with SHA256SUMS in dist/ (scripts/release.sh)
+	VERSION=$(VERSION) scripts/release.sh
 
 clean: ## remove build and test outputs
 	rm -rf bin
