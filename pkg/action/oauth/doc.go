@@ -15,7 +15,9 @@
 // verifies every token); codes and tokens are kept under the SHA-256 of
 // their value, never the value itself. The package holds no MCP code: a
 // resource server calls [Server.Verify] with a bearer token and the
-// resource it serves.
+// resource it serves; a token found valid is trusted for
+// Options.VerifyCache (1 s) before the store is read again, so a token
+// revoked through another instance is refused there within that time.
 //
 // Hardening: redirect URIs without fragment or userinfo, https except on
 // loopback hosts (custom schemes for native apps; javascript:, data:,
