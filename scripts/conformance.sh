@@ -2,7 +2,7 @@
 # Runs the official MCP conformance suite (pinned in test/conformance) against
 # a running streamable-HTTP MCP endpoint.
 #
-#   scripts/conformance.sh URL [ERA:SCENARIO ...]   e.g. http://127.0.0.1:8080/mcp
+#   scripts/conformance.sh URL [ERA | ERA:SCENARIO ...]   e.g. http://127.0.0.1:8080/mcp 2026-07-28
 #   scripts/conformance.sh --list                   the default ERA:SCENARIO list
 #
 # Without scenarios it runs the default list: every server scenario the suite
@@ -38,21 +38,43 @@ if [[ ${1:-} == --list ]]; then
 	exit 0
 fi
 if [[ $# -lt 1 || $1 == -* ]]; then
-	echo "usage: $0 URL [ERA:SCENARIO ...] | --list" >&2
+	echo "usage: $0 URL [ERA | ERA:SCENARIO ...] | --list" >&2
 	exit 2
 fi
 url=$1
 shift
 scenarios=("$@")
-if [[ ${#scenarios[@]} -eq 0 ]]; then
-	mapfile -t scenarios < <(default_scenarios)
-fi
 
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
 status=0
+# report evaluates the checks the suite wrote under $1 (label $2) and, on a
+# failure, prints the suite's output $3. The suite's own exit status also
+# counts untestable checks; evaluate.mjs decides from the checks.
+report() {
+	if ! node "$dir/evaluate.mjs" "$1" "$2"; then
+		status=1
+		echo "--- suite output for $2 ---"
+		sed 's/\x1b\[[0-9;]*m//g' "$3"
+		echo "--- end of suite output ---"
+	fi
+}
+
+if [[ ${#scenarios[@]} -eq 0 ]]; then
+	scenarios=("${eras[@]}")
+fi
+
 for item in "${scenarios[@]}"; do
+	if [[ $item =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}$ ]]; then
+		# A whole era: one suite run (the suite runs an era's scenarios in
+		# one process, far faster than one process each); every scenario's
+		# checks are evaluated apart.
+		run_suite server --url "$url" --spec-version "$item" --suite all \
+			-o "$out/$item" >"$out/$item.log" 2>&1 || true
+		report "$out/$item" "$item" "$out/$item.log"
+		continue
+	fi
 	era=${item%%:*}
 	scenario=${item#*:}
 	if [[ $era == "$item" || -z $era || -z $scenario ]]; then
@@ -61,16 +83,9 @@ for item in "${scenarios[@]}"; do
 	fi
 	run=$out/$era-$scenario
 	mkdir -p "$run"
-	# The suite's own exit status also counts untestable checks; evaluate.mjs
-	# decides from the checks it wrote.
 	run_suite server \
 		--url "$url" --scenario "$scenario" --spec-version "$era" \
 		-o "$run/results" >"$run/log" 2>&1 || true
-	if ! node "$dir/evaluate.mjs" "$run/results" "$scenario ($era)"; then
-		status=1
-		echo "--- suite output for $scenario ($era) ---"
-		sed 's/\x1b\[[0-9;]*m//g' "$run/log"
-		echo "--- end of suite output ---"
-	fi
+	report "$run/results" "$era" "$run/log" # the run directory names the scenario
 done
 exit $status
