@@ -1,10 +1,12 @@
 // Package redisstate implements the action framework's shared state over
 // Redis (github.com/redis/go-redis/v9), so that several mcpkit processes
 // behind a load balancer share it: [PubSub] ([action.PubSub]), [RateStore]
-// ([action.RateStore]), [TaskQueue] ([action.TaskQueue]) and
-// [SessionStore] ([action.SessionStore]). The in-process implementations
-// are in package action (LocalPubSub, MemoryRateStore, LocalQueue,
-// LocalSessionStore); both kinds pass the same conformance tests.
+// ([action.RateStore]), [TaskQueue] ([action.TaskQueue]),
+// [SessionStore] ([action.SessionStore]) and [OAuthStore] ([oauth.Store]:
+// the authorization server's clients, codes and tokens). The in-process
+// implementations are in package action (LocalPubSub, MemoryRateStore,
+// LocalQueue, LocalSessionStore) and package oauth (MemoryStore); both
+// kinds pass the same conformance tests.
 //
 // Every key and channel is under a caller-chosen prefix, so several apps
 // may share one Redis. The package never creates or closes the client: the
