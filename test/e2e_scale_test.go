@@ -1,0 +1,177 @@
+package test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/mcpkit/mcpkit/internal/redistest"
+	"github.com/mcpkit/mcpkit/plugins/diag"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// roundRobin is the test's load balancer: each request goes to the next
+// live backend in turn, whatever session it belongs to.
+type roundRobin struct {
+	mu      sync.Mutex
+	next    int
+	proxies []*httputil.ReverseProxy
+	live    []bool
+	served  []int // requests each backend was given
+}
+
+func newRoundRobin(bases []string) *roundRobin {
+	rr := &roundRobin{live: make([]bool, len(bases)), served: make([]int, len(bases))}
+	for i, b := range bases {
+		u, _ := url.Parse(b)
+		p := httputil.NewSingleHostReverseProxy(u)
+		p.FlushInterval = -1 // SSE streams pass through at once
+		rr.proxies = append(rr.proxies, p)
+		rr.live[i] = true
+	}
+	return rr
+}
+
+func (rr *roundRobin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rr.mu.Lock()
+	i := rr.next
+	for !rr.live[i] {
+		i = (i + 1) % len(rr.live)
+	}
+	rr.next = (i + 1) % len(rr.live)
+	rr.served[i]++
+	rr.mu.Unlock()
+	rr.proxies[i].ServeHTTP(w, r)
+}
+
+// drop takes backend i out of the rotation, as a load balancer does when
+// its health check fails.
+func (rr *roundRobin) drop(i int) {
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	rr.live[i] = false
+}
+
+// counts returns how many requests each backend was given so far.
+func (rr *roundRobin) counts() []int {
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	return append([]int(nil), rr.served...)
+}
+
+// scaleConfig is deploy/scale/mcpkit.json with this machine's Redis, secret
+// files and a key prefix of the test's own in place of the deployment's.
+func scaleConfig(t *testing.T, redisAddr, passwordFile, tokensFile string) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "deploy", "scale", "mcpkit.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	actions := cfg["plugins"].(map[string]any)["actions"].(map[string]any)["config"].(map[string]any)
+	redis := actions["redis"].(map[string]any)
+	redis["addr"], redis["password_file"], redis["prefix"] = redisAddr, passwordFile, "e2e-scale:"
+	cfg["http"].(map[string]any)["bearer_tokens_file"] = tokensFile
+	out, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return writeConfig(t, string(out))
+}
+
+// TestScaleOutRoundRobin: three `mcpkit serve` processes with
+// deploy/scale/mcpkit.json share one Redis behind a round-robin proxy that
+// sends each request to the next instance. One MCP client's legacy session
+// and its calls work whichever instance serves each request, a token is
+// accepted everywhere and its absence refused everywhere, the HTTP API's
+// rate limit counts across instances, and after one instance is killed (and
+// dropped from the rotation) the same session carries on.
+func TestScaleOutRoundRobin(t *testing.T) {
+	t.Parallel()
+	const password, token = "e2e-scale-redis-pw", "e2e-scale-token-93c1d7"
+	srv := redistest.Start(t, redistest.Options{Password: password})
+	dir := t.TempDir()
+	pwFile, tokensFile := filepath.Join(dir, "redis-password"), filepath.Join(dir, "tokens")
+	for f, s := range map[string]string{pwFile: password, tokensFile: token} {
+		if err := os.WriteFile(f, []byte(s+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := scaleConfig(t, srv.Addr, pwFile, tokensFile)
+	var instances []*httpProc
+	var bases []string
+	for range 3 {
+		hp := startHTTP(t, "--config", cfg)
+		instances = append(instances, hp)
+		bases = append(bases, hp.base)
+	}
+	rr := newRoundRobin(bases)
+	lb := httptest.NewServer(rr)
+	t.Cleanup(lb.Close) // after the clients' sessions close (cleanups run last first)
+	front := &httpProc{base: lb.URL}
+
+	for range 3 {
+		resp, err := http.Post(lb.URL+"/mcp", "application/json", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("/mcp without a token: HTTP %d, want 401", resp.StatusCode)
+		}
+	}
+
+	// One legacy session, every request to the next instance; a modern
+	// client alike.
+	cs := front.connect(t, legacyEra, &http.Client{Transport: bearer{token: token}})
+	modern := front.connect(t, modernEra, &http.Client{Transport: bearer{token: token}})
+	before := rr.counts()
+	for i := range 6 {
+		for _, s := range []*mcp.ClientSession{cs, modern} {
+			msg := fmt.Sprintf("call %d", i)
+			if got := decode[diag.EchoReply](t, callTool(t, s, "diag_echo", map[string]any{"message": msg})); got.Message != msg {
+				t.Fatalf("diag_echo = %+v", got)
+			}
+		}
+	}
+	for i, n := range rr.counts() {
+		if n-before[i] < 3 {
+			t.Fatalf("instance %d served %d of the calls (counts %v → %v): not spread", i, n-before[i], before, rr.counts())
+		}
+	}
+
+	// The API's unauthenticated limit (20 a window per client) counts
+	// across instances: the 21st request in the window, whichever instance
+	// serves it, is refused.
+	for i := 1; i <= 21; i++ {
+		code, body := httpDo(t, "GET", lb.URL+"/api/status", "")
+		if i <= 20 && code != http.StatusOK || i == 21 && code != http.StatusTooManyRequests {
+			t.Fatalf("request %d of the window: HTTP %d %s", i, code, body)
+		}
+	}
+
+	// Kill one instance; the balancer drops it and the session carries on.
+	instances[1].cmd.Process.Kill()
+	<-instances[1].done
+	rr.drop(1)
+	before = rr.counts()
+	for i := range 4 {
+		msg := fmt.Sprintf("after the kill %d", i)
+		if got := decode[diag.EchoReply](t, callTool(t, cs, "diag_echo", map[string]any{"message": msg})); got.Message != msg {
+			t.Fatalf("diag_echo = %+v", got)
+		}
+	}
+	if c := rr.counts(); c[0]-before[0] < 2 || c[2]-before[2] < 2 {
+		t.Fatalf("after the kill the survivors served %v → %v", before, c)
+	}
+}
