@@ -50,10 +50,11 @@ fuzz: ## run every fuzz target for FUZZTIME each
 	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
 	  done; done
 
-lint: ## gofmt and go vet; fails on any finding
+lint: ## gofmt, go vet, and the root module building outside the workspace; fails on any finding
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	GOWORK=off $(GO) build -o /dev/null ./cmd/mcpkit # the root module builds alone (go install)
 
 image: ## the container image from deploy/Containerfile with podman or buildah (scripts/image.sh; IMAGE=name)
 	VERSION=$(VERSION) scripts/image.sh $(IMAGE)
