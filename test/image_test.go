@@ -38,7 +38,6 @@ var imageFiles = []string{
 	"etc/passwd",
 	"etc/ssl/certs/ca-certificates.crt",
 	"usr/local/bin/mcpkit",
-	"usr/local/bin/mcpkit-healthcheck",
 }
 
 // imageConfig is the part of `podman image inspect` / `buildah inspect`
@@ -87,7 +86,7 @@ func TestImage(t *testing.T) {
 
 	cfg := inspectImage(t, builder, name)
 	wantCmd := []string{"serve", "--http", "0.0.0.0:8080", "--config", "/etc/mcpkit/mcpkit.json"}
-	wantHealth := []string{"CMD", "/usr/local/bin/mcpkit-healthcheck", "http://127.0.0.1:8080/healthz"}
+	wantHealth := []string{"CMD", "/usr/local/bin/mcpkit", "health", "--url", "http://127.0.0.1:8080/healthz"}
 	switch {
 	case cfg.User != fmt.Sprintf("%d:%d", imageUser, imageUser):
 		t.Errorf("User = %q", cfg.User)
@@ -359,7 +358,7 @@ func checkImageFiles(t *testing.T, root string) {
 			t.Fatalf("%s in the image: %v", sh, err)
 		}
 	}
-	for _, exe := range []string{"usr/local/bin/mcpkit", "usr/local/bin/mcpkit-healthcheck"} {
+	for _, exe := range []string{"usr/local/bin/mcpkit"} {
 		f, err := elf.Open(filepath.Join(root, exe))
 		if err != nil {
 			t.Fatal(err)

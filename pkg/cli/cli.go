@@ -178,7 +178,7 @@ func upperFirst(s string) string {
 
 // builtins are the commands of every binary, in the order help lists them.
 func builtins() []*Command {
-	return []*Command{&serveCommand, &pluginsCommand, &versionCommand, &helpCommand}
+	return []*Command{&serveCommand, &pluginsCommand, &healthCommand, &versionCommand, &helpCommand}
 }
 
 // builtin returns the built-in command called name, or nil.
