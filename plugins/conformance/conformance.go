@@ -34,6 +34,8 @@ func init() {
 
 type plugin struct {
 	h *mcpcore.Host
+	// announcing is closed when announce has returned.
+	announcing chan struct{}
 }
 
 // watchedURI is the resource the plugin announces as updated every
@@ -54,7 +56,11 @@ func (p *plugin) Attach(ctx context.Context, h *mcpcore.Host) error {
 	addPrompts(h)
 	h.SetCompleter(complete)
 	h.SetSubscriber(func(ctx context.Context, uri string, subscribe bool) error { return nil })
-	go p.announce(h.Context())
+	p.announcing = make(chan struct{})
+	go func() {
+		defer close(p.announcing)
+		p.announce(h.Context())
+	}()
 	return nil
 }
 
@@ -75,8 +81,19 @@ func (p *plugin) announce(ctx context.Context) {
 	}
 }
 
-// Close has nothing to release: announce ends with the server's lifetime.
-func (p *plugin) Close(context.Context) error { return nil }
+// Close waits for announce, which ends with the server's lifetime (before
+// Close is called).
+func (p *plugin) Close(ctx context.Context) error {
+	if p.announcing == nil {
+		return nil // Attach did not run
+	}
+	select {
+	case <-p.announcing:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
 
 // complete answers every completion request with no values: the suite
 // checks the capability and the response's shape.
