@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpkit/mcpkit/pkg/action/internal/ttlmap"
 	segjson "github.com/segmentio/encoding/json"
 )
 
@@ -250,72 +251,34 @@ func (cfg *Sessions) writeCookie(w http.ResponseWriter, r *http.Request, id stri
 // sessions when they are looked up and, at most once a minute, all of
 // them when one is saved; it starts no goroutine.
 type LocalSessionStore struct {
-	now func() time.Time
-
-	mu        sync.Mutex
-	sessions  map[string]localSession
-	lastSweep time.Time
-}
-
-type localSession struct {
-	data    []byte
-	expires time.Time
+	sessions *ttlmap.Map
 }
 
 var _ SessionStore = (*LocalSessionStore)(nil)
 
 // NewLocalSessionStore returns an empty LocalSessionStore.
 func NewLocalSessionStore() *LocalSessionStore {
-	return &LocalSessionStore{now: time.Now, sessions: map[string]localSession{}}
+	return &LocalSessionStore{sessions: ttlmap.New()}
 }
 
 // Load implements [SessionStore]; the data is a copy.
 func (l *LocalSessionStore) Load(_ context.Context, id string, ttl time.Duration) ([]byte, bool, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := l.now()
-	s, ok := l.sessions[id]
-	if !ok {
-		return nil, false, nil
-	}
-	if !now.Before(s.expires) {
-		delete(l.sessions, id)
-		return nil, false, nil
-	}
-	s.expires = now.Add(ttl)
-	l.sessions[id] = s
-	return append([]byte(nil), s.data...), true, nil
+	data, ok := l.sessions.Get(id, ttl)
+	return data, ok, nil
 }
 
 // Save implements [SessionStore]; it keeps a copy of data.
 func (l *LocalSessionStore) Save(_ context.Context, id string, data []byte, ttl time.Duration) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := l.now()
-	if now.Sub(l.lastSweep) >= time.Minute {
-		l.lastSweep = now
-		for k, s := range l.sessions {
-			if !now.Before(s.expires) {
-				delete(l.sessions, k)
-			}
-		}
-	}
-	l.sessions[id] = localSession{data: append([]byte(nil), data...), expires: now.Add(ttl)}
+	l.sessions.Put(id, data, ttl)
 	return nil
 }
 
 // Delete implements [SessionStore].
 func (l *LocalSessionStore) Delete(_ context.Context, id string) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	delete(l.sessions, id)
+	l.sessions.Delete(id)
 	return nil
 }
 
 // Len returns how many sessions the store holds, expired ones not yet
 // dropped included.
-func (l *LocalSessionStore) Len() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.sessions)
-}
+func (l *LocalSessionStore) Len() int { return l.sessions.Len() }

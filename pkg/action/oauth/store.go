@@ -2,8 +2,9 @@ package oauth
 
 import (
 	"context"
-	"sync"
 	"time"
+
+	"github.com/mcpkit/mcpkit/pkg/action/internal/ttlmap"
 )
 
 // Store keeps the server's records (clients, codes, tokens) by key, each
@@ -29,91 +30,38 @@ type Store interface {
 // is looked up and, at most once a minute, all expired records when one is
 // put; it starts no goroutine.
 type MemoryStore struct {
-	now func() time.Time
-
-	mu        sync.Mutex
-	records   map[string]memoryRecord
-	lastSweep time.Time
-}
-
-type memoryRecord struct {
-	value   []byte
-	expires time.Time
+	records *ttlmap.Map
 }
 
 var _ Store = (*MemoryStore)(nil)
 
 // NewMemoryStore returns an empty MemoryStore.
-func NewMemoryStore() *MemoryStore {
-	return &MemoryStore{now: time.Now, records: map[string]memoryRecord{}}
-}
+func NewMemoryStore() *MemoryStore { return &MemoryStore{records: ttlmap.New()} }
 
 // Put implements [Store]; it keeps a copy of value.
 func (m *MemoryStore) Put(_ context.Context, key string, value []byte, ttl time.Duration) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	now := m.now()
-	if now.Sub(m.lastSweep) >= time.Minute {
-		m.lastSweep = now
-		for k, r := range m.records {
-			if !now.Before(r.expires) {
-				delete(m.records, k)
-			}
-		}
-	}
-	m.records[key] = memoryRecord{value: append([]byte(nil), value...), expires: now.Add(ttl)}
+	m.records.Put(key, value, ttl)
 	return nil
 }
 
 // Get implements [Store]; the value is a copy.
 func (m *MemoryStore) Get(_ context.Context, key string) ([]byte, bool, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	r, ok := m.liveLocked(key)
-	if !ok {
-		return nil, false, nil
-	}
-	return append([]byte(nil), r.value...), true, nil
+	value, ok := m.records.Get(key, 0)
+	return value, ok, nil
 }
 
 // Take implements [Store].
 func (m *MemoryStore) Take(_ context.Context, key string) ([]byte, bool, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	r, ok := m.liveLocked(key)
-	if !ok {
-		return nil, false, nil
-	}
-	delete(m.records, key)
-	return r.value, true, nil
+	value, ok := m.records.Take(key)
+	return value, ok, nil
 }
 
 // Delete implements [Store].
 func (m *MemoryStore) Delete(_ context.Context, keys ...string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, k := range keys {
-		delete(m.records, k)
-	}
+	m.records.Delete(keys...)
 	return nil
 }
 
 // Len returns how many records the store holds, expired ones not yet
 // dropped included.
-func (m *MemoryStore) Len() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return len(m.records)
-}
-
-func (m *MemoryStore) liveLocked(key string) (memoryRecord, bool) {
-	r, ok := m.records[key]
-	if !ok {
-		return r, false
-	}
-	if !m.now().Before(r.expires) {
-		delete(m.records, key)
-		return r, false
-	}
-	return r, true
-}
+func (m *MemoryStore) Len() int { return m.records.Len() }
