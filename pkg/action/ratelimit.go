@@ -167,7 +167,7 @@ const rateHeaders = "X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset
 func (rl *rateLimiter) allow(r *http.Request, principal string, hdr http.Header) error {
 	key, limit := "principal:"+principal, rl.auth
 	if principal == "" {
-		ip, err := rl.clientIP(r)
+		ip, err := ClientIP(r, rl.forwarded)
 		if err != nil {
 			return err
 		}
@@ -218,16 +218,17 @@ func ceilSeconds(t int64) int64 {
 	return (t + int64(time.Second) - 1) / int64(time.Second)
 }
 
-// clientIP is r's client address for limiting: the host of r.RemoteAddr,
-// or, when X-Forwarded-For is trusted and present, its last address (the
-// one the proxy in front of us saw; earlier ones are the client's word).
-// An IPv6 address is reduced to its /64 network.
-func (rl *rateLimiter) clientIP(r *http.Request) (string, error) {
+// ClientIP is r's client address for limiting by address: the host of
+// r.RemoteAddr, or, when trustForwarded and X-Forwarded-For is present, its
+// last address (the one the proxy in front of us saw; earlier ones are the
+// client's word; one that is not an IP address is an invalid_param error).
+// An IPv6 address is reduced to its /64 network, which one client holds.
+func ClientIP(r *http.Request, trustForwarded bool) (string, error) {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		host = r.RemoteAddr
 	}
-	if xff := r.Header.Values("X-Forwarded-For"); rl.forwarded && len(xff) > 0 {
+	if xff := r.Header.Values("X-Forwarded-For"); trustForwarded && len(xff) > 0 {
 		last := xff[len(xff)-1]
 		host = strings.TrimSpace(last[strings.LastIndexByte(last, ',')+1:])
 		if _, err := netip.ParseAddr(host); err != nil {

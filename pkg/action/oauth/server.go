@@ -13,7 +13,6 @@ import (
 	"io"
 	"log/slog"
 	"mime"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -554,7 +553,10 @@ func newClient(reg registration) (client, error) {
 // allowRegistration counts a registration of r's client IP in a sliding
 // window and refuses one over the limit with 429 and Retry-After.
 func (s *Server) allowRegistration(r *http.Request, h http.Header) error {
-	ip := clientIP(r, s.opts.TrustForwardedFor)
+	ip, err := action.ClientIP(r, s.opts.TrustForwardedFor)
+	if err != nil {
+		return badRequest("invalid_request", "%v", err)
+	}
 	win := s.opts.RegisterWindow
 	now := time.Now().UnixNano()
 	index := now / int64(win)
@@ -570,23 +572,6 @@ func (s *Server) allowRegistration(r *http.Request, h http.Header) error {
 	h.Set("Retry-After", fmt.Sprint(int64((retry+time.Second-1)/time.Second)))
 	return &oauthError{status: http.StatusTooManyRequests, Code: "rate_limited",
 		Description: fmt.Sprintf("over %d registrations per %v from this address", s.opts.RegisterLimit, win)}
-}
-
-// clientIP is r's remote IP, or X-Forwarded-For's last entry when trusted.
-func clientIP(r *http.Request, trustForwarded bool) string {
-	if trustForwarded {
-		if v := r.Header.Values("X-Forwarded-For"); len(v) > 0 {
-			parts := strings.Split(v[len(v)-1], ",")
-			if ip := strings.TrimSpace(parts[len(parts)-1]); ip != "" {
-				return ip
-			}
-		}
-	}
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
 }
 
 // decodeJSONBody decodes r's JSON body (at most maxBodyBytes) into v.
