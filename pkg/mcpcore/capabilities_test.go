@@ -25,15 +25,7 @@ func connectWith(t *testing.T, srv *Server, opts *mcp.ClientOptions, era ...stri
 	if len(era) > 0 {
 		sopts = &mcp.ClientSessionOptions{ProtocolVersion: era[0]}
 	}
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := srv.MCP().Connect(t.Context(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, opts).Connect(t.Context(), ct, sopts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs, ss := connectMemoryWith(t, srv.MCP(), opts, sopts)
 	t.Cleanup(func() { cs.Close(); ss.Wait() })
 	return cs
 }

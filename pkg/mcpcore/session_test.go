@@ -79,12 +79,18 @@ func who(t *testing.T, cs *mcp.ClientSession) whoReply {
 
 func connectMemory(t testing.TB, srv *mcp.Server) (*mcp.ClientSession, *mcp.ServerSession) {
 	t.Helper()
+	return connectMemoryWith(t, srv, nil, nil)
+}
+
+// connectMemoryWith is connectMemory with client and session options.
+func connectMemoryWith(t testing.TB, srv *mcp.Server, opts *mcp.ClientOptions, sopts *mcp.ClientSessionOptions) (*mcp.ClientSession, *mcp.ServerSession) {
+	t.Helper()
 	st, ct := mcp.NewInMemoryTransports()
 	ss, err := srv.Connect(t.Context(), st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(t.Context(), ct, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, opts).Connect(t.Context(), ct, sopts)
 	if err != nil {
 		t.Fatal(err)
 	}
