@@ -222,12 +222,16 @@ func splitBody(body []byte) (msgs [][]byte, isBatch bool) {
 	return [][]byte{body}, false
 }
 
-// inbound passes each message through ids (see [wire.Table.Inbound]) and
-// returns the body to give the SDK.
-func inbound(ids *wire.Table, msgs [][]byte, isBatch bool) []byte {
+// inbound passes each message through ids (see [wire.Table.Inbound]), in
+// place.
+func inbound(ids *wire.Table, msgs [][]byte) {
 	for i, m := range msgs {
 		msgs[i] = ids.Inbound(m)
 	}
+}
+
+// joinBody returns the body to give the SDK: the one message, or the batch.
+func joinBody(msgs [][]byte, isBatch bool) []byte {
 	if !isBatch {
 		return msgs[0]
 	}

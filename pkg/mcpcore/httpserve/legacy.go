@@ -56,9 +56,10 @@ func (h *Handler) serveStateless(w http.ResponseWriter, r *http.Request, body []
 	ids := wire.NewTable()
 	if r.Method == http.MethodPost {
 		msgs, isBatch := splitBody(body)
-		setBody(r, inbound(ids, msgs, isBatch))
+		inbound(ids, msgs)
+		setBody(r, joinBody(msgs, isBatch))
 	}
-	h.stateless.ServeHTTP(&replyWriter{ResponseWriter: w, ids: ids}, r)
+	h.stateless.ServeHTTP(newReplyWriter(w, r, ids), r)
 }
 
 // serveLegacy serves a request of the legacy era, checking what the SDK's
@@ -90,7 +91,9 @@ func (h *Handler) serveLegacy(w http.ResponseWriter, r *http.Request, body []byt
 			return
 		}
 		if s, ok := h.lookup(w, r, id, true); ok {
-			s.transport.ServeHTTP(&replyWriter{ResponseWriter: w, ids: s.ids}, r)
+			rw := newReplyWriter(w, r, s.ids)
+			rw.setSession(s)
+			s.transport.ServeHTTP(rw, r)
 		}
 	case http.MethodDelete:
 		if id == "" {
@@ -147,15 +150,15 @@ func (h *Handler) servePOST(w http.ResponseWriter, r *http.Request, id string, b
 		if s, ok = h.lookup(w, r, id, true); !ok {
 			return
 		}
-		rw = &replyWriter{ResponseWriter: w, ids: s.ids}
-		body = inbound(s.ids, msgs, isBatch)
+		rw = newReplyWriter(w, r, s.ids)
+		inbound(s.ids, msgs)
 		if h.opts.SessionStore != nil {
 			decoded, _ = decodeMessages(msgs, isBatch) // the SDK answers a malformed body
 		}
 	} else {
 		ids := wire.NewTable()
-		rw = &replyWriter{ResponseWriter: w, ids: ids}
-		body = inbound(ids, msgs, isBatch)
+		rw = newReplyWriter(w, r, ids)
+		inbound(ids, msgs)
 		decoded, _ = decodeMessages(msgs, isBatch)
 		initID, isInit := findInitialize(decoded)
 		var err error
@@ -184,7 +187,11 @@ func (h *Handler) servePOST(w http.ResponseWriter, r *http.Request, id string, b
 			return
 		}
 	}
-	setBody(r, body)
+	if s.shared {
+		pinLevel(msgs, decoded)
+	}
+	rw.setSession(s)
+	setBody(r, joinBody(msgs, isBatch))
 	s.startPOST()
 	defer s.endPOST()
 	s.transport.ServeHTTP(rw, r)

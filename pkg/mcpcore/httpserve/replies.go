@@ -2,6 +2,7 @@ package httpserve
 
 import (
 	"bytes"
+	"context"
 	"net/http"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -30,6 +31,24 @@ type replyWriter struct {
 	watch map[jsonrpc.ID]func(*jsonrpc.Response) []byte
 	// status is the HTTP status written, 0 before WriteHeader.
 	status int
+	// shared, when set, is the shared session whose log messages are
+	// checked against its record's level (see session.admits), with ctx,
+	// the request's context.
+	shared *session
+	ctx    context.Context
+}
+
+// newReplyWriter returns the writer of a request's replies on session s
+// (nil before it is opened, or ids alone: see setSession).
+func newReplyWriter(w http.ResponseWriter, r *http.Request, ids *wire.Table) *replyWriter {
+	return &replyWriter{ResponseWriter: w, ids: ids, ctx: r.Context()}
+}
+
+// setSession has rw filter the log messages of s when s is shared.
+func (rw *replyWriter) setSession(s *session) {
+	if s.shared {
+		rw.shared = s
+	}
 }
 
 // WriteHeader implements [http.ResponseWriter], recording the status.
@@ -91,6 +110,11 @@ func (rw *replyWriter) Write(p []byte) (int, error) {
 
 // outbound returns the message to write in place of msg, or drop.
 func (rw *replyWriter) outbound(msg []byte) (out []byte, drop bool) {
+	if rw.shared != nil {
+		if level, ok := logLevelOf(msg); ok && !rw.shared.admits(rw.ctx, level) {
+			return nil, true
+		}
+	}
 	if len(rw.watch) > 0 {
 		if m, err := jsonrpc.DecodeMessage(msg); err == nil {
 			if resp, ok := m.(*jsonrpc.Response); ok {

@@ -30,6 +30,12 @@ type session struct {
 	ss        *mcp.ServerSession
 	transport *mcp.StreamableServerTransport
 	ids       *wire.Table
+	// shared is set for a session whose record is in the SessionStore. Its
+	// log level is the record's, whichever instance the client set it
+	// through, so the SDK session's own level is pinned at the lowest (it
+	// lets every log message through; see pinLevel) and the session's
+	// replies are filtered by the record's level instead (see admits).
+	shared bool
 
 	mu    sync.Mutex
 	state mcp.ServerSessionState // as saved in the store
@@ -74,12 +80,18 @@ func (h *Handler) open(ctx context.Context, id, owner string, addressable bool, 
 			return nil, fmt.Errorf("%w: %d concurrent HTTP sessions are open; close one (DELETE) or raise limits.http_sessions", errSessionLimit, h.opts.MaxSessions)
 		}
 	}
-	s := &session{h: h, id: id, principal: owner, ids: ids}
+	s := &session{h: h, id: id, principal: owner, ids: ids, shared: addressable && h.opts.SessionStore != nil}
 	if state != nil {
 		s.state = *state
 	}
+	sdkState := state
+	if s.shared {
+		pinned := s.state
+		pinned.LogLevel = pinnedLevel
+		sdkState = &pinned
+	}
 	s.transport = &mcp.StreamableServerTransport{SessionID: id}
-	ss, err := h.opts.Server.Connect(ctx, s.transport, &mcp.ServerSessionOptions{State: state})
+	ss, err := h.opts.Server.Connect(ctx, s.transport, &mcp.ServerSessionOptions{State: sdkState})
 	if err != nil {
 		return nil, fmt.Errorf("connect session: %w", err)
 	}
@@ -198,8 +210,8 @@ func (h *Handler) expiry() time.Time {
 // still holds is closed and the request gets 404. A session with a record
 // but no copy here is resumed from the record's state when resume is set;
 // without resume (DELETE), lookup then reports true with a nil session.
-// (A copy keeps the state it had; a logging level set through another
-// instance reaches it when it is resumed again.)
+// A copy keeps the state it was resumed with but for the log level, which
+// it reads from the record for every log message (see [session.admits]).
 func (h *Handler) lookup(w http.ResponseWriter, r *http.Request, id string, resume bool) (*session, bool) {
 	h.mu.Lock()
 	s := h.sessions[id]

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -264,5 +265,80 @@ func TestInitializeBypass(t *testing.T) {
 	}
 	if n != 1 || env.h.OpenSessions() != 1 {
 		t.Fatalf("server sessions %d, tracked %d: want only the first", n, env.h.OpenSessions())
+	}
+}
+
+// TestSharedLogLevel: the log level is the session's, whichever instance
+// the client set it through. The client's standalone GET stream is on A;
+// it sets the level through B; a message A sends outside any request is
+// delivered or not by that level, never by A's copy's own.
+func TestSharedLogLevel(t *testing.T) {
+	store := sessionstore.NewMemory()
+	a := start(t, Options{SessionStore: store})
+	b := start(t, Options{SessionStore: store})
+	var target atomic.Pointer[string]
+	target.Store(hostOf(t, a))
+	hc := &http.Client{Transport: redirect{host: &target, next: a.client.Transport}}
+	logs := make(chan string, 64)
+	var (
+		mu  sync.Mutex
+		all []string // every message delivered, waitLog's skipped ones too
+	)
+	c := mcp.NewClient(&mcp.Implementation{Name: "roaming", Version: "1"}, &mcp.ClientOptions{
+		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
+			s, _ := req.Params.Data.(string)
+			msg := string(req.Params.Level) + " " + s
+			mu.Lock()
+			all = append(all, msg)
+			mu.Unlock()
+			logs <- msg
+		},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: a.url, HTTPClient: hc, MaxRetries: -1},
+		&mcp.ClientSessionOptions{ProtocolVersion: legacyVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	ssA := serverSession(t, a.srv, cs.ID())
+	send := func(level mcp.LoggingLevel, text string) func() {
+		return func() { ssA.Log(ctx, &mcp.LoggingMessageParams{Level: level, Data: text}) }
+	}
+	// The GET stream is on A (the client opened it at once); A's copy
+	// never saw a setLevel. Nothing was set yet: nothing is delivered.
+	callEcho(t, cs, "echo", "on A")
+	send("emergency", "before any level")()
+
+	target.Store(hostOf(t, b))
+	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+		t.Fatal(err)
+	}
+	waitLog(t, logs, "info set through B", send("info", "set through B"))
+	// On B's own stream (a tool call's), with B's copy: the same level.
+	callEcho(t, cs, "log", "logged on B")
+	waitLog(t, logs, "info logged on B", nil)
+
+	// Raised through B: A's info messages stop, its errors still arrive.
+	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "error"}); err != nil {
+		t.Fatal(err)
+	}
+	send("info", "below the level")()
+	waitLog(t, logs, "error at the level", send("error", "at the level"))
+	// Lowered through A: B's copy, which saw "error" set, follows.
+	target.Store(hostOf(t, a))
+	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
+		t.Fatal(err)
+	}
+	target.Store(hostOf(t, b))
+	callEcho(t, cs, "log", "debug era on B")
+	waitLog(t, logs, "info debug era on B", nil)
+	mu.Lock()
+	defer mu.Unlock()
+	for _, got := range all {
+		if strings.Contains(got, "before any level") || strings.Contains(got, "below the level") {
+			t.Errorf("delivered against the session's level: %q", got)
+		}
 	}
 }
