@@ -2,6 +2,8 @@ package docstore
 
 import (
 	"context"
+	"runtime"
+	"sync"
 
 	"github.com/mcpkit/mcpkit/pkg/docstore/kv"
 )
@@ -56,8 +58,23 @@ type docChange struct {
 	HasNew bool
 }
 
+// derivedWrites is a writer's derived-structure work that waits for the
+// end of its function (finish), so that a batch of writes pays for it
+// once and on every core: the text changes to apply to the text indexes.
+type derivedWrites struct {
+	text []docChange
+}
+
+// finish applies the work w deferred (finish must run before w's
+// transaction commits, and does, through Store.update); after it, every
+// derived structure agrees with the documents w wrote.
+func (w *writer) finish() error {
+	return w.flushText()
+}
+
 // derive updates every derived structure of w's collection (and the
-// store's edges) for c, in w's transaction.
+// store's edges) for c, in w's transaction; some of the work waits for
+// finish.
 func (w *writer) derive(c docChange) error {
 	for _, f := range [...]func(*writer, docChange) error{
 		(*writer).deriveText, (*writer).deriveVector, (*writer).deriveGeo, (*writer).deriveEdges,
@@ -118,4 +135,22 @@ func (s *Store) createDerived(ctx context.Context, coll string, defs derivedDefs
 type Ranked struct {
 	IDKey []byte  // the document's key, AppendKey(nil, id)
 	Score float64 // the source's score: larger is better
+}
+
+// inParallel calls fn on contiguous runs of [0, n) that cover it, one
+// run per core but none shorter than minRun (so a small n runs on the
+// calling goroutine alone), and returns when every call has returned. fn
+// must not touch a transaction: only what was read before.
+func inParallel(n, minRun int, fn func(lo, hi int)) {
+	workers := min(runtime.GOMAXPROCS(0), n/max(minRun, 1))
+	if workers <= 1 {
+		fn(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := w*n/workers, (w+1)*n/workers
+		wg.Go(func() { fn(lo, hi) })
+	}
+	wg.Wait()
 }

@@ -22,6 +22,7 @@ type writer struct {
 	tx   kv.Tx
 	col  *collection
 	docs kv.Bucket
+	d    derivedWrites // derived-structure work deferred to finish (derived.go)
 }
 
 // update runs fn in a write transaction on coll (created if absent);
@@ -41,7 +42,11 @@ func (s *Store) update(ctx context.Context, coll string, fn func(w *writer) erro
 		return err // dropped meanwhile
 	}
 	return closedAs(s.db.Batch(func(tx kv.Tx) error {
-		return fn(&writer{tx: tx, col: col, docs: tx.Bucket(docsBucket(coll))})
+		w := &writer{tx: tx, col: col, docs: tx.Bucket(docsBucket(coll))}
+		if err := fn(w); err != nil {
+			return err
+		}
+		return w.finish()
 	}))
 }
 

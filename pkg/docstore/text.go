@@ -93,20 +93,37 @@ func (s *Store) CreateTextIndex(ctx context.Context, coll string, def TextIndexD
 	return created, err
 }
 
-// buildText indexes every document of coll in def's new bucket.
+// buildText indexes every document of coll in def's new bucket, a
+// chunk of textChunk documents at a time.
 func buildText(ctx context.Context, tx kv.Tx, coll string, def TextIndexDef, progress Progress) error {
 	b, err := tx.CreateBucketIfNotExists(textBucket(coll, def.Name))
 	if err != nil {
 		return err
 	}
-	an := newAnalyzer(def)
-	return scanDocs(ctx, tx, coll, progress, func(k []byte, d Doc) error {
-		if err := updateText(b, def, an, docChange{ID: d.ID, IDKey: k, New: d.Value, HasNew: true}); err != nil {
+	var chunk []docChange
+	flush := func() error {
+		if err := applyText(b, def, chunk); err != nil {
 			return fmt.Errorf("docstore: text index %q of %q: %w", def.Name, coll, err)
+		}
+		chunk = chunk[:0]
+		return nil
+	}
+	err = scanDocs(ctx, tx, coll, progress, func(k []byte, d Doc) error {
+		chunk = append(chunk, docChange{ID: d.ID, IDKey: bytes.Clone(k), New: d.Value, HasNew: true})
+		if len(chunk) == textChunk {
+			return flush()
 		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	return flush()
 }
+
+// textChunk is the most document changes applied to a text index at
+// once: a chunk's analyses and postings are held in memory together.
+const textChunk = 4096
 
 // docText is what a document gives a text index: its terms' payloads, in
 // term order, and its number of terms in each field.
@@ -173,71 +190,124 @@ func indexDoc(def TextIndexDef, an analyzer, doc Value) docText {
 	return out
 }
 
-// deriveText keeps the collection's text indexes exact for c: the
-// postings that changed are rewritten, the others left alone.
+// deriveText queues c for the collection's text indexes: finish applies
+// a writer's changes together (flushText).
 func (w *writer) deriveText(c docChange) error {
+	if len(w.col.TextIndexes) > 0 {
+		w.d.text = append(w.d.text, c)
+	}
+	return nil
+}
+
+// flushText applies the writer's queued changes to each text index of
+// its collection, textChunk documents at a time.
+func (w *writer) flushText() error {
+	changes := netChanges(w.d.text)
+	w.d.text = nil
 	for _, def := range w.col.TextIndexes {
 		b := w.tx.Bucket(textBucket(w.col.Name, def.Name))
 		if b == nil {
 			return fmt.Errorf("docstore: text index %q of %q has no bucket", def.Name, w.col.Name)
 		}
-		if err := updateText(b, def, newAnalyzer(def), c); err != nil {
-			return fmt.Errorf("docstore: text index %q of %q: %w", def.Name, w.col.Name, err)
+		for lo := 0; lo < len(changes); lo += textChunk {
+			if err := applyText(b, def, changes[lo:min(lo+textChunk, len(changes))]); err != nil {
+				return fmt.Errorf("docstore: text index %q of %q: %w", def.Name, w.col.Name, err)
+			}
 		}
 	}
 	return nil
 }
 
-// updateText applies c to the text index def in b.
-func updateText(b kv.Bucket, def TextIndexDef, an analyzer, c docChange) error {
-	var old, cur docText
-	if c.HadOld {
-		old = indexDoc(def, an, c.Old)
+// netChanges folds the changes of each document into one, from its first
+// old value to its last new value, in the order of their first change.
+func netChanges(cs []docChange) []docChange {
+	at := make(map[string]int, len(cs))
+	out := make([]docChange, 0, len(cs))
+	for _, c := range cs {
+		if i, ok := at[string(c.IDKey)]; ok {
+			out[i].New, out[i].HasNew = c.New, c.HasNew
+			continue
+		}
+		at[string(c.IDKey)] = len(out)
+		out = append(out, c)
 	}
-	if c.HasNew {
-		cur = indexDoc(def, an, c.New)
-	}
-	i, j := 0, 0
-	for i < len(old.terms) || j < len(cur.terms) {
-		switch {
-		case j == len(cur.terms) || (i < len(old.terms) && old.terms[i] < cur.terms[j]):
-			if err := deletePosting(b, old.terms[i], c.IDKey); err != nil {
-				return err
+	return out
+}
+
+// termOp sets a document's posting of a term: payload is its new
+// payload, nil to delete it.
+type termOp struct{ key, payload []byte }
+
+// applyText applies changes (at most one per document) to the text index
+// def in b: every document is analyzed first, on every core, then each
+// term's postings are changed once for all of them (appended to its tail
+// in one write when the documents come after its last posting, the
+// common case of new documents) and the statistics are written once.
+func applyText(b kv.Bucket, def TextIndexDef, changes []docChange) error {
+	an := newAnalyzer(def)
+	olds, news := make([]docText, len(changes)), make([]docText, len(changes))
+	inParallel(len(changes), 64, func(lo, hi int) {
+		for i, c := range changes[lo:hi] {
+			if c.HadOld {
+				olds[lo+i] = indexDoc(def, an, c.Old)
 			}
-			i++
-		case i == len(old.terms) || cur.terms[j] < old.terms[i]:
-			if err := putPosting(b, cur.terms[j], c.IDKey, cur.payloads[j]); err != nil {
-				return err
+			if c.HasNew {
+				news[lo+i] = indexDoc(def, an, c.New)
 			}
-			j++
-		default:
-			if !bytes.Equal(old.payloads[i], cur.payloads[j]) {
-				if err := putPosting(b, cur.terms[j], c.IDKey, cur.payloads[j]); err != nil {
-					return err
+		}
+	})
+	ops := map[string][]termOp{}
+	dDocs, dTotal := int64(0), make([]int64, len(def.Fields))
+	for i, c := range changes {
+		old, cur := olds[i], news[i]
+		for i, j := 0, 0; i < len(old.terms) || j < len(cur.terms); {
+			switch {
+			case j == len(cur.terms) || (i < len(old.terms) && old.terms[i] < cur.terms[j]):
+				ops[old.terms[i]] = append(ops[old.terms[i]], termOp{c.IDKey, nil})
+				i++
+			case i == len(old.terms) || cur.terms[j] < old.terms[i]:
+				ops[cur.terms[j]] = append(ops[cur.terms[j]], termOp{c.IDKey, cur.payloads[j]})
+				j++
+			default:
+				if !bytes.Equal(old.payloads[i], cur.payloads[j]) {
+					ops[cur.terms[j]] = append(ops[cur.terms[j]], termOp{c.IDKey, cur.payloads[j]})
+				}
+				i++
+				j++
+			}
+		}
+		for _, d := range [...]struct {
+			dt   docText
+			sign int64
+		}{{old, -1}, {cur, 1}} {
+			if d.dt.has {
+				dDocs += d.sign
+				for f, l := range d.dt.lens {
+					dTotal[f] += d.sign * int64(l)
 				}
 			}
-			i++
-			j++
 		}
 	}
-	if !old.has && !cur.has || (old.has && cur.has && slices.Equal(old.lens, cur.lens)) {
+	terms := make([]string, 0, len(ops))
+	for t := range ops {
+		terms = append(terms, t)
+	}
+	slices.Sort(terms)
+	for _, t := range terms {
+		if err := applyTermOps(b, t, ops[t]); err != nil {
+			return err
+		}
+	}
+	if dDocs == 0 && !slices.ContainsFunc(dTotal, func(d int64) bool { return d != 0 }) {
 		return nil
 	}
 	st, err := readTextStats(b, len(def.Fields))
 	if err != nil {
 		return err
 	}
-	if old.has {
-		st.docs--
-		for f, l := range old.lens {
-			st.total[f] -= uint64(l)
-		}
-	}
-	if cur.has {
-		st.docs++
-		for f, l := range cur.lens {
-			st.total[f] += uint64(l)
-		}
+	st.docs = uint64(int64(st.docs) + dDocs)
+	for f, d := range dTotal {
+		st.total[f] = uint64(int64(st.total[f]) + d)
 	}
 	return b.Put([]byte(textStatsKey), st.encode())
 }

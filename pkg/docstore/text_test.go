@@ -709,3 +709,63 @@ func TestTextCreateReopenDumpLoad(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestTextBatchedWrites: a batch's postings are applied per term, in one
+// append to a term's tail when its documents come after the tail's last
+// posting (freezing several full blocks at once), one by one otherwise;
+// a document written twice in a batch counts once. Either way, and when
+// an index is built over the documents in chunks, the index is exact.
+func TestTextBatchedWrites(t *testing.T) {
+	backends(t, func(t *testing.T, s *Store) {
+		def := TextIndexDef{Name: "b", Fields: []string{"b"}}
+		mustText(t, s, "c", def)
+		doc := func(i int) Value {
+			return Map(Field{"b", Text(fmt.Sprintf("common w%d w%d", i%7, i%13))})
+		}
+		var even, odd []Doc
+		for i := range 2 * (3*maxBlock + 5) {
+			if i%2 == 0 {
+				even = append(even, Doc{ID: Int(int64(i)), Value: doc(i)})
+			} else {
+				odd = append(odd, Doc{ID: Int(int64(i)), Value: doc(i)})
+			}
+		}
+		// Appends, then documents between the appended ones, then one
+		// written twice in a batch (the second time without "common").
+		twice := []Doc{{ID: Int(1), Value: doc(2)}, {ID: Int(1), Value: Map(Field{"b", Text("alone")})}}
+		for _, batch := range [][]Doc{even, odd, twice} {
+			if _, err := s.PutMany(ctx, "c", batch); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Verify(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// A second index of the same definition, built over the documents
+		// in chunks, ranks alike.
+		n := textChunk + 100
+		var more []Doc
+		for i := len(even) + len(odd); i < n; i++ {
+			more = append(more, Doc{ID: Int(int64(i)), Value: doc(i)})
+		}
+		if _, err := s.PutMany(ctx, "c", more); err != nil {
+			t.Fatal(err)
+		}
+		mustText(t, s, "c", TextIndexDef{Name: "b2", Fields: []string{"b"}})
+		if err := s.Verify(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range []string{"common", "w3 w5", "alone"} {
+			want := bruteBM25(t, s, "c", def, q, 10)
+			for _, idx := range []string{"b", "b2"} {
+				got, err := ranked(t, s, "c", TextQuery{Query: q, Index: idx}, nil, 10)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if rankedIDs(t, got) != want {
+					t.Errorf("%s: %q: %s\nwant %s", idx, q, rankedIDs(t, got), want)
+				}
+			}
+		}
+	})
+}

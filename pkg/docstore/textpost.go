@@ -251,6 +251,69 @@ func putPosting(b kv.Bucket, term string, key, payload []byte) error {
 	return writeBlocks(b, tk, bk, ps)
 }
 
+// applyTermOps applies ops (one per document) to term's postings. When
+// every op sets a posting after the term's last one, they are appended to
+// its tail at once (the full blocks frozen as putPosting would); otherwise
+// each op is applied alone.
+func applyTermOps(b kv.Bucket, term string, ops []termOp) error {
+	slices.SortFunc(ops, func(x, y termOp) int { return bytes.Compare(x.key, y.key) })
+	tk := keysOf(term)
+	tv := b.Get(tk.tail)
+	appends := !slices.ContainsFunc(ops, func(op termOp) bool { return op.payload == nil })
+	if appends && tv != nil {
+		_, last, _, err := blockHeader(tv)
+		if err != nil {
+			return err
+		}
+		appends = bytes.Compare(ops[0].key, last) > 0
+	}
+	if !appends {
+		for _, op := range ops {
+			var err error
+			if op.payload == nil {
+				err = deletePosting(b, term, op.key)
+			} else {
+				err = putPosting(b, term, op.key, op.payload)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	// Append to the tail's encoding as it is, freezing it under its first
+	// key whenever it is full.
+	count, last, first, body := 0, []byte(nil), []byte(nil), []byte(nil)
+	if tv != nil {
+		var err error
+		if count, last, body, err = blockHeader(tv); err != nil {
+			return err
+		}
+		if first, err = blockFirst(tv); err != nil {
+			return err
+		}
+	}
+	buf := append(make([]byte, 0, len(body)+len(ops)*(len(ops[0].key)+len(ops[0].payload)+4)), body...)
+	block := func() []byte {
+		return append(appendBlockHeader(make([]byte, 0, len(buf)+len(last)+12), count, last), buf...)
+	}
+	for _, op := range ops {
+		if count == maxBlock {
+			if err := b.Put(tk.frozenKey(first), block()); err != nil {
+				return err
+			}
+			count, last, buf = 0, nil, buf[:0]
+		}
+		if count == 0 {
+			first = op.key
+		}
+		buf = appendPosting(buf, last, posting{op.key, op.payload})
+		last = op.key
+		count++
+	}
+	return b.Put(tk.tail, block())
+}
+
 // deletePosting removes key's posting from term's postings, which must
 // hold it.
 func deletePosting(b kv.Bucket, term string, key []byte) error {
