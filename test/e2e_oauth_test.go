@@ -143,8 +143,7 @@ func TestOAuthE2E(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const redirect = "http://127.0.0.1:1/callback" // the browser is stopped at the redirect: nothing listens there
-	conf := &oauth2.Config{ClientID: registerAt(t, asm.RegistrationEndpoint, redirect), RedirectURL: redirect, Scopes: []string{"mcp"},
+	conf := &oauth2.Config{ClientID: registerAt(t, asm.RegistrationEndpoint, stoppedRedirect), RedirectURL: stoppedRedirect, Scopes: []string{"mcp"},
 		Endpoint: oauth2.Endpoint{AuthURL: asm.AuthorizationEndpoint, TokenURL: asm.TokenEndpoint, AuthStyle: oauth2.AuthStyleInParams}}
 	verifier := oauth2.GenerateVerifier()
 	back, err := signOnPage(ctx, conf.AuthCodeURL("s1", oauth2.S256ChallengeOption(verifier), oauth2.SetAuthURLParam("resource", prm.Resource)), "signup", "ann@example.com")
@@ -165,21 +164,7 @@ func TestOAuthE2E(t *testing.T) {
 	}
 
 	// The go-sdk's OAuth client, signing in as the same user.
-	h, err := auth.NewAuthorizationCodeHandler(&auth.AuthorizationCodeHandlerConfig{
-		DynamicClientRegistrationConfig: &auth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
-			RedirectURIs: []string{redirect}, ClientName: "go-sdk e2e", TokenEndpointAuthMethod: "none"}},
-		AuthorizationCodeFetcher: func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
-			u, err := signOnPage(ctx, args.URL, "signin", "ann@example.com")
-			if err != nil {
-				return nil, err
-			}
-			q := u.Query()
-			return &auth.AuthorizationResult{Code: q.Get("code"), State: q.Get("state"), Iss: q.Get("iss")}, nil
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := sdkOAuthHandler(t, "signin", "ann@example.com", asm.AuthorizationEndpoint)
 	for _, era := range eras {
 		sdk, err := mcp.NewClient(&mcp.Implementation{Name: "e2e"}, nil).Connect(ctx,
 			&mcp.StreamableClientTransport{Endpoint: hp.base + "/mcp", OAuthHandler: h, DisableStandaloneSSE: true},
@@ -193,4 +178,35 @@ func TestOAuthE2E(t *testing.T) {
 			t.Fatalf("%s: the go-sdk client posted as %q (user %d), want Ann (user %d)", era, author2, user2, user)
 		}
 	}
+}
+
+// stoppedRedirect is the redirect URI of clients whose user signOnPage
+// plays: it stops at the redirect, so nothing listens there.
+const stoppedRedirect = "http://127.0.0.1:1/callback"
+
+// sdkOAuthHandler is the go-sdk's OAuth client (auth.NewAuthorizationCodeHandler,
+// for StreamableClientTransport.OAuthHandler): it registers dynamically
+// and signs on as email (mode "signin" or "signup") with signOnPage at
+// the authorize URL it is sent to, which must be authorizeEndpoint.
+func sdkOAuthHandler(t *testing.T, mode, email, authorizeEndpoint string) *auth.AuthorizationCodeHandler {
+	t.Helper()
+	h, err := auth.NewAuthorizationCodeHandler(&auth.AuthorizationCodeHandlerConfig{
+		DynamicClientRegistrationConfig: &auth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
+			RedirectURIs: []string{stoppedRedirect}, ClientName: "go-sdk e2e", TokenEndpointAuthMethod: "none"}},
+		AuthorizationCodeFetcher: func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+			if !strings.HasPrefix(args.URL, authorizeEndpoint+"?") {
+				return nil, fmt.Errorf("the client was sent to %s, not %s", args.URL, authorizeEndpoint)
+			}
+			u, err := signOnPage(ctx, args.URL, mode, email)
+			if err != nil {
+				return nil, err
+			}
+			q := u.Query()
+			return &auth.AuthorizationResult{Code: q.Get("code"), State: q.Get("state"), Iss: q.Get("iss")}, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }

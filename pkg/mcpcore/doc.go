@@ -82,8 +82,9 @@
 // and pages), behind the same Host and Origin checks as /mcp, which, with
 // /healthz, stays reserved; a conflict is refused at startup naming both
 // plugins. One plugin may supply the token verifier for /mcp
-// ([Host.SetTokenVerifier], with the protected-resource metadata URL for
-// WWW-Authenticate), which counts as authentication for listening beyond
+// ([Host.SetTokenVerifier], with the protected-resource metadata for
+// WWW-Authenticate: a URL, or a path named on the origin each loopback
+// request reached), which counts as authentication for listening beyond
 // loopback, and one may share legacy HTTP sessions between instances
 // ([Host.SetSessionStore], see package sessionstore). [Server.HTTP] hands
 // all of it to the transport.

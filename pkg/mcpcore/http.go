@@ -3,6 +3,7 @@ package mcpcore
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/mcpkit/mcpkit/pkg/mcpcore/sessionstore"
@@ -31,8 +32,10 @@ type HTTPContributions struct {
 	// Verifier, when a plugin set one, authenticates /mcp requests besides
 	// the configured static bearer tokens.
 	Verifier auth.TokenVerifier
-	// ResourceMetadataURL is the protected-resource metadata URL (RFC 9728)
-	// that goes with Verifier into WWW-Authenticate.
+	// ResourceMetadataURL is the protected-resource metadata (RFC 9728)
+	// that goes with Verifier into WWW-Authenticate: "", an absolute URL,
+	// or a path that the HTTP transport names on the origin each loopback
+	// request reached (see [Host.SetTokenVerifier]).
 	ResourceMetadataURL string
 	// SessionStore, when a plugin set one, shares legacy HTTP sessions
 	// between instances.
@@ -59,18 +62,49 @@ func (h *Host) HandleHTTP(pattern string, handler http.Handler) {
 // when the configured static bearer tokens or verifier accept its token,
 // and the verifier's TokenInfo.UserID becomes the caller's [Principal]. A
 // configured verifier counts as authentication for listening beyond
-// loopback. resourceMetadataURL, if not empty, is named in the
-// WWW-Authenticate header of a refused request. At most one plugin may set
-// a verifier. For Attach only.
-func (h *Host) SetTokenVerifier(verifier auth.TokenVerifier, resourceMetadataURL string) {
+// loopback. resourceMetadata names the protected-resource metadata (RFC
+// 9728) in the WWW-Authenticate header of a refused request: an absolute
+// http(s) URL is named as it is; a path ("/.well-known/...") is named on
+// the origin the request reached (its scheme and Host), for requests that
+// reached a loopback address only, where the transport has checked that
+// Host is a loopback name; elsewhere a path names nothing, since Host is
+// the client's to choose (clients then look at the well-known path of the
+// URL they used). "" names nothing. Anything else is a configuration
+// error. At most one plugin may set a verifier. For Attach only.
+func (h *Host) SetTokenVerifier(verifier auth.TokenVerifier, resourceMetadata string) {
 	if verifier == nil {
 		h.fail(&ConfigError{Field: "plugins." + h.name, Reason: "nil token verifier"})
+		return
+	}
+	if !validResourceMetadata(resourceMetadata) {
+		h.fail(&ConfigError{Field: "plugins." + h.name, Reason: fmt.Sprintf(
+			"resource metadata %q is neither an absolute http(s) URL nor a path", resourceMetadata)})
 		return
 	}
 	if !h.claimHTTP("token verifier", &h.srv.verifierOwner) {
 		return
 	}
-	h.srv.http.Verifier, h.srv.http.ResourceMetadataURL = verifier, resourceMetadataURL
+	h.srv.http.Verifier, h.srv.http.ResourceMetadataURL = verifier, resourceMetadata
+}
+
+// validResourceMetadata accepts "", an absolute http(s) URL with a host,
+// or a path (starting with a single "/"), none with a fragment or a
+// character that would need quoting in a header.
+func validResourceMetadata(s string) bool {
+	if s == "" {
+		return true
+	}
+	if strings.ContainsAny(s, "\"\\ \t\r\n#") {
+		return false
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return false
+	}
+	if strings.HasPrefix(s, "/") {
+		return !strings.HasPrefix(s, "//")
+	}
+	return (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.User == nil
 }
 
 // SetSessionStore shares the legacy HTTP sessions of this instance through

@@ -38,8 +38,11 @@ const OAuthPrincipalPrefix = "user:"
 // environment's value (the Env constants), else the defaults.
 type OAuthConfig struct {
 	// Issuer is the server's public origin ("https://mcp.example.com");
-	// default: each request's scheme and Host (right on loopback). Set,
-	// it also names the protected-resource metadata in /mcp's 401.
+	// default: each request's scheme and Host (right on loopback). /mcp's
+	// 401 names the protected-resource metadata under it; without it, on
+	// the origin a loopback request reached, and beyond loopback not at
+	// all (clients then find it at the well-known path): set it when
+	// serving beyond loopback.
 	Issuer            string `json:"issuer,omitempty"`
 	CodeTTLSeconds    int    `json:"code_ttl_seconds,omitempty"`
 	ClientTTLSeconds  int    `json:"client_ttl_seconds,omitempty"`
@@ -116,9 +119,11 @@ func (p *Plugin) attachOAuth() error {
 	for _, pattern := range oauth.RoutePatterns {
 		p.host.HandleHTTP(pattern, srv.Handler())
 	}
-	metadata := ""
+	// Without an issuer, a path: the core names it on the origin each
+	// loopback request reached, and names none beyond loopback.
+	metadata := oauth.PathPRMetadata + MCPRoute
 	if o.Issuer != "" {
-		metadata = strings.TrimSuffix(o.Issuer, "/") + oauth.PathPRMetadata + MCPRoute
+		metadata = strings.TrimSuffix(o.Issuer, "/") + metadata
 	}
 	p.host.SetTokenVerifier(tokenVerifier(srv), metadata)
 	return nil

@@ -234,3 +234,40 @@ func TestOAuthConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestOAuthChallengeOrigin: without an issuer, /mcp's 401 names the
+// protected-resource metadata on the origin the client used (either
+// loopback name), and that document names the same origin's resource and
+// authorization server, so a client can follow it.
+func TestOAuthChallengeOrigin(t *testing.T) {
+	base := oauthWeb(t, `{"oauth": {}}`)
+	_, port, _ := strings.Cut(strings.TrimPrefix(base, "http://"), ":")
+	for _, origin := range []string{base, "http://localhost:" + port} {
+		req, _ := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(`{}`))
+		req.Host = strings.TrimPrefix(origin, "http://")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		metadata := origin + "/.well-known/oauth-protected-resource/mcp"
+		if want := `Bearer resource_metadata="` + metadata + `"`; resp.StatusCode != 401 || resp.Header.Get("WWW-Authenticate") != want {
+			t.Fatalf("%s: %d %q, want 401 %q", origin, resp.StatusCode, resp.Header.Get("WWW-Authenticate"), want)
+		}
+		req, _ = http.NewRequest(http.MethodGet, base+"/.well-known/oauth-protected-resource/mcp", nil)
+		req.Host = strings.TrimPrefix(origin, "http://")
+		resp, err = http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var prm struct {
+			Resource             string   `json:"resource"`
+			AuthorizationServers []string `json:"authorization_servers"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&prm)
+		resp.Body.Close()
+		if err != nil || prm.Resource != origin+"/mcp" || len(prm.AuthorizationServers) != 1 || prm.AuthorizationServers[0] != origin {
+			t.Fatalf("%s: metadata %+v (%v)", origin, prm, err)
+		}
+	}
+}
