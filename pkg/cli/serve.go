@@ -174,6 +174,7 @@ func httpOptions(srv *mcpcore.Server, web *httpSettings, logger *slog.Logger) ht
 		Verifier:            plugins.Verifier,
 		ResourceMetadataURL: plugins.ResourceMetadataURL,
 		SessionStore:        plugins.SessionStore,
+		SessionOpened:       srv.TrackSession,
 		Routes:              routes,
 		Logger:              logger,
 	}

@@ -104,7 +104,7 @@ func (t *sessionTable) init() { t.live = map[*mcp.ServerSession]*Session{} }
 func (s *Server) trackSessions(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if ss, ok := req.GetSession().(*mcp.ServerSession); ok && s.sessions.get(ss) == nil {
-			if !s.sessions.add(s, ss, req) {
+			if !s.sessions.add(s, ss, Principal(req)) {
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: ErrClosed.Error()}
 			}
 		}
@@ -118,9 +118,23 @@ func (t *sessionTable) get(ss *mcp.ServerSession) *Session {
 	return t.live[ss]
 }
 
+// TrackSession registers ss, opened by principal, as a live session now,
+// before it receives a message (the host registers every other session at
+// its first message). A transport calls it for a session that may serve
+// the server's notifications without ever receiving a request: a legacy
+// HTTP session resumed from the shared store to carry the client's
+// standalone GET stream. It fails with [ErrClosed] once the server is
+// closing; registering a session twice is harmless.
+func (s *Server) TrackSession(ss *mcp.ServerSession, principal string) error {
+	if !s.sessions.add(s, ss, principal) {
+		return ErrClosed
+	}
+	return nil
+}
+
 // add registers ss, unless it is registered already, and starts its
 // watcher. It returns false once the server is closing.
-func (t *sessionTable) add(s *Server, ss *mcp.ServerSession, req mcp.Request) bool {
+func (t *sessionTable) add(s *Server, ss *mcp.ServerSession, principal string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closing {
@@ -130,7 +144,7 @@ func (t *sessionTable) add(s *Server, ss *mcp.ServerSession, req mcp.Request) bo
 		return true
 	}
 	t.seq++
-	sess := &Session{id: ss.ID(), principal: Principal(req), ss: ss, seq: t.seq}
+	sess := &Session{id: ss.ID(), principal: principal, ss: ss, seq: t.seq}
 	if sess.id == "" {
 		sess.id = "s-" + strconv.FormatUint(t.seq, 10)
 	}

@@ -94,6 +94,13 @@ type Options struct {
 	// SessionStore, if set, shares legacy sessions with other instances
 	// using the same store: any of them serves a session another opened.
 	SessionStore sessionstore.Store
+	// SessionOpened, if set, is called with each legacy session this
+	// handler connects that outlives its request (a new one, or one resumed
+	// from the SessionStore), and the principal it belongs to, before the
+	// session serves anything: the host registers it there, so that a
+	// resumed session that only carries the client's GET stream gets the
+	// host's notifications. An error refuses the session (503).
+	SessionOpened func(ss *mcp.ServerSession, principal string) error
 	// Routes are plugin routes served on the same listener.
 	Routes []Route
 	// Logger receives the handler's logs; nil discards them.

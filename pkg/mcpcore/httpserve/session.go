@@ -96,6 +96,12 @@ func (h *Handler) open(ctx context.Context, id, owner string, addressable bool, 
 		return nil, fmt.Errorf("connect session: %w", err)
 	}
 	s.ss = ss
+	if opened := h.opts.SessionOpened; opened != nil && addressable {
+		if err := opened(ss, owner); err != nil {
+			ss.Close()
+			return nil, fmt.Errorf("%w: %w", errClosing, err)
+		}
+	}
 	if idle := h.opts.SessionIdle; idle > 0 && addressable {
 		s.timer = time.AfterFunc(idle, func() {
 			h.logger.Debug("HTTP session idle: closing it", "session", id)

@@ -3,6 +3,7 @@ package httpserve
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
@@ -340,5 +341,59 @@ func TestSharedLogLevel(t *testing.T) {
 		if strings.Contains(got, "before any level") || strings.Contains(got, "below the level") {
 			t.Errorf("delivered against the session's level: %q", got)
 		}
+	}
+}
+
+// TestSessionOpenedForResumedStream: a session resumed only to carry the
+// client's GET stream is announced through SessionOpened, with the
+// principal of its record, before the stream is served; an error from it
+// refuses the session.
+func TestSessionOpenedForResumedStream(t *testing.T) {
+	store := sessionstore.NewMemory()
+	a := start(t, Options{SessionStore: store, BearerTokens: []string{"tok"}})
+	opened := make(chan string, 4)
+	refuse := atomic.Bool{}
+	b := start(t, Options{SessionStore: store, BearerTokens: []string{"tok"}, SessionOpened: func(ss *mcp.ServerSession, principal string) error {
+		if refuse.Load() {
+			return errors.New("no more")
+		}
+		opened <- ss.ID() + " " + principal
+		return nil
+	}})
+	cs, err := a.connect(t, legacyVersion, nil, &http.Client{Transport: bearerTransport{token: "tok", next: a.client.Transport}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	hdr := map[string]string{"Mcp-Session-Id": cs.ID(), "Mcp-Protocol-Version": legacyVersion, "Accept": "text/event-stream", "Authorization": "Bearer tok"}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	resp, err := b.client.Do(b.newRequest(t, http.MethodGet, MCPPath, "", hdr).WithContext(ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET on B: HTTP %d", resp.StatusCode)
+	}
+	select {
+	case got := <-opened:
+		if want := cs.ID() + " " + staticUserID("tok"); got != want {
+			t.Fatalf("SessionOpened(%q), want %q", got, want)
+		}
+	default:
+		t.Fatal("the stream was served before SessionOpened was called")
+	}
+	cancel()
+	waitOpen(t, b.h, 1)
+	b.h.sessions[cs.ID()].close()
+	waitOpen(t, b.h, 0)
+
+	refuse.Store(true)
+	if resp, body := b.pingSession(t, cs.ID(), "tok"); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("a session SessionOpened refused: HTTP %d %s", resp.StatusCode, body)
+	}
+	if n := b.h.OpenSessions(); n != 0 {
+		t.Fatalf("B holds %d sessions after refusing one", n)
 	}
 }
