@@ -33,6 +33,37 @@ func artifactDir(t *testing.T) string {
 	return dir
 }
 
+// headlessChromium starts Chromium (a 1280×900 window) for the test
+// and returns its context, which ends after timeout; the browser stops
+// with the test.
+func headlessChromium(t *testing.T, timeout time.Duration) context.Context {
+	t.Helper()
+	if _, err := os.Stat(chromium); err != nil {
+		t.Fatalf("%s is missing: run scripts/install-deps.sh (%v)", chromium, err)
+	}
+	alloc, cancel := chromedp.NewExecAllocator(t.Context(), append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.WindowSize(1280, 900))...)
+	t.Cleanup(cancel)
+	browser, cancel := chromedp.NewContext(alloc)
+	t.Cleanup(cancel)
+	ctx, cancel := context.WithTimeout(browser, timeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// signUpSteps play the user on a loaded authorize page: open the sign-up
+// tab, fill it in (the password "correct horse battery") and submit it
+// from the keyboard (Enter in the password field).
+func signUpSteps(name, email string) chromedp.Action[chromedp.Void] {
+	return chromedp.Steps(
+		chromedp.Click(chromedp.CSS(`label[for="tab-signup"]`)),
+		chromedp.WaitVisible(chromedp.ID("signup-name")),
+		chromedp.SendKeys(chromedp.ID("signup-name"), name),
+		chromedp.SendKeys(chromedp.ID("signup-email"), email),
+		chromedp.SendKeys(chromedp.ID("signup-password"), "correct horse battery"+kb.Enter),
+	)
+}
+
 // TestOAuthBrowser drives the whole flow a user sees in headless
 // Chromium: a client registers, the user opens the authorize page
 // (screenshots at desktop and phone width), switches to the sign-up tab,
@@ -41,9 +72,6 @@ func artifactDir(t *testing.T) string {
 // code with golang.org/x/oauth2 (PKCE) and calls a tool as that user. Then
 // the same user signs in from a new client.
 func TestOAuthBrowser(t *testing.T) {
-	if _, err := os.Stat(chromium); err != nil {
-		t.Fatalf("%s is missing: run scripts/install-deps.sh (%v)", chromium, err)
-	}
 	hp := startOAuth(t)
 	got := make(chan url.Values, 1)
 	cb := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -57,13 +85,7 @@ func TestOAuthBrowser(t *testing.T) {
 	}))
 	t.Cleanup(cb.Close)
 
-	alloc, cancel := chromedp.NewExecAllocator(t.Context(), append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.WindowSize(1280, 900))...)
-	t.Cleanup(cancel)
-	browser, cancel := chromedp.NewContext(alloc)
-	t.Cleanup(cancel)
-	ctx, cancel := context.WithTimeout(browser, 60*time.Second)
-	t.Cleanup(cancel)
+	ctx := headlessChromium(t, 60*time.Second)
 
 	// signOn registers a client, runs actions on its authorize page and
 	// returns the token the client gets for the code it is sent back.
@@ -112,11 +134,7 @@ func TestOAuthBrowser(t *testing.T) {
 	tok := signOn("signup",
 		shot("authorize-desktop.png", 1280, 900),
 		shot("authorize-phone.png", 390, 844),
-		chromedp.Click(chromedp.CSS(`label[for="tab-signup"]`)),
-		chromedp.WaitVisible(chromedp.ID("signup-name")),
-		chromedp.SendKeys(chromedp.ID("signup-name"), "Bea"),
-		chromedp.SendKeys(chromedp.ID("signup-email"), "bea@example.com"),
-		chromedp.SendKeys(chromedp.ID("signup-password"), "correct horse battery"+kb.Enter), // keyboard submit
+		signUpSteps("Bea", "bea@example.com"),
 	)
 	author, user := postAs(t, hp.connect(t, legacyEra, (&oauth2.Config{}).Client(t.Context(), tok)), "from the browser")
 	if author != "Bea" || user == 0 {

@@ -3,8 +3,8 @@ package test
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"net"
-	"net/http"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chromedp/chromedp"
 )
 
 // TestOAuthConformance runs the official conformance suite's
@@ -19,8 +21,9 @@ import (
 // authorization-server-metadata-endpoint and authorization-code-grant)
 // against `mcpkit actions start --http` with OAuth. The code-grant
 // scenario prints an authorize URL and waits for the redirect to its own
-// callback server: the test plays the user there (signOnPage: the page's
-// CSRF token, the sign-up form) and delivers the redirect to the suite.
+// callback server: the test plays the user there in headless Chromium
+// (the sign-up tab filled in and submitted from the keyboard), and the
+// browser follows the redirect to the suite.
 func TestOAuthConformance(t *testing.T) {
 	root, err := filepath.Abs("..")
 	if err != nil {
@@ -36,7 +39,9 @@ func TestOAuthConformance(t *testing.T) {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	client := registerFor(t, hp.base, "http://127.0.0.1:"+strconv.Itoa(port)+"/callback")
+	callback := "http://127.0.0.1:" + strconv.Itoa(port) + "/callback"
+	client := registerFor(t, hp.base, callback)
+	browser := headlessChromium(t, 2*time.Minute)
 
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
@@ -58,7 +63,7 @@ func TestOAuthConformance(t *testing.T) {
 		line := sc.Text()
 		out.WriteString(line + "\n")
 		if strings.HasPrefix(line, hp.base+"/oauth/authorize?") {
-			go func() { signed <- deliver(ctx, line) }()
+			go func() { signed <- deliver(browser, line, callback) }()
 		}
 	}
 	waitErr := cmd.Wait()
@@ -77,17 +82,30 @@ func TestOAuthConformance(t *testing.T) {
 	t.Logf("conformance authorization: %s passed, %s failed", m[1], m[2])
 }
 
-// deliver signs up at authURL and follows the redirect to the suite's
-// callback server, as the browser would.
-func deliver(ctx context.Context, authURL string) error {
-	back, err := signOnPage(ctx, authURL, "signup", "conformance@example.com")
-	if err != nil {
-		return err
-	}
-	req, _ := http.NewRequestWithContext(ctx, "GET", back.String(), nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	return resp.Body.Close()
+// deliver plays the user in the browser: it opens authURL, signs up and
+// waits until the browser has followed the redirect to callback (the
+// suite's own server).
+func deliver(ctx context.Context, authURL, callback string) error {
+	return chromedp.Do(ctx,
+		chromedp.Navigate(authURL),
+		chromedp.WaitVisible(chromedp.CSS(`form`)),
+		signUpSteps("Connie", "conformance@example.com"),
+		chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+			// Asked from here, not polled in the page, whose context the
+			// redirect replaces.
+			for {
+				if loc, err := chromedp.Run(ctx, chromedp.Location()); err == nil && strings.HasPrefix(loc, callback+"?") {
+					return nil
+				}
+				select {
+				case <-ctx.Done():
+					last, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+					loc, _ := chromedp.Run(last, chromedp.Location())
+					cancel()
+					return fmt.Errorf("the browser never reached %s; it is at %s: %w", callback, loc, ctx.Err())
+				case <-time.After(50 * time.Millisecond):
+				}
+			}
+		}),
+	)
 }
