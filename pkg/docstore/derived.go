@@ -60,16 +60,24 @@ type docChange struct {
 
 // derivedWrites is a writer's derived-structure work that waits for the
 // end of its function (finish), so that a batch of writes pays for it
-// once and on every core: the text changes to apply to the text indexes.
+// once and on every core: the text changes to apply to the text indexes,
+// and the collection's vectors with the slots to link into the graph.
 type derivedWrites struct {
 	text []docChange
+	vec  *vectors
 }
 
 // finish applies the work w deferred (finish must run before w's
 // transaction commits, and does, through Store.update); after it, every
 // derived structure agrees with the documents w wrote.
 func (w *writer) finish() error {
-	return w.flushText()
+	if err := w.flushText(); err != nil {
+		return err
+	}
+	if w.d.vec != nil {
+		return w.d.vec.flush()
+	}
+	return nil
 }
 
 // derive updates every derived structure of w's collection (and the

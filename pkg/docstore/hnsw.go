@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 )
 
 // The approximate vector index is an HNSW graph (Malkov & Yashunin,
@@ -15,7 +16,11 @@ import (
 // to L a uint16 count and that many uint32 slots (little-endian); the
 // entry point is in the vectors' metadata. Every write updates it in the
 // write's own transaction, so a rolled-back or retried write leaves no
-// trace and the file is the whole truth.
+// trace and the file is the whole truth: the vectors a writer wrote are
+// linked together when its writes are done (vectors.flush, from finish),
+// in chunks whose neighbour searches run on every core against the graph
+// as it was before the chunk, each node also meeting the chunk's earlier
+// nodes exactly (linkChunk).
 //
 // A deleted document's node stays as a tombstone: it keeps routing
 // searches, is never a result and is not linked to by new nodes; a new
@@ -62,48 +67,10 @@ type graphSource interface {
 	entry() (uint32, int, bool)
 }
 
-// graph returns the graph of v's vectors, read from the file.
+// graph returns the graph of v's vectors as v's transaction holds them
+// (read through v's caches).
 func (v *vectors) graph() *hgraph {
-	return &hgraph{src: &fileGraph{v: v, blocks: map[uint32]block{}}, dist: distanceOf(v.def.Metric), v: v}
-}
-
-// fileGraph reads the graph from its buckets, with the blocks it read
-// (valid until the transaction ends, and only until the next write to the
-// blocks).
-type fileGraph struct {
-	v      *vectors
-	blocks map[uint32]block
-}
-
-// block returns block n, read once.
-func (f *fileGraph) block(n uint32) block {
-	b, ok := f.blocks[n]
-	if !ok {
-		b, _ = f.v.readBlock(n)
-		f.blocks[n] = b
-	}
-	return b
-}
-
-func (f *fileGraph) vec(slot uint32) []float32 {
-	per, dim := uint32(f.v.per), f.v.def.Dimension
-	i := int(slot%per) * dim
-	return f.block(slot / per).vecs[i : i+dim]
-}
-
-func (f *fileGraph) docKey(slot uint32) []byte {
-	per := uint32(f.v.per)
-	return f.block(slot / per).key(int(slot % per))
-}
-
-func (f *fileGraph) node(slot uint32) []byte { return f.v.gr.Get(u32key(slot)) }
-
-func (f *fileGraph) entry() (uint32, int, bool) {
-	b := f.v.meta.Get([]byte("e"))
-	if len(b) != 5 {
-		return 0, 0, false
-	}
-	return binary.LittleEndian.Uint32(b), int(b[4]), true
+	return &hgraph{src: v, dist: distanceOf(v.def.Metric), v: v}
 }
 
 // distanceOf returns metric's distance (smaller is closer) on stored
@@ -125,9 +92,7 @@ func (g *hgraph) node(slot uint32) []byte    { return g.src.node(slot) }
 func (g *hgraph) entry() (uint32, int, bool) { return g.src.entry() }
 func (g *hgraph) live(slot uint32) bool      { return len(g.src.docKey(slot)) > 0 }
 
-func (g *hgraph) setEntry(slot uint32, level int) error {
-	return g.v.meta.Put([]byte("e"), append(binary.LittleEndian.AppendUint32(nil, slot), byte(level)))
-}
+func (g *hgraph) setEntry(slot uint32, level int) error { return g.v.setEntry(slot, level) }
 
 // nodeLinks returns the links of a stored node at level (nil above its
 // level) as raw little-endian uint32s.
@@ -196,53 +161,134 @@ func hnswLevel(idKey []byte, slot uint32) int {
 	return min(int(-math.Log(u)*hnswLevelMult), hnswMaxLevel)
 }
 
-// insert links slot, whose vector q was just written, into the graph.
-func (g *hgraph) insert(slot uint32, q []float32, idKey []byte) error {
-	level := hnswLevel(idKey, slot)
+// pendingNode is a slot whose vector was written in this transaction and
+// that waits to be linked into the graph (vectors.flush), with the doc key
+// it was written for.
+type pendingNode struct {
+	slot  uint32
+	idKey []byte
+}
+
+// hnswChunk is the most pending nodes linked together: each is searched
+// for in the graph as it was before its chunk, on every core, and among
+// the chunk's earlier nodes by brute force.
+const hnswChunk = 256
+
+// linkChunk links the nodes of chunk into the graph, as inserting them one
+// after the other would, but with the expensive parts on every core (when
+// v's caches are complete): each node's neighbours are found in the graph
+// as it was before the chunk (the HNSW search, ef_construction candidates
+// per level) and among the chunk's earlier nodes (exactly), then picked by
+// the heuristic; the links back to it are then added to each neighbour at
+// once, pruned once per neighbour.
+func (g *hgraph) linkChunk(chunk []pendingNode) error {
 	entry, top, ok := g.entry()
-	if !ok {
-		if err := g.v.gr.Put(u32key(slot), encodeNode(make([][]uint32, level+1))); err != nil {
-			return err
+	levels := make([]int, len(chunk))
+	at := make(map[uint32]bool, len(chunk))
+	for i, p := range chunk {
+		levels[i] = hnswLevel(p.idKey, p.slot)
+		if ok && entry == p.slot {
+			levels[i] = max(levels[i], top) // the entry point keeps the top level
 		}
-		return g.setEntry(slot, level)
+		at[p.slot] = true
 	}
-	if entry == slot {
-		level = max(level, top) // the entry point keeps the top level
-	}
-	ep := []cand{{entry, g.dist(q, g.vec(entry))}}
-	for l := top; l > level; l-- {
-		ep = g.searchLayer(q, ep, 1, l, nil)
-	}
-	// New links go to other live nodes only.
-	accept := func(s uint32) bool { return s != slot && g.live(s) }
-	lists := make([][]uint32, level+1)
-	for l := min(level, top); l >= 0; l-- {
-		w := g.searchLayer(q, ep, hnswEfConstruction, l, accept)
-		for _, c := range g.selectNeighbors(w, hnswM) {
-			lists[l] = append(lists[l], c.slot)
+	// Links go to live nodes only, found in the graph (other than the
+	// chunk's, whose links are being made) or earlier in the chunk.
+	accept := func(s uint32) bool { return !at[s] && g.live(s) }
+	lists := make([][][]uint32, len(chunk))
+	g.v.each(len(chunk), func(lo, hi int) {
+		vis := getVisitSet()
+		defer visitSets.Put(vis)
+		for i := lo; i < hi; i++ {
+			q := g.vec(chunk[i].slot)
+			near := topK{k: hnswEfConstruction, h: candHeap{far: true}} // earlier in the chunk
+			var upper []int                                             // earlier in the chunk, above level 0
+			for j := range i {
+				if s := chunk[j].slot; g.live(s) {
+					near.offer(uint32(j), g.dist(q, g.vec(s)))
+					if levels[j] > 0 {
+						upper = append(upper, j)
+					}
+				}
+			}
+			var ep []cand
+			if ok {
+				ep = []cand{{entry, g.dist(q, g.vec(entry))}}
+				for l := top; l > levels[i]; l-- {
+					ep = g.searchLayer(vis, q, ep, 1, l, nil)
+				}
+			}
+			lists[i] = make([][]uint32, levels[i]+1)
+			for l := levels[i]; l >= 0; l-- {
+				var w []cand
+				if ok && l <= top {
+					w = g.searchLayer(vis, q, ep, hnswEfConstruction, l, accept)
+					if len(w) > 0 {
+						ep = w
+					}
+				}
+				w = slices.Clone(w)
+				if l == 0 {
+					for _, c := range near.h.c {
+						w = append(w, cand{chunk[c.slot].slot, c.d})
+					}
+				} else {
+					for _, j := range upper {
+						if levels[j] >= l {
+							w = append(w, cand{chunk[j].slot, g.dist(q, g.vec(chunk[j].slot))})
+						}
+					}
+				}
+				sortCands(w)
+				for _, c := range g.selectNeighbors(w[:min(len(w), hnswEfConstruction)], hnswM) {
+					lists[i][l] = append(lists[i][l], c.slot)
+				}
+			}
 		}
-		if len(w) > 0 {
-			ep = w
-		}
-	}
-	old := decodeNode(g.node(slot)) // the links of the slot's last vector, if any
-	if err := g.v.gr.Put(u32key(slot), encodeNode(lists)); err != nil {
-		return err
-	}
-	for l, list := range lists {
-		for _, n := range list {
-			if err := g.link(n, slot, l); err != nil {
-				return err
+	})
+	olds := make([][][]uint32, len(chunk))
+	back := map[uint32][]backLink{}
+	for i, p := range chunk {
+		olds[i] = decodeNode(g.node(p.slot)) // the links of the slot's last vector, if any
+		g.v.putNode(p.slot, encodeNode(lists[i]))
+		for l, list := range lists[i] {
+			for _, n := range list {
+				back[n] = append(back[n], backLink{p.slot, l})
 			}
 		}
 	}
-	if err := g.relink(slot, old, lists); err != nil {
-		return err
+	targets := make([]uint32, 0, len(back))
+	for n := range back {
+		targets = append(targets, n)
 	}
-	if level > top {
-		return g.setEntry(slot, level)
+	slices.Sort(targets)
+	nodes := make([][]byte, len(targets))
+	g.v.each(len(targets), func(lo, hi int) {
+		for k := lo; k < hi; k++ {
+			nodes[k] = g.withLinks(targets[k], back[targets[k]])
+		}
+	})
+	for k, n := range targets {
+		if nodes[k] != nil {
+			g.v.putNode(n, nodes[k])
+		}
+	}
+	for i, p := range chunk {
+		if err := g.relink(p.slot, olds[i], lists[i]); err != nil {
+			return err
+		}
+	}
+	best := slices.Index(levels, slices.Max(levels))
+	if !ok || levels[best] > top {
+		return g.setEntry(chunk[best].slot, levels[best])
 	}
 	return nil
+}
+
+// backLink is a link to add to a node: to slot, at level.
+type backLink struct {
+	slot  uint32
+	level int
 }
 
 // relink keeps reachable the live nodes slot linked to before it was
@@ -272,18 +318,37 @@ func (g *hgraph) relink(slot uint32, old, lists [][]uint32) error {
 	return nil
 }
 
-// link adds slot to n's links at level. Past the level's maximum, links
-// to tombstones go first, then the selection heuristic keeps the live
-// links that spread out from n and the closest of the others fill what
-// is left, so that the link dropped is the one least needed to reach
-// its node.
+// link adds slot to n's links at level.
 func (g *hgraph) link(n, slot uint32, level int) error {
+	if raw := g.withLinks(n, []backLink{{slot, level}}); raw != nil {
+		g.v.putNode(n, raw)
+	}
+	return nil
+}
+
+// withLinks returns n's node with the links adds added (those at a level
+// above n's or that it has already left out), nil when that changes
+// nothing. Past a level's maximum, links to tombstones go first, then the
+// selection heuristic keeps the live links that spread out from n and
+// the closest of the others fill what is left, so that the links dropped
+// are the ones least needed to reach their nodes.
+func (g *hgraph) withLinks(n uint32, adds []backLink) []byte {
 	lists := decodeNode(g.node(n))
-	if level >= len(lists) || slices.Contains(lists[level], slot) {
+	changed := make([]bool, len(lists))
+	for _, a := range adds {
+		if a.level < len(lists) && !slices.Contains(lists[a.level], a.slot) {
+			lists[a.level] = append(lists[a.level], a.slot)
+			changed[a.level] = true
+		}
+	}
+	if !slices.Contains(changed, true) {
 		return nil
 	}
-	list := append(lists[level], slot)
-	if limit := hnswMaxLinks(level); len(list) > limit {
+	for level, list := range lists {
+		limit := hnswMaxLinks(level)
+		if !changed[level] || len(list) <= limit {
+			continue
+		}
 		nv := g.vec(n)
 		cs := make([]cand, 0, len(list))
 		for _, s := range list {
@@ -305,9 +370,9 @@ func (g *hgraph) link(n, slot uint32, level int) error {
 				list = append(list, c.slot)
 			}
 		}
+		lists[level] = list
 	}
-	lists[level] = list
-	return g.v.gr.Put(u32key(n), encodeNode(lists))
+	return encodeNode(lists)
 }
 
 func hnswMaxLinks(level int) int {
@@ -356,12 +421,12 @@ func (g *hgraph) selectNeighbors(cands []cand, m int) []cand {
 // searchLayer returns the up to ef nodes of level closest to q found from
 // the entry points ep, sorted by distance; only nodes accept allows (nil:
 // every node) are results, every node routes.
-func (g *hgraph) searchLayer(q []float32, ep []cand, ef, level int, accept func(uint32) bool) []cand {
-	visited := make(map[uint32]struct{}, 4*ef)
+func (g *hgraph) searchLayer(vis *visitSet, q []float32, ep []cand, ef, level int, accept func(uint32) bool) []cand {
+	vis.reset()
 	next := candHeap{}           // candidates to expand, closest first
 	found := candHeap{far: true} // results, farthest first
 	for _, c := range ep {
-		visited[c.slot] = struct{}{}
+		vis.visit(c.slot)
 		next.push(c)
 		if accept == nil || accept(c.slot) {
 			found.push(c)
@@ -375,10 +440,9 @@ func (g *hgraph) searchLayer(q []float32, ep []cand, ef, level int, accept func(
 		links := nodeLinks(g.node(c.slot), level)
 		for i := 0; i+4 <= len(links); i += 4 {
 			s := binary.LittleEndian.Uint32(links[i:])
-			if _, seen := visited[s]; seen {
+			if vis.visit(s) {
 				continue
 			}
-			visited[s] = struct{}{}
 			if level > 0 {
 				if raw := g.node(s); len(raw) == 0 || int(raw[0]) < level {
 					continue // a stale link to a slot reused at a lower level
@@ -408,11 +472,13 @@ func (g *hgraph) search(q []float32, k, ef int, accept func(uint32) bool) []cand
 	if !ok {
 		return nil
 	}
+	vis := getVisitSet()
+	defer visitSets.Put(vis)
 	ep := []cand{{entry, g.dist(q, g.vec(entry))}}
 	for l := top; l > 0; l-- {
-		ep = g.searchLayer(q, ep, 1, l, nil)
+		ep = g.searchLayer(vis, q, ep, 1, l, nil)
 	}
-	res := g.searchLayer(q, ep, max(ef, k), 0, func(s uint32) bool {
+	res := g.searchLayer(vis, q, ep, max(ef, k), 0, func(s uint32) bool {
 		return g.live(s) && (accept == nil || accept(s))
 	})
 	return res[:min(k, len(res))]
@@ -504,4 +570,38 @@ func (h *candHeap) pop() cand {
 		i = m
 	}
 	return top
+}
+
+// visitSet is the nodes a layer search has visited: a mark per slot,
+// equal to the search's epoch when visited, so that a new search clears
+// nothing.
+type visitSet struct {
+	mark  []uint32
+	epoch uint32
+}
+
+// visitSets recycles visit sets between searches.
+var visitSets = sync.Pool{New: func() any { return new(visitSet) }}
+
+func getVisitSet() *visitSet { return visitSets.Get().(*visitSet) }
+
+// reset starts a new search.
+func (v *visitSet) reset() {
+	if v.epoch++; v.epoch == 0 {
+		clear(v.mark)
+		v.epoch = 1
+	}
+}
+
+// visit marks slot visited and reports whether it was already.
+func (v *visitSet) visit(slot uint32) bool {
+	if int(slot) >= len(v.mark) {
+		v.mark = slices.Grow(v.mark, int(slot)+1-len(v.mark)+len(v.mark)/2)
+		v.mark = v.mark[:cap(v.mark)]
+	}
+	if v.mark[slot] == v.epoch {
+		return true
+	}
+	v.mark[slot] = v.epoch
+	return false
 }

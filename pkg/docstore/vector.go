@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 
 	"github.com/mcpkit/mcpkit/pkg/docstore/kv"
@@ -121,21 +122,21 @@ func (s *Store) SetVector(ctx context.Context, coll string, def VectorDef, progr
 				Message: fmt.Sprintf("%q has a vector field already: %q, %d dimensions, %s", coll, col.Vector.Field, col.Vector.Dimension, col.Vector.Metric)}
 		}
 		col.Vector = &def
-		v, err := openVectors(tx, col)
+		w := &writer{tx: tx, col: col, docs: tx.Bucket(docsBucket(coll))}
+		v, err := w.vectors()
 		if err != nil {
 			return err
 		}
 		if err := v.meta.Put([]byte("id"), binary.LittleEndian.AppendUint64(nil, rand.Uint64())); err != nil {
 			return err
 		}
-		w := &writer{tx: tx, col: col, docs: tx.Bucket(docsBucket(coll))}
 		if err := scanDocs(ctx, tx, coll, progress, func(k []byte, d Doc) error {
 			return w.deriveVector(docChange{ID: d.ID, IDKey: k, New: d.Value, HasNew: true})
 		}); err != nil {
 			return err
 		}
 		created = true
-		return nil
+		return v.flush()
 	})
 	if err != nil {
 		return false, err
@@ -197,11 +198,33 @@ func (def *VectorDef) checkVector(vec []float32) ([]float32, error) {
 // components, 4 to 256 slots.
 func vectorsPerBlock(dim int) int { return min(max(16384/dim, 4), 256) }
 
-// vectors is a collection's vector buckets in one transaction.
+// vectors is a collection's vector buckets in one transaction, with what
+// it read of them and the graph work that waits for flush.
 type vectors struct {
 	def                         *VectorDef
 	per                         int // vectorsPerBlock(def.Dimension)
 	blocks, ids, free, meta, gr kv.Bucket
+
+	// The blocks (by number; raw nil: not read) and nodes (by slot;
+	// nil: not read) read or written, the entry point, and the nodes
+	// written but not yet put (flush puts them). Values read from the
+	// transaction stay valid until it ends, and blocks are put as soon
+	// as they are written.
+	blockCache []block
+	nodeCache  [][]byte
+	dirty      map[uint32]bool
+	entryRead  bool
+	entryAt    uint32
+	entryLevel int
+	hasEntry   bool
+	// complete: every block and node is in the caches (loadAll), so
+	// that reading reads nothing from the transaction, and goroutines
+	// may read at once.
+	complete bool
+	// pending are the slots whose vectors were written, to link into the
+	// graph, in order of first write; pendingAt indexes them.
+	pending   []pendingNode
+	pendingAt map[uint32]int
 }
 
 // openVectors returns col's vector buckets in tx (created when tx is
@@ -258,11 +281,149 @@ func (b block) key(i int) []byte {
 
 // readBlock returns block n, or false when it was never written.
 func (v *vectors) readBlock(n uint32) (block, bool) {
+	if int(n) < len(v.blockCache) && v.blockCache[n].raw != nil {
+		return v.blockCache[n], true
+	}
+	if v.complete {
+		return block{}, false
+	}
 	raw := v.blocks.Get(u32key(n))
 	if raw == nil {
 		return block{}, false
 	}
-	return block{vecs: floats(raw[:v.blockLen()]), raw: raw, per: v.per}, true
+	return v.cacheBlock(n, raw), true
+}
+
+// cacheBlock remembers raw as block n and returns it.
+func (v *vectors) cacheBlock(n uint32, raw []byte) block {
+	if int(n) >= len(v.blockCache) {
+		v.blockCache = slices.Grow(v.blockCache, int(n)+1-len(v.blockCache))[:n+1]
+	}
+	v.blockCache[n] = block{vecs: floats(raw[:v.blockLen()]), raw: raw, per: v.per}
+	return v.blockCache[n]
+}
+
+// vec returns slot's stored vector (graphSource).
+func (v *vectors) vec(slot uint32) []float32 { return v.vector(slot) }
+
+// docKey returns the doc key slot holds, empty when it is free
+// (graphSource).
+func (v *vectors) docKey(slot uint32) []byte {
+	b, ok := v.readBlock(slot / uint32(v.per))
+	if !ok {
+		return nil
+	}
+	return b.key(int(slot % uint32(v.per)))
+}
+
+// node returns slot's graph node, nil when it has none (graphSource).
+func (v *vectors) node(slot uint32) []byte {
+	if int(slot) < len(v.nodeCache) && v.nodeCache[slot] != nil {
+		return v.nodeCache[slot]
+	}
+	if v.complete {
+		return nil
+	}
+	raw := v.gr.Get(u32key(slot))
+	if raw != nil {
+		v.cacheNode(slot, raw)
+	}
+	return raw
+}
+
+func (v *vectors) cacheNode(slot uint32, raw []byte) {
+	if int(slot) >= len(v.nodeCache) {
+		v.nodeCache = slices.Grow(v.nodeCache, int(slot)+1-len(v.nodeCache))[:slot+1]
+	}
+	v.nodeCache[slot] = raw
+}
+
+// putNode sets slot's node; flush puts it in the graph's bucket.
+func (v *vectors) putNode(slot uint32, raw []byte) {
+	v.cacheNode(slot, raw)
+	if v.dirty == nil {
+		v.dirty = map[uint32]bool{}
+	}
+	v.dirty[slot] = true
+}
+
+// entry returns the graph's entry point and top level, if it has nodes
+// (graphSource).
+func (v *vectors) entry() (uint32, int, bool) {
+	if !v.entryRead {
+		b := v.meta.Get([]byte("e"))
+		v.entryRead, v.hasEntry = true, len(b) == 5
+		if v.hasEntry {
+			v.entryAt, v.entryLevel = binary.LittleEndian.Uint32(b), int(b[4])
+		}
+	}
+	return v.entryAt, v.entryLevel, v.hasEntry
+}
+
+func (v *vectors) setEntry(slot uint32, level int) error {
+	v.entryRead, v.hasEntry, v.entryAt, v.entryLevel = true, true, slot, level
+	return v.meta.Put([]byte("e"), append(binary.LittleEndian.AppendUint32(nil, slot), byte(level)))
+}
+
+// loadAll reads every block and node into the caches; v then reads
+// nothing more from its transaction, until it is flushed.
+func (v *vectors) loadAll() {
+	v.entry()
+	c := v.blocks.Cursor()
+	for k, raw := c.First(); k != nil; k, raw = c.Next() {
+		if n := binary.BigEndian.Uint32(k); int(n) >= len(v.blockCache) || v.blockCache[n].raw == nil {
+			v.cacheBlock(n, raw)
+		}
+	}
+	c = v.gr.Cursor()
+	for k, raw := c.First(); k != nil; k, raw = c.Next() {
+		if slot := binary.BigEndian.Uint32(k); int(slot) >= len(v.nodeCache) || v.nodeCache[slot] == nil {
+			v.cacheNode(slot, raw)
+		}
+	}
+	v.complete = true
+}
+
+// each calls fn over [0, n): on every core when the caches are complete,
+// on this goroutine (which may read the transaction) otherwise.
+func (v *vectors) each(n int, fn func(lo, hi int)) {
+	if v.complete {
+		inParallel(n, 8, fn)
+		return
+	}
+	fn(0, n)
+}
+
+// hnswParallel is the fewest pending nodes worth reading the whole graph
+// into memory for, to link them on every core.
+const hnswParallel = 64
+
+// flush links the pending slots into the graph, a chunk at a time, and
+// puts the nodes written.
+func (v *vectors) flush() error {
+	if len(v.pending) >= hnswParallel && runtime.GOMAXPROCS(0) > 1 {
+		v.loadAll()
+	}
+	defer func() { v.complete = false }()
+	g := v.graph()
+	for lo := 0; lo < len(v.pending); lo += hnswChunk {
+		if err := g.linkChunk(v.pending[lo:min(lo+hnswChunk, len(v.pending))]); err != nil {
+			return err
+		}
+	}
+	v.pending, v.pendingAt = nil, nil
+	slots := make([]uint32, 0, len(v.dirty))
+	for slot := range v.dirty {
+		slots = append(slots, slot)
+	}
+	slices.Sort(slots)
+	for _, slot := range slots {
+		if err := v.gr.Put(u32key(slot), v.nodeCache[slot]); err != nil {
+			return err
+		}
+	}
+	v.dirty = nil
+	return nil
 }
 
 // vector returns slot's stored vector.
@@ -308,6 +469,7 @@ func (v *vectors) writeSlot(slot uint32, idKey []byte, vec []float32) error {
 		off += len(k)
 	}
 	binary.LittleEndian.PutUint32(out[v.blockLen()+4*v.per:], uint32(off))
+	v.cacheBlock(n, out[:cap(out)])
 	return v.blocks.Put(u32key(n), out[:cap(out)])
 }
 
@@ -351,8 +513,8 @@ func (v *vectors) bump() error {
 	return v.meta.Put([]byte("gen"), binary.LittleEndian.AppendUint64(nil, gen+1))
 }
 
-// put stores vec as the vector of the document idKey and links it into
-// the graph.
+// put stores vec as the vector of the document idKey, to be linked into
+// the graph by flush.
 func (v *vectors) put(idKey []byte, vec []float32) error {
 	slot, ok := v.slotOf(idKey)
 	if ok && slices.Equal(v.vector(slot), vec) {
@@ -376,7 +538,16 @@ func (v *vectors) put(idKey []byte, vec []float32) error {
 	if v.def.Flat {
 		return nil
 	}
-	return v.graph().insert(slot, vec, idKey)
+	if i, ok := v.pendingAt[slot]; ok {
+		v.pending[i].idKey = bytes.Clone(idKey)
+		return nil
+	}
+	if v.pendingAt == nil {
+		v.pendingAt = map[uint32]int{}
+	}
+	v.pendingAt[slot] = len(v.pending)
+	v.pending = append(v.pending, pendingNode{slot, bytes.Clone(idKey)})
+	return nil
 }
 
 // remove drops the vector of the document idKey, if it has one: its slot
@@ -413,7 +584,7 @@ func (w *writer) deriveVector(c docChange) error {
 			return err
 		}
 	}
-	v, err := openVectors(w.tx, w.col)
+	v, err := w.vectors()
 	if err != nil {
 		return err
 	}
@@ -421,6 +592,19 @@ func (w *writer) deriveVector(c docChange) error {
 		return v.put(c.IDKey, vec)
 	}
 	return v.remove(c.IDKey)
+}
+
+// vectors returns the collection's vector buckets in w's transaction,
+// the same for every write of w.
+func (w *writer) vectors() (*vectors, error) {
+	if w.d.vec == nil {
+		v, err := openVectors(w.tx, w.col)
+		if err != nil {
+			return nil, err
+		}
+		w.d.vec = v
+	}
+	return w.d.vec, nil
 }
 
 // dropVector deletes col's vector buckets.

@@ -53,7 +53,7 @@ func (c *graphCache) entry() (uint32, int, bool) { return c.entrySlot, c.top, c.
 func buildGraphCache(v *vectors) *graphCache {
 	id, gen := v.version()
 	n := v.slots()
-	f := v.graph().src.(*fileGraph)
+	f := v
 	c := &graphCache{id: id, gen: gen, dim: v.def.Dimension, vecs: make([]float32, 0, int(n)*v.def.Dimension),
 		keyOff: make([]uint32, 1, n+1), nodeOff: make([]uint32, 1, n+1), slotsNumber: n}
 	for slot := range n {

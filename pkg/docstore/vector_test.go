@@ -697,3 +697,76 @@ func TestVectorFlat(t *testing.T) {
 		}
 	})
 }
+
+// TestHNSWBatches: a write batch's vectors are linked into the graph
+// together when the batch ends, on every core for a large batch and on
+// the writer's goroutine for a small one, including a document written
+// twice in a batch, a vector removed after it was written, and a freed
+// slot taken again in the same batch; building the graph over existing
+// documents takes the same path. The graph stays whole and every
+// document's own vector finds it first.
+func TestHNSWBatches(t *testing.T) {
+	backends(t, func(t *testing.T, s *Store) {
+		const n, dim = 900, 12
+		rng := rand.New(rand.NewPCG(5, 6))
+		vecs := randVecs(rng, n+1, dim)
+		for _, coll := range []string{"before", "after"} {
+			if coll == "after" {
+				if _, err := s.SetVector(ctx, coll, VectorDef{Field: "v", Dimension: dim, Metric: MetricL2}, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			putVecs(t, s, coll, vecs[:n]) // batches of 500 and 400: in parallel
+			if coll == "before" {
+				if _, err := s.SetVector(ctx, coll, VectorDef{Field: "v", Dimension: dim, Metric: MetricL2}, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		// A small batch (linked on the writer's goroutine): document 1
+		// loses its vector and document n takes its slot, document 2 is
+		// written twice, document 3 gets a vector and loses it.
+		vecs[1], vecs[2] = nil, randVecs(rng, 1, dim)[0]
+		small := []Doc{
+			{ID: Int(1), Value: Map(Field{"g", Int(1)})},
+			{ID: Int(n), Value: vecDoc(vecs[n], 0)},
+			{ID: Int(2), Value: vecDoc(randVecs(rng, 1, dim)[0], 2)},
+			{ID: Int(2), Value: vecDoc(vecs[2], 2)},
+			{ID: Int(3), Value: vecDoc(randVecs(rng, 1, dim)[0], 3)},
+			{ID: Int(3), Value: Map(Field{"g", Int(3)})},
+		}
+		vecs[3] = nil
+		// The same in a large batch.
+		big := slices.Clone(small)
+		for i := 10; i < 200; i++ {
+			vecs[i] = randVecs(rng, 1, dim)[0]
+			big = append(big, Doc{ID: Int(int64(i)), Value: vecDoc(vecs[i], i%10)})
+		}
+		for _, coll := range []string{"before", "after"} {
+			if _, err := s.PutMany(ctx, coll, small); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.PutMany(ctx, coll, big); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.Verify(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for _, coll := range []string{"before", "after"} {
+			missed := 0
+			for i, v := range vecs {
+				if v == nil {
+					continue
+				}
+				ids := hitIDs(vsearch(t, s, coll, SearchQuery{Vector: &VectorQuery{Vector: v, Approximate: true}, Limit: 1}))
+				if len(ids) != 1 || ids[0] != int64(i) {
+					missed++
+				}
+			}
+			if missed > 0 {
+				t.Errorf("%s: %d documents not found first by their own vector", coll, missed)
+			}
+		}
+	})
+}
