@@ -18,7 +18,7 @@ help: ## list the targets
 build: ## build bin/mcpkit
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/mcpkit ./cmd/mcpkit
 
-run: build ## serve MCP over HTTP at http://127.0.0.1:8080/mcp (diag, and resp on a disposable redis-server)
+run: build ## serve the whole product on loopback (MCP at http://127.0.0.1:8080/mcp; prints where each part is)
 	scripts/run.sh $(RUN_ARGS)
 
 deps: ## install what the tests need (redis-server, the conformance suite)
