@@ -71,13 +71,17 @@ type Server struct {
 	// names and templates) once the server is serving, when a plugin may
 	// still add tools, resources and prompts.
 	regMu   sync.RWMutex
-	serving atomic.Bool       // NewServer has returned: additions go to the SDK at once
-	tools   map[string]string // tool name → owning plugin
-	uris    map[string]string // resource URI or template → owning plugin
-	prompts map[string]string // prompt name → owning plugin
+	serving atomic.Bool                // NewServer has returned: additions go to the SDK at once
+	tools   map[string]string          // tool name → owning plugin
+	direct  map[string]mcp.ToolHandler // direct tools (ToolOptions.Direct) → handler, as the SDK has it
+	uris    map[string]string          // resource URI or template → owning plugin
+	prompts map[string]string          // prompt name → owning plugin
 	http    HTTPContributions
 	// The plugins that set the single-owner HTTP contributions.
 	verifierOwner, storeOwner string
+	// directCall runs a direct call (Run): Options.Middleware around the
+	// tool's handler.
+	directCall mcp.MethodHandler
 }
 
 // NewServer creates the selected plugins, configures them, attaches them and
@@ -110,6 +114,7 @@ func NewServer(ctx context.Context, opts Options) (_ *Server, err error) {
 		results:   newResultStore(lim.RetainedResultBytes, lim.ResultExpiry.D(), nil),
 		slots:     make(chan struct{}, lim.ConcurrentToolCalls),
 		tools:     map[string]string{},
+		direct:    map[string]mcp.ToolHandler{},
 		uris:      map[string]string{},
 		prompts:   map[string]string{},
 	}
@@ -185,6 +190,7 @@ func NewServer(ctx context.Context, opts Options) (_ *Server, err error) {
 	s.mcp.AddReceivingMiddleware(s.addInstructions, s.trackSessions)
 	s.mcp.AddReceivingMiddleware(opts.Middleware...)
 	s.mcp.AddReceivingMiddleware(encodeToolResults)
+	s.directCall = s.directChain(opts.Middleware)
 	s.addInfoResource()
 	for _, h := range s.hosts {
 		for _, add := range h.pending {

@@ -103,7 +103,7 @@ func (p *Plugin) addCommands() error {
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true}},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in CommandsArgs) (any, error) {
 			return p.commandsPage(ctx, in)
-		})
+		}, mcpcore.ToolOptions{Direct: true})
 	return nil
 }
 

@@ -256,7 +256,7 @@ func (p *Plugin) addExecute() error {
 			"replies in order in lossless RESP3 JSON (type, encoding utf8|base64, value), and pushes apart. Not a transaction: use MULTI/EXEC. " +
 			"Arguments are UTF-8 strings, safe integers or {\"base64\":...}. Subscriptions, MONITOR, CLIENT REPLY/TRACKING, SCRIPT DEBUG, " +
 			"SHUTDOWN, QUIT and replication handshakes are refused: use " + p.host.ToolName("session") + " send/receive."},
-		p.execute)
+		p.execute, mcpcore.ToolOptions{Direct: true})
 	return nil
 }
 

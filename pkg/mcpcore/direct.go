@@ -1,0 +1,347 @@
+package mcpcore
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	segjson "github.com/segmentio/encoding/json"
+)
+
+// Run serves one client session on t, a stream transport (stdio, an
+// in-memory pipe; not streamable HTTP, which has transports of its own),
+// until the client goes away or ctx ends, as the SDK's [mcp.Server.Run]
+// does. It answers itself the tools/call requests of a legacy-era session
+// (initialized at a protocol before 2026-07-28) for the tools added with
+// [ToolOptions.Direct]; every other message goes to the SDK.
+//
+// A direct call has every semantics of the SDK's: the same session
+// ([mcp.CallToolRequest.Session]: progress, logging and requests to the
+// client work), the same params, the receiving middleware of
+// [Options.Middleware] and the host's session tracking around it, the
+// same concurrency limit, timeout, result shape, paging and errors (an
+// unknown tool, a JSON-RPC error, malformed params are left to the SDK,
+// which answers them), cancellation by notifications/cancelled and when
+// the client goes away, and the SDK's refusal, without an answer, of a
+// request whose id is in use. What it saves is the SDK's request path:
+// two more decodings of the params (each with a fresh 32 KiB buffer), a
+// queue hand-off, and a second validation of the encoded result, which
+// for a small call cost as much as the call itself. Middleware added to
+// [Server.MCP] directly does not see direct calls.
+//
+// Run returns once the session has ended and every direct call has
+// returned (each is cancelled when the client goes away).
+func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
+	dt := &directTransport{srv: s, inner: t, ctx: ctx}
+	ss, err := s.mcp.Connect(ctx, dt, nil)
+	if err != nil {
+		return err
+	}
+	dt.session.Store(ss)
+	ended := make(chan error, 1)
+	go func() { ended <- ss.Wait() }()
+	select {
+	case <-ctx.Done():
+		ss.Close()
+		<-ended
+		err = ctx.Err()
+	case err = <-ended:
+	}
+	if c := dt.conn.Load(); c != nil {
+		c.stop(err)
+	}
+	return err
+}
+
+// directTransport wraps a transport so that its connection answers direct
+// calls (see Server.Run).
+type directTransport struct {
+	srv     *Server
+	inner   mcp.Transport
+	ctx     context.Context // direct calls run under it, as the SDK's do under Connect's
+	session atomic.Pointer[mcp.ServerSession]
+	conn    atomic.Pointer[directConn]
+}
+
+func (t *directTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	inner, err := t.inner.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c := &directConn{t: t, inner: inner, calls: map[jsonrpc.ID]context.CancelCauseFunc{}, sdkCalls: map[jsonrpc.ID]struct{}{}}
+	t.conn.Store(c)
+	return c, nil
+}
+
+// directConn is the connection the SDK reads: it passes on every message
+// but the direct calls, which it runs itself.
+type directConn struct {
+	t     *directTransport
+	inner mcp.Connection
+
+	mu       sync.Mutex
+	calls    map[jsonrpc.ID]context.CancelCauseFunc // direct calls in flight
+	sdkCalls map[jsonrpc.ID]struct{}                // calls passed to the SDK, not yet answered
+	stopped  bool                                   // no more direct calls (Run is returning)
+	broken   error                                  // reading or writing failed, or Close was called: no more responses
+	wg       sync.WaitGroup                         // direct calls' goroutines
+}
+
+func (c *directConn) SessionID() string { return c.inner.SessionID() }
+
+func (c *directConn) Close() error {
+	c.fail(mcp.ErrConnectionClosed)
+	return c.inner.Close()
+}
+
+// Write passes msg on, noting that the SDK answered a call.
+func (c *directConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if res, ok := msg.(*jsonrpc.Response); ok {
+		c.mu.Lock()
+		delete(c.sdkCalls, res.ID)
+		c.mu.Unlock()
+	}
+	return c.inner.Write(ctx, msg)
+}
+
+// Read returns the next message for the SDK, running the direct calls
+// read before it. When reading fails, the direct calls in flight are
+// cancelled with the error as cause, as the SDK cancels its own.
+func (c *directConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	for {
+		msg, err := c.inner.Read(ctx)
+		if err != nil {
+			c.fail(err)
+			return nil, err
+		}
+		req, ok := msg.(*jsonrpc.Request)
+		if !ok {
+			return msg, nil
+		}
+		if !req.IsCall() {
+			if req.Method == "notifications/cancelled" {
+				c.cancel(req.Params)
+			}
+			return msg, nil
+		}
+		if c.accept(req) {
+			continue
+		}
+		return msg, nil
+	}
+}
+
+// accept starts req as a direct call, or drops it when its id is a direct
+// call's in flight (as the SDK drops a request whose id is in use); it
+// reports false when req is the SDK's to answer.
+func (c *directConn) accept(req *jsonrpc.Request) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, dup := c.calls[req.ID]; dup {
+		c.t.srv.logger.Warn("refused a request whose id is in use, without an answer (as the MCP SDK does)", "method", req.Method)
+		return true
+	}
+	var params *mcp.CallToolParamsRaw
+	var handler mcp.ToolHandler
+	if _, dup := c.sdkCalls[req.ID]; !dup && !c.stopped && c.broken == nil {
+		params, handler = c.direct(req)
+	}
+	if handler == nil {
+		c.sdkCalls[req.ID] = struct{}{}
+		return false
+	}
+	ctx, cancel := context.WithCancelCause(c.t.ctx)
+	c.calls[req.ID] = cancel
+	c.wg.Add(1)
+	go c.serve(ctx, req.ID, params)
+	return true
+}
+
+// direct returns the params and handler of req when it is a direct call:
+// tools/call of a direct tool on a legacy-era session, with params the
+// SDK would decode the same way and no multi-round-trip fields.
+func (c *directConn) direct(req *jsonrpc.Request) (*mcp.CallToolParamsRaw, mcp.ToolHandler) {
+	ss := c.t.session.Load()
+	if req.Method != "tools/call" || ss == nil || len(req.Params) == 0 || req.Params[0] != '{' {
+		return nil, nil
+	}
+	init := ss.InitializeParams()
+	if init == nil || init.ProtocolVersion >= modernProtocol {
+		return nil, nil
+	}
+	var p mcp.CallToolParamsRaw
+	// The SDK's decoder and flags (internal/json); the arguments alias the
+	// params, which the message owns.
+	rest, err := segjson.Parse(req.Params, &p, segjson.DontMatchCaseInsensitiveStructFields|segjson.ZeroCopy)
+	if err != nil || len(bytes.TrimSpace(rest)) > 0 || p.InputResponses != nil || p.RequestState != "" {
+		return nil, nil
+	}
+	if _, modern := p.Meta[mcp.MetaKeyProtocolVersion]; modern {
+		return nil, nil // a per-request 2026-07-28 call: the SDK's
+	}
+	h := c.t.srv.directTool(p.Name)
+	if h == nil {
+		return nil, nil
+	}
+	return &p, h
+}
+
+// modernProtocol is the first protocol version of the 2026-07-28 era,
+// whose calls the SDK answers (result types, server identity).
+const modernProtocol = "2026-07-28"
+
+// serve runs one direct call and writes its response.
+func (c *directConn) serve(ctx context.Context, id jsonrpc.ID, params *mcp.CallToolParamsRaw) {
+	defer c.wg.Done()
+	req := &mcp.CallToolRequest{Session: c.t.session.Load(), Params: params}
+	res, err := c.t.srv.directCall(ctx, "tools/call", req)
+	resp := &jsonrpc.Response{ID: id, Error: err}
+	switch {
+	case err != nil:
+	case res == nil:
+		resp.Error = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("tool %s returned no result and no error", params.Name)}
+	default:
+		if resp.Result, err = encodeDirect(res); err != nil {
+			resp.Error = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("tool %s returned a result that does not encode: %v", params.Name, err)}
+		}
+	}
+	c.mu.Lock()
+	cancel := c.calls[id]
+	delete(c.calls, id) // before writing: the client may reuse the id once it has the response
+	broken := c.broken
+	c.mu.Unlock()
+	cancel(nil)
+	if broken != nil {
+		// As the SDK: once reading or writing failed, or the connection
+		// was closed, no response is written.
+		c.t.srv.logger.Debug("a direct call's response was not written", "tool", params.Name, "err", broken)
+		return
+	}
+	if err := c.inner.Write(context.WithoutCancel(ctx), resp); err != nil {
+		c.t.srv.logger.Debug("writing a direct call's response", "tool", params.Name, "err", err)
+		c.fail(err)
+	}
+}
+
+// fail records that the connection cannot carry responses any more and
+// cancels the direct calls in flight with err as cause, as the SDK does
+// with its own when reading or writing fails.
+func (c *directConn) fail(err error) {
+	c.mu.Lock()
+	if c.broken == nil {
+		c.broken = err
+	}
+	c.mu.Unlock()
+	c.cancelAll(err)
+}
+
+// cancel cancels the direct call that notifications/cancelled params name.
+func (c *directConn) cancel(params json.RawMessage) {
+	var p mcp.CancelledParams // decoded as the SDK decodes it
+	if _, err := segjson.Parse(params, &p, segjson.DontMatchCaseInsensitiveStructFields); err != nil {
+		return
+	}
+	id, err := jsonrpc.MakeID(p.RequestID)
+	if err != nil {
+		return
+	}
+	c.mu.Lock()
+	cancel := c.calls[id]
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel(context.Canceled)
+	}
+}
+
+// cancelAll cancels every direct call in flight with cause.
+func (c *directConn) cancelAll(cause error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, cancel := range c.calls {
+		cancel(cause)
+	}
+}
+
+// stop accepts no more direct calls, cancels those in flight and waits
+// for them.
+func (c *directConn) stop(cause error) {
+	c.mu.Lock()
+	c.stopped = true
+	c.mu.Unlock()
+	if cause == nil {
+		cause = context.Canceled
+	}
+	c.cancelAll(cause)
+	c.wg.Wait()
+}
+
+// directTool returns the handler of a direct tool, or nil.
+func (s *Server) directTool(name string) mcp.ToolHandler {
+	s.regMu.RLock()
+	defer s.regMu.RUnlock()
+	return s.direct[name]
+}
+
+// directChain builds the handler of direct calls: the receiving middleware
+// of Options.Middleware (the first outermost) and the host's session
+// tracking around the tool's handler, as the SDK composes them (less the
+// host's result encoding, which encodeDirect does). The tool's result is
+// completed as the SDK's callTool completes it.
+func (s *Server) directChain(middleware []mcp.Middleware) mcp.MethodHandler {
+	var h mcp.MethodHandler = func(ctx context.Context, _ string, req mcp.Request) (mcp.Result, error) {
+		r := req.(*mcp.CallToolRequest)
+		tool := s.directTool(r.Params.Name)
+		if tool == nil { // removed since it was read
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", r.Params.Name)}
+		}
+		res, err := tool(ctx, r)
+		if err != nil || res == nil {
+			return res, err
+		}
+		if res.InputRequests != nil || res.RequestState != "" {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+				Message: fmt.Sprintf("server bug: tool %q is declared direct but returned input requests", r.Params.Name)}
+		}
+		if res.Content == nil {
+			res2 := *res
+			res2.Content = []mcp.Content{} // as the SDK: "content":[] rather than null
+			res = &res2
+		}
+		return res, nil
+	}
+	h = s.trackSessions(h)
+	for _, m := range slices.Backward(middleware) {
+		h = m(h)
+	}
+	return h
+}
+
+// encodeDirect encodes a direct call's result as the SDK would: a result
+// the host built in one pass (encodedResult), anything else with
+// encoding/json without HTML escaping. The result is compact: a
+// structured content that holds line breaks is compacted, so that a
+// response is always one line.
+func encodeDirect(res mcp.Result) (json.RawMessage, error) {
+	if r, ok := res.(*mcp.CallToolResult); ok && plainToolResult(r) {
+		data, err := (&encodedResult{r}).MarshalJSON()
+		if err != nil || !bytes.ContainsAny(data, "\r\n") {
+			return data, err
+		}
+		var buf bytes.Buffer
+		err = json.Compact(&buf, data)
+		return buf.Bytes(), err
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(res); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}

@@ -1,0 +1,329 @@
+package mcpcore
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mcpkit/mcpkit/pkg/mcpcore/stdio"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// directRig is a server whose plugin "dx" serves direct tools (echo, wait,
+// notify, fail, res) and one that is not (plain), with counters of the
+// tools/call requests that Options.Middleware sees and that the SDK's own
+// request path sees.
+type directRig struct {
+	srv       *Server
+	viaMW     atomic.Int64 // tools/call seen by Options.Middleware (every call)
+	viaSDK    atomic.Int64 // tools/call seen by the SDK's request path
+	cancelled chan error   // the cause a wait call's handler saw
+	entered   chan struct{}
+}
+
+type directArgs struct {
+	Text string `json:"text"`
+	N    int    `json:"n,omitempty"`
+}
+
+// The protocol eras: the legacy one, whose calls may be direct, and the
+// 2026-07-28 one, whose calls are always the SDK's.
+const (
+	legacyEra = "2025-11-25"
+	modernEra = modernProtocol
+)
+
+func newDirectRig(t *testing.T) *directRig {
+	t.Helper()
+	r := &directRig{cancelled: make(chan error, 1), entered: make(chan struct{}, 1)}
+	direct := ToolOptions{Direct: true}
+	attach := func(h *Host) {
+		AddTool(h, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in directArgs) (any, error) {
+			return map[string]any{"text": in.Text, "n": in.N, "html": "<&>", "line": "a\nb"}, nil
+		}, direct)
+		AddTool(h, &mcp.Tool{Name: "plain"}, func(_ context.Context, _ *mcp.CallToolRequest, in directArgs) (any, error) {
+			return map[string]any{"text": in.Text, "n": in.N, "html": "<&>", "line": "a\nb"}, nil
+		})
+		AddTool(h, &mcp.Tool{Name: "wait"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (any, error) {
+			r.entered <- struct{}{}
+			<-ctx.Done()
+			r.cancelled <- context.Cause(ctx)
+			return nil, ctx.Err()
+		}, direct)
+		AddTool(h, &mcp.Tool{Name: "notify"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (any, error) {
+			if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(), Progress: 1, Total: 2}); err != nil {
+				return nil, err
+			}
+			if err := req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Data: "hello"}); err != nil {
+				return nil, err
+			}
+			return Text("notified"), nil
+		}, direct)
+		AddTool(h, &mcp.Tool{Name: "fail"}, func(context.Context, *mcp.CallToolRequest, struct{}) (any, error) {
+			panic("boom")
+		}, direct)
+		AddTool(h, &mcp.Tool{Name: "res"}, func(context.Context, *mcp.CallToolRequest, struct{}) (any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{Data: []byte{1, 2}, MIMEType: "image/png"}}}, nil
+		}, direct)
+	}
+	count := func(n *atomic.Int64) mcp.Middleware {
+		return func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if method == "tools/call" {
+					n.Add(1)
+				}
+				return next(ctx, method, req)
+			}
+		}
+	}
+	lim := DefaultLimits()
+	lim.InlineResultBytes = 1 << 10
+	srv, err := NewServer(t.Context(), Options{Config: Config{Limits: lim}, Instances: []Instance{instance("dx", attach)},
+		Middleware: []mcp.Middleware{count(&r.viaMW)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.MCP().AddReceivingMiddleware(count(&r.viaSDK))
+	t.Cleanup(func() { srv.Close(context.Background()) })
+	r.srv = srv
+	return r
+}
+
+// connect connects a client in era through Server.Run (direct) or the
+// SDK's Connect; the session is closed, and Run awaited, at cleanup.
+func (r *directRig) connect(t *testing.T, direct bool, era string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	st, ct := mcp.NewInMemoryTransports()
+	done := make(chan error, 1)
+	if direct {
+		go func() { done <- r.srv.Run(context.Background(), st) }()
+	} else {
+		ss, err := r.srv.MCP().Connect(t.Context(), st, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { done <- ss.Wait() }()
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, opts).Connect(t.Context(), ct, &mcp.ClientSessionOptions{ProtocolVersion: era})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cs.Close()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Error("the session did not end")
+		}
+	})
+	return cs
+}
+
+func resultJSON(t *testing.T, res *mcp.CallToolResult, err error) string {
+	t.Helper()
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	b, merr := json.Marshal(res)
+	if merr != nil {
+		t.Fatal(merr)
+	}
+	return string(b)
+}
+
+// TestDirectCallsAnswerAsTheSDK: every kind of call answered directly
+// (inline, paged and read back, a plugin's own result, bad params, a
+// panic, a JSON-RPC error) gets the answer the SDK's path gives, and
+// only the direct tools' legacy-era calls skip the SDK's path.
+func TestDirectCallsAnswerAsTheSDK(t *testing.T) {
+	r := newDirectRig(t)
+	direct := r.connect(t, true, legacyEra, nil)
+	viaSDK := r.connect(t, false, legacyEra, nil)
+	calls := []*mcp.CallToolParams{
+		{Name: "dx_echo", Arguments: map[string]any{"text": "héllo \u2028 \"q\"", "n": 3}},
+		{Name: "dx_echo", Arguments: map[string]any{"text": strings.Repeat("x", 2000)}}, // paged: over 1 KiB
+		{Name: "dx_echo", Arguments: map[string]any{"text": 5}},                         // bad_params
+		{Name: "dx_echo", Arguments: map[string]any{"text": "a", "extra": true}},        // bad_params: unknown
+		{Name: "dx_fail", Arguments: map[string]any{}},                                  // internal (a panic)
+		{Name: "dx_res", Arguments: map[string]any{}},                                   // a plugin's own result
+		{Name: "dx_nope", Arguments: map[string]any{}},                                  // unknown: a JSON-RPC error
+	}
+	for _, p := range calls {
+		a, errA := direct.CallTool(t.Context(), p)
+		b, errB := viaSDK.CallTool(t.Context(), p)
+		ja, jb := resultJSON(t, a, errA), resultJSON(t, b, errB)
+		if a != nil && b != nil {
+			// A paged result's id and expiry differ between two calls.
+			var ra, rb pagedResult
+			if json.Unmarshal([]byte(text(a)), &ra) == nil && ra.ResultID != "" && json.Unmarshal([]byte(text(b)), &rb) == nil {
+				ja = strings.ReplaceAll(strings.ReplaceAll(ja, ra.ResultID, "ID"), ra.ExpiresAt, "T")
+				jb = strings.ReplaceAll(strings.ReplaceAll(jb, rb.ResultID, "ID"), rb.ExpiresAt, "T")
+				got := (&rig{srv: r.srv, cs: direct}).readPaged(t, "dx_result", ra)
+				want := (&rig{srv: r.srv, cs: viaSDK}).readPaged(t, "dx_result", rb)
+				if string(got) != string(want) {
+					t.Errorf("%s: paged %s, want %s", p.Name, got, want)
+				}
+			}
+		}
+		if ja != jb {
+			t.Errorf("%s %v:\ndirect %s\nSDK    %s", p.Name, p.Arguments, ja, jb)
+		}
+	}
+	sdkBefore := r.viaSDK.Load()
+	if res, err := direct.CallTool(t.Context(), &mcp.CallToolParams{Name: "dx_echo", Arguments: map[string]any{"text": "x"}}); err != nil || res.IsError {
+		t.Fatalf("echo: %v %v", err, res)
+	}
+	if res, err := direct.CallTool(t.Context(), &mcp.CallToolParams{Name: "dx_plain", Arguments: map[string]any{"text": "x"}}); err != nil || res.IsError {
+		t.Fatalf("plain: %v %v", err, res)
+	}
+	if got := r.viaSDK.Load() - sdkBefore; got != 1 {
+		t.Errorf("the SDK's path saw %d of a direct and a plain call, want 1 (the plain one)", got)
+	}
+	// A 2026-07-28 client's calls are the SDK's.
+	modern := r.connect(t, true, modernEra, nil)
+	sdkBefore = r.viaSDK.Load()
+	if res, err := modern.CallTool(t.Context(), &mcp.CallToolParams{Name: "dx_echo", Arguments: map[string]any{"text": "x"}}); err != nil || res.IsError {
+		t.Fatalf("modern echo: %v %v", err, res)
+	}
+	if got := r.viaSDK.Load() - sdkBefore; got != 1 {
+		t.Errorf("the SDK's path saw %d modern-era calls, want 1", got)
+	}
+	// Options.Middleware saw every call, direct or not: 7 kinds twice, the
+	// paged reads, echo, plain and the modern one.
+	if got, calls := r.viaMW.Load(), r.srv.Info().Calls.Started; got < calls {
+		t.Errorf("Options.Middleware saw %d calls, fewer than the %d the host ran", got, calls)
+	}
+}
+
+// TestDirectCallNotificationsAndCancellation: a direct call's progress and
+// log notifications reach the client, and notifications/cancelled cancels
+// its context.
+func TestDirectCallNotificationsAndCancellation(t *testing.T) {
+	r := newDirectRig(t)
+	progress, logs := make(chan float64, 1), make(chan any, 1)
+	cs := r.connect(t, true, legacyEra, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			progress <- req.Params.Progress
+		},
+		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) { logs <- req.Params.Data },
+	})
+	if err := cs.SetLoggingLevel(t.Context(), &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
+		t.Fatal(err)
+	}
+	p := &mcp.CallToolParams{Name: "dx_notify", Arguments: map[string]any{}}
+	p.SetProgressToken("tok")
+	res, err := cs.CallTool(t.Context(), p)
+	if err != nil || text(res) != "notified" {
+		t.Fatalf("notify: %v %v", err, res)
+	}
+	if got := <-progress; got != 1 {
+		t.Errorf("progress %v, want 1", got)
+	}
+	if got := <-logs; got != "hello" {
+		t.Errorf("log %v, want hello", got)
+	}
+
+	ctx, cancel := context.WithCancel(t.Context())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "dx_wait", Arguments: map[string]any{}})
+		errc <- err
+	}()
+	<-r.entered
+	cancel()
+	if cause := <-r.cancelled; !errors.Is(cause, context.Canceled) {
+		t.Fatalf("the handler saw %v, want context.Canceled", cause)
+	}
+	<-errc
+	waitFor(t, func() bool { return r.srv.Info().Calls.Cancelled == 1 })
+}
+
+func waitFor(t *testing.T, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in 2s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestDirectCallsOverStdio: over the stdio transport, a direct call's
+// response is one compact line with the request's id as sent (a big
+// integer kept exact), a request whose id is a direct call's in flight is
+// refused without an answer (as the SDK refuses one of its own), a
+// cancelled direct call is not answered, and at EOF the calls in flight
+// are cancelled before Run returns.
+func TestDirectCallsOverStdio(t *testing.T) {
+	r := newDirectRig(t)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- r.srv.Run(context.Background(), stdio.NewTransport(inR, outW, stdio.Options{})) }()
+	lines := bufio.NewReader(outR)
+	send := func(s string) {
+		if _, err := io.WriteString(inW, s+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func() string {
+		line, err := lines.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		return line
+	}
+	call := func(id, tool, args string) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, id, tool, args)
+	}
+	send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"` + legacyEra + `","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`)
+	read()
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	sdkBefore := r.viaSDK.Load()
+
+	send(call("9007199254740993", "dx_echo", `{"text":"x"}`))
+	want := `{"jsonrpc":"2.0","id":9007199254740993,"result":{"content":[{"type":"text","text":"{\"html\":\"\\u003c\\u0026\\u003e\",\"line\":\"a\\nb\",\"n\":0,\"text\":\"x\"}"}],"structuredContent":{"html":"\u003c\u0026\u003e","line":"a\nb","n":0,"text":"x"}}}` + "\n"
+	if got := read(); got != want {
+		t.Fatalf("echo response\n%s\nwant\n%s", got, want)
+	}
+	send(call(`"w"`, "dx_wait", `{}`))
+	<-r.entered
+	send(call(`"w"`, "dx_echo", `{"text":"dup"}`)) // refused: "w" is in flight
+	send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"w"}}`)
+	if cause := <-r.cancelled; !errors.Is(cause, context.Canceled) {
+		t.Fatalf("the handler saw %v, want context.Canceled", cause)
+	}
+	send(call("2", "dx_echo", `{"text":"after"}`))
+	if got := read(); !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":2,"result":`) || !strings.Contains(got, `"text":"after"`) {
+		t.Fatalf("after the cancelled call and the duplicate, the next line is %s", got)
+	}
+	if got := r.viaSDK.Load() - sdkBefore; got != 0 {
+		t.Errorf("the SDK's path saw %d calls, want none", got)
+	}
+	send(call("3", "dx_wait", `{}`))
+	<-r.entered
+	inW.Close()
+	if cause := <-r.cancelled; !errors.Is(cause, io.EOF) {
+		t.Errorf("at EOF the handler saw %v, want io.EOF", cause)
+	}
+	select {
+	case err := <-done:
+		if err != nil && !errors.Is(err, io.EOF) {
+			t.Errorf("Run: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return at EOF")
+	}
+	outW.Close()
+	if rest, _ := io.ReadAll(lines); len(rest) > 0 {
+		t.Errorf("unexpected output after the last response: %s", rest)
+	}
+}
