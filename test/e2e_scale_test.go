@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mcpkit/mcpkit/internal/redistest"
 	"github.com/mcpkit/mcpkit/plugins/diag"
@@ -150,6 +151,12 @@ func TestScaleOutRoundRobin(t *testing.T) {
 		}
 	}
 
+	// PubSub: a message posted through any instance reaches a legacy
+	// client's standalone GET stream on whichever instance holds it, by
+	// the log level the client set through whichever instance served that.
+	_, logs := listenLogs(t, front, token)
+	awaitBroadcast(t, cs, logs, "before the kill")
+
 	// The API's unauthenticated limit (20 a window per client) counts
 	// across instances: the 21st request in the window, whichever instance
 	// serves it, is refused.
@@ -173,5 +180,33 @@ func TestScaleOutRoundRobin(t *testing.T) {
 	}
 	if c := rr.counts(); c[0]-before[0] < 2 || c[2]-before[2] < 2 {
 		t.Fatalf("after the kill the survivors served %v → %v", before, c)
+	}
+	// The listening client's GET stream, if it was on the killed instance,
+	// reconnects to a survivor, which resumes the session with its level.
+	awaitBroadcast(t, cs, logs, "after the kill")
+}
+
+// awaitBroadcast posts text on the channel "scale" through cs (the
+// example app's message-post) until logs carries it: the listener's GET
+// stream may still be opening, or reconnecting.
+func awaitBroadcast(t *testing.T, cs *mcp.ClientSession, logs chan logged, text string) {
+	t.Helper()
+	deadline := time.After(15 * time.Second)
+	for {
+		callTool(t, cs, "actions_message-post", map[string]any{"channel": "scale", "text": text, "author": "ann"})
+		wait := time.After(500 * time.Millisecond)
+	drain:
+		for {
+			select {
+			case l := <-logs:
+				if l.channel == "scale" && l.text == text {
+					return
+				}
+			case <-wait:
+				break drain
+			case <-deadline:
+				t.Fatalf("the broadcast %q never reached the listening client", text)
+			}
+		}
 	}
 }
