@@ -21,9 +21,10 @@ import (
 )
 
 // startOAuth runs `mcpkit actions start --http` on a free loopback port
-// with the OAuth server on (its issuer that port's origin, so that /mcp's
-// 401 names the metadata URL) and returns the server.
-func startOAuth(t *testing.T) *httpProc {
+// with the OAuth server on (its issuer that port's origin) and returns the
+// server. more are further members of the oauth configuration
+// (`"templates_dir": "/x"`).
+func startOAuth(t *testing.T, more ...string) *httpProc {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -31,7 +32,8 @@ func startOAuth(t *testing.T) *httpProc {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	cfg := writeConfig(t, `{"plugins": {"actions": {"config": {"oauth": {"issuer": "http://`+addr+`"}}}}}`)
+	members := append([]string{`"issuer": "http://` + addr + `"`}, more...)
+	cfg := writeConfig(t, `{"plugins": {"actions": {"config": {"oauth": {`+strings.Join(members, ", ")+`}}}}}`)
 	return startListening(t, binary(t), "actions", "--log-format", "json", "start", "--http", addr, "--config", cfg)
 }
 

@@ -292,9 +292,12 @@ func (s *Server) renderAuthorize(w http.ResponseWriter, r *http.Request, ar auth
 	}
 	errorHTML := ""
 	if msg != "" {
-		errorHTML = `<p class="error" role="alert">` + html.EscapeString(msg) + `</p>`
+		// An alert, focused as the page loads, so that a screen reader
+		// reads it at once (role=alert alone is not announced reliably
+		// on a page that has just loaded).
+		errorHTML = `<p class="error" id="oauth-error" role="alert" tabindex="-1" autofocus>` + html.EscapeString(msg) + `</p>`
 	}
-	signin, signup := fields(s.login), fields(s.signup)
+	signin, signup := fields(s.login, false), fields(s.signup, true)
 	body, err := s.pages.authorize.Render(map[string]any{
 		"signinFields": signin, "signupFields": signup, "hasSignin": s.login != nil, "hasSignup": s.signup != nil,
 		"signupSelected": mode == "signup" || s.login == nil, "errorHtml": errorHTML, "hiddenFields": hidden.String(),

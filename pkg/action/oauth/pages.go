@@ -120,8 +120,13 @@ func (s *Server) serveAsset(w http.ResponseWriter, r *http.Request) {
 // fields are the form fields of act's inputs (the seed's field objects:
 // name, label, type, required, minlength, maxlength), in declaration order:
 // labels from descriptions (else the capitalised name), type password for
-// secret inputs, email for an input named so, text otherwise.
-func fields(act *action.Action) []map[string]any {
+// secret inputs, email for an input named so, text otherwise. Each also
+// has the autocomplete token (WCAG 1.3.5) that tells browsers and password
+// managers what it asks for, when mcpkit knows it: a password is the
+// current one on the sign-in form and a new one on the sign-up form, an
+// email is the sign-in form's username and the sign-up form's email, and
+// an input named "name" is the user's name.
+func fields(act *action.Action, signup bool) []map[string]any {
 	if act == nil {
 		return nil
 	}
@@ -143,9 +148,11 @@ func fields(act *action.Action) []map[string]any {
 			"required": slices.Contains(s.Required, n)}
 		switch {
 		case p.WriteOnly || p.Format == "password":
-			f["type"] = "password"
+			f["type"], f["autocomplete"] = "password", pick(signup, "new-password", "current-password")
 		case strings.Contains(strings.ToLower(n), "email"):
-			f["type"] = "email"
+			f["type"], f["autocomplete"] = "email", pick(signup, "email", "username")
+		case n == "name":
+			f["autocomplete"] = "name"
 		}
 		if p.MinLength != nil {
 			f["minlength"] = *p.MinLength
@@ -156,6 +163,14 @@ func fields(act *action.Action) []map[string]any {
 		out = append(out, f)
 	}
 	return out
+}
+
+// pick is a if cond holds, else b.
+func pick(cond bool, a, b string) string {
+	if cond {
+		return a
+	}
+	return b
 }
 
 // label is a field's label: its description, else its name capitalised.

@@ -573,11 +573,11 @@ func TestAuthorizePage(t *testing.T) {
 	}
 	for _, want := range []string{
 		`<label for="signup-email">Your email address</label>`,
-		`<input id="signup-email" name="email" type="email" required>`,
-		`<input id="signup-password" name="password" type="password" required minlength="8" maxlength="64">`,
+		`<input id="signup-email" name="email" type="email" required autocomplete="email">`,
+		`<input id="signup-password" name="password" type="password" required autocomplete="new-password" minlength="8" maxlength="64">`,
 		`<input id="signup-nick" name="nick" type="text">`,
 		`<label for="signup-nick">Nick</label>`,
-		`<input id="signin-password" name="password" type="password" required>`,
+		`<input id="signin-password" name="password" type="password" required autocomplete="current-password">`,
 		`name="csrf_token"`,
 	} {
 		if !strings.Contains(body, want) {
