@@ -19,7 +19,7 @@ build: ## build bin/mcpkit
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/mcpkit ./cmd/mcpkit
 
 run: build ## serve the whole product on loopback (MCP at http://127.0.0.1:8080/mcp; prints where each part is)
-	scripts/run.sh $(RUN_ARGS)
+	@scripts/run.sh $(RUN_ARGS) # not echoed: the map is the first thing run.sh prints on stdout
 
 deps: ## install what the tests need (redis-server, the conformance suite)
 	scripts/install-deps.sh
