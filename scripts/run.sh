@@ -33,8 +33,9 @@
 #   MCPKIT_BIN overrides the binary (default: bin/mcpkit beside this script).
 #
 # Output: once mcpkit listens, the first lines on stdout are the map of where
-# each part is (see print_map), ending with an `mcpServers` snippet; nothing
-# else is written to stdout. mcpkit's log goes to stderr, held back until the
+# each part is (see print_map), then an `mcpServers` snippet and the
+# Inspector CLI command that uses the static token; nothing else is written
+# to stdout. mcpkit's log goes to stderr, held back until the
 # map is printed. Progress goes to stderr, each line starting with "run.sh:";
 # "run.sh: redis-server pid=PID port=PORT dir=DIR" names the server it
 # started and the temporary directory, "run.sh: store file=FILE
@@ -206,7 +207,9 @@ print_map() {
 	row() { printf '  %-18s %s\n' "$1" "$2"; }
 	echo "mcpkit serves the whole product on loopback; Ctrl-C stops it, and redis-server."
 	row "MCP" "$mcp"
-	row "MCP token file" "$dir/token  (static bearer token, 0600, new each run; or sign in with OAuth)"
+	local oauth=""
+	! has actions || oauth="; or sign in with OAuth"
+	row "MCP token file" "$dir/token  (static bearer token, 0600, new each run$oauth)"
 	row "health" "$base/healthz"
 	if has actions; then
 		row "app API" "$base/api  (e.g. $base/api/status)"
