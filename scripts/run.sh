@@ -205,7 +205,9 @@ print_map() {
 	local mcp=$1 base=${1%/mcp} ws
 	ws=${base/#http/ws}
 	row() { printf '  %-18s %s\n' "$1" "$2"; }
-	echo "mcpkit serves the whole product on loopback; Ctrl-C stops it, and redis-server."
+	local also=""
+	! has resp || also=", and redis-server"
+	echo "mcpkit serves the whole product on loopback; Ctrl-C stops it$also."
 	row "MCP" "$mcp"
 	local oauth=""
 	! has actions || oauth="; or sign in with OAuth"
@@ -226,7 +228,11 @@ print_map() {
 	if has resp; then
 		row "redis-server" "127.0.0.1:$redis_port  (pid $redis_pid, password in $dir/password, stopped on exit)"
 	fi
-	echo "mcpServers, for a client that signs in with OAuth (a browser opens at the authorize page):"
+	if has actions; then
+		echo "mcpServers, for a client that signs in with OAuth (a browser opens at the authorize page):"
+	else
+		echo "mcpServers, for a client that sends the static token (add its Authorization header):"
+	fi
 	printf '{\n  "mcpServers": {\n    "mcpkit": {\n      "type": "http",\n      "url": "%s"\n    }\n  }\n}\n' "$mcp"
 	echo "A client without OAuth sends the static token as a header, e.g. the Inspector CLI:"
 	# shellcheck disable=SC2016 # $(cat ...) is for the user's shell
