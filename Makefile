@@ -10,7 +10,7 @@ FUZZTIME ?= 20s
 BENCHTIME ?= 3000x
 TEST_FLAGS ?= -race -timeout 15m
 
-.PHONY: help build run test deps bench bench-resp bench-store conformance fuzz lint clean image image-test release
+.PHONY: help build run test deps bench bench-resp bench-store bench-report conformance fuzz lint clean image image-test release
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -40,6 +40,12 @@ bench-resp: build ## the RESP sidecar over MCP stdio against direct RESP and red
 
 bench-store: ## the document store against its peers: SQLite (ingest, get, indexed queries, reopen), chromem-go (vectors), bleve (text)
 	cd test && $(GO) test -run '^$$' -bench '^BenchmarkStore' -benchtime 1x -timeout 10m .
+
+# bench-report runs the three targets above with `go test -v` output
+# (test/cmd/benchreport); a target that fails on a missed target is
+# reported, not fatal. BENCH_PUBLISH=1 also rewrites docs/benchmarks.md.
+bench-report: ## every benchmark into bench-report/report.md with PNG plots (BENCH_PUBLISH=1: also docs/benchmarks.md)
+	cd test && $(GO) run ./cmd/benchreport -C .. -out bench-report $(if $(BENCH_PUBLISH),-publish docs) -make "$(MAKE)" bench bench-resp bench-store
 
 conformance: build ## every server scenario of the MCP conformance suite, both eras, against mcpkit and the go-sdk's example server side by side
 	cd test && MCPKIT_CONFORMANCE_PEER=1 $(GO) test -count=1 -run '^TestConformance$$' -v -timeout 20m .

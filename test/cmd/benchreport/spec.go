@@ -1,0 +1,305 @@
+package main
+
+import (
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Kind says what a row's figures are, and so which way is better.
+type Kind int
+
+const (
+	// Time figures are durations in seconds: lower is better.
+	Time Kind = iota
+	// Rate figures are operations per second: higher is better.
+	Rate
+)
+
+// Measure locates one figure in the output: a metric the benchmark
+// reported (Unit), or a cell of a table it logged (Table, Row, Col), which
+// is the only place a failing benchmark's figures appear (go test prints no
+// result line for a benchmark that failed). Scale converts the printed
+// number to seconds for a Time figure (1e-9 for ns, 1e-6 for µs).
+type Measure struct {
+	Pkg   string // the end of the benchmark's import path, where names repeat
+	Bench string // the full benchmark name, without the GOMAXPROCS suffix
+	Unit  string // a reported metric
+	// Table is the first cell of the logged table's header row, Row the
+	// start of the row's first cell, Col the column's header; Pattern,
+	// if set, extracts the number from the cell (its first group).
+	Table, Row, Col string
+	Pattern         *regexp.Regexp
+	Scale           float64
+}
+
+// Value returns the measure's figure in out, and whether it was found.
+func (m Measure) Value(out *Output) (float64, bool) {
+	if m.Bench == "" {
+		return 0, false
+	}
+	var v float64
+	if m.Table == "" {
+		r := out.result(m.Pkg, m.Bench)
+		if r == nil {
+			return 0, false
+		}
+		var ok bool
+		if v, ok = r.Values[m.Unit]; !ok {
+			return 0, false
+		}
+		r.used = true
+	} else {
+		top, _, _ := strings.Cut(m.Bench, "/")
+		out.markUsed(m.Pkg, top)
+		c, ok := cell(out.logs(m.Pkg, top), m.Table, m.Row, m.Col)
+		if !ok {
+			return 0, false
+		}
+		if m.Pattern != nil {
+			sub := m.Pattern.FindStringSubmatch(c)
+			if sub == nil {
+				return 0, false
+			}
+			c = sub[1]
+		}
+		var err error
+		if v, err = strconv.ParseFloat(strings.ReplaceAll(c, ",", ""), 64); err != nil {
+			return 0, false
+		}
+	}
+	if m.Scale != 0 {
+		v *= m.Scale
+	}
+	return v, !math.IsNaN(v) && !math.IsInf(v, 0)
+}
+
+// Of is what a target constrains.
+type Of int
+
+const (
+	// OfRatio is mcpkit's figure over the peer's.
+	OfRatio Of = iota
+	// OfMine is mcpkit's figure itself.
+	OfMine
+	// OfAdded is mcpkit's figure less the peer's (what mcpkit adds).
+	OfAdded
+	// OfOther is another figure of the benchmark (Check.Other).
+	OfOther
+)
+
+// Check is one target of a row: the figure Of compared with Limit by Op
+// ("≤" or "≥"), in the row's units (seconds for Time).
+type Check struct {
+	Of    Of
+	Op    string
+	Limit float64
+	// Other and OtherName are the figure and its name for OfOther.
+	Other     Measure
+	OtherName string
+}
+
+// Quantile is a latency percentile of both sides of a row (seconds).
+type Quantile struct {
+	Q          string // "p50", "p95", "p99"
+	Mine, Peer Measure
+}
+
+// Row is one line of an area's table: an mcpkit figure, its peer's, their
+// ratio (mcpkit over peer), the targets and the latency quantiles known.
+type Row struct {
+	Name       string
+	Kind       Kind
+	Per        string // what a Rate counts per second ("docs/s")
+	Mine, Peer Measure
+	PeerName   string
+	Checks     []Check
+	Quantiles  []Quantile
+}
+
+// Area is one table of the report and its plots.
+type Area struct {
+	ID      string // names its plot files
+	Title   string
+	Command string // the make target that measures it
+	About   string
+	Rows    []Row
+	// Benches are the top-level benchmarks whose logs the area shows.
+	Benches []string
+}
+
+// ns, µs and ms scale printed numbers to seconds.
+const (
+	ns = 1e-9
+	us = 1e-6
+	ms = 1e-3
+)
+
+// metric is a reported metric of a benchmark, scaled by scale.
+func metric(bench, unit string, scale float64) Measure {
+	return Measure{Bench: bench, Unit: unit, Scale: scale}
+}
+
+// inPkg is m in a package whose import path ends in pkg.
+func (m Measure) inPkg(pkg string) Measure { m.Pkg = pkg; return m }
+
+// logged is a cell of a table a benchmark logged.
+func logged(bench, table, row, col string, scale float64) Measure {
+	return Measure{Bench: bench, Table: table, Row: row, Col: col, Scale: scale}
+}
+
+// pair is a row comparing the "<a>-ns/call" and "<b>-ns/call" metrics
+// that internal/benchpair reports.
+func pair(name, bench, a, b, peer string, checks ...Check) Row {
+	return Row{Name: name, Kind: Time, Mine: metric(bench, a+"-ns/call", ns), Peer: metric(bench, b+"-ns/call", ns),
+		PeerName: peer, Checks: checks}
+}
+
+// subs is a row comparing the ns/op of two sub-benchmarks.
+func subs(name, pkg, mine, peer, peerName string) Row {
+	return Row{Name: name, Kind: Time, Mine: metric(mine, "ns/op", ns).inPkg(pkg), Peer: metric(peer, "ns/op", ns).inPkg(pkg), PeerName: peerName}
+}
+
+// Areas are the report's tables, one per area of the project, with every
+// target the benchmarks check.
+func Areas() []Area {
+	const (
+		sidecar = "BenchmarkRespSidecar"
+		sqlite  = "BenchmarkStoreSQLite"
+		text    = "BenchmarkStoreText"
+		vector  = "BenchmarkStoreVector"
+	)
+	// sidecarRow is a batch size of BenchmarkRespSidecar's logged table.
+	sidecarRow := func(batch string, checks ...Check) Row {
+		return Row{Name: "resp_execute over stdio, batch " + batch + " (SET)", Kind: Rate, Per: "cmd/s",
+			Mine: logged(sidecar, "batch", batch, "mcp/s", 0), Peer: logged(sidecar, "batch", batch, "direct/s", 0),
+			PeerName: "direct RESP", Checks: checks, Quantiles: []Quantile{
+				{"p50", logged(sidecar, "batch", batch, "mcp p50", us), logged(sidecar, "batch", batch, "dir p50", us)},
+				{"p95", logged(sidecar, "batch", batch, "mcp p95", us), logged(sidecar, "batch", batch, "dir p95", us)},
+			}}
+	}
+	// storeRow is a row of a store benchmark's logged table, where
+	// docstore and the peer have a rate, a p50 and a p95 each.
+	storeRow := func(name, bench, row, per, peer, peerCol, peerQ string, checks ...Check) Row {
+		return Row{Name: name, Kind: Rate, Per: per,
+			Mine: logged(bench, "operation", row, "docstore/s", 0), Peer: logged(bench, "operation", row, peerCol, 0),
+			PeerName: peer, Checks: checks, Quantiles: []Quantile{
+				{"p50", logged(bench, "operation", row, "ds p50", us), logged(bench, "operation", row, peerQ+" p50", us)},
+				{"p95", logged(bench, "operation", row, "ds p95", us), logged(bench, "operation", row, peerQ+" p95", us)},
+			}}
+	}
+	// perBatch is a row per batch size of the in-memory RESP benchmarks.
+	perBatch := func(row func(batch string) Row) []Row {
+		var rows []Row
+		for _, batch := range []string{"1", "16", "128"} {
+			rows = append(rows, row(batch))
+		}
+		return rows
+	}
+	noSlower := Check{Of: OfRatio, Op: "≥", Limit: 1}
+	oauthRow := func(state string) Row {
+		bench := "BenchmarkOAuthVerify/" + state
+		mine, peer := metric(bench, "oauth-p50-µs", us), metric(bench, "static-p50-µs", us)
+		return Row{Name: "tools/call on /mcp with an OAuth token, " + state, Kind: Time, Mine: mine, Peer: peer,
+			PeerName: "static bearer token", Checks: []Check{{Of: OfAdded, Op: "≤", Limit: 100 * us}},
+			Quantiles: []Quantile{{"p50", mine, peer}}}
+	}
+	adminRow := func(name, sub, direct string) Row {
+		bench := "BenchmarkRespAdmin/" + sub
+		mine, peer := metric(bench, "gateway-p50-µs", us), metric(bench, "direct-p50-µs", us)
+		return Row{Name: name, Kind: Time, Mine: mine, Peer: peer, PeerName: direct, Quantiles: []Quantile{{"p50", mine, peer}}}
+	}
+	return []Area{{
+		ID: "core", Title: "Core: framing and transports", Command: "make bench",
+		About: "A no-op `tools/call` through `bin/mcpkit` against the same tool served by the MCP Go SDK alone " +
+			"(`test/internal/sdkpeer`), the host's call path against the SDK's `AddTool` in memory, and the stdio " +
+			"transport against the SDK's `IOTransport`. Figures are the mean time of one call.",
+		Rows: []Row{
+			pair("stdio round trip, bin/mcpkit", "BenchmarkStdioRoundTrip", "mcpkit", "sdk", "SDK StdioTransport",
+				Check{Of: OfRatio, Op: "≤", Limit: 1.10}),
+			pair("HTTP round trip, 2025-11-25 (sessions)", "BenchmarkHTTPRoundTrip/2025-11-25", "mcpkit", "sdk", "SDK HTTP handler"),
+			pair("HTTP round trip, 2026-07-28 (stateless)", "BenchmarkHTTPRoundTrip/2026-07-28", "mcpkit", "sdk", "SDK HTTP handler"),
+			pair("host call path in memory", "BenchmarkToolCall", "host", "sdk", "SDK AddTool"),
+			subs("stdio transport, ping round trip", "mcpcore/stdio", "BenchmarkRoundTrip/ping/mcpkit", "BenchmarkRoundTrip/ping/sdk", "SDK IOTransport"),
+			subs("stdio transport, 64 KiB echo round trip", "mcpcore/stdio", "BenchmarkRoundTrip/echo-64KiB/mcpkit", "BenchmarkRoundTrip/echo-64KiB/sdk", "SDK IOTransport"),
+			subs("stdio transport alone, ping", "mcpcore/stdio", "BenchmarkTransport/ping/mcpkit", "BenchmarkTransport/ping/sdk", "SDK IOTransport"),
+			subs("stdio transport alone, 64 KiB call", "mcpcore/stdio", "BenchmarkTransport/call-64KiB/mcpkit", "BenchmarkTransport/call-64KiB/sdk", "SDK IOTransport"),
+		},
+	}, {
+		ID: "resp", Title: "RESP sidecar against direct RESP", Command: "make bench-resp, make bench",
+		About: "A persistent MCP stdio session through `bin/mcpkit resp` against a direct persistent RESP connection " +
+			"(`pkg/resp`) on the same disposable redis-server, 100 rounds of each batch size; the management gateway " +
+			"(`mcpkit resp admin`) against the RESP commands it wraps; the plugin in memory; `pkg/resp` against go-redis.",
+		Benches: []string{sidecar, "BenchmarkRespAdmin"},
+		Rows: append([]Row{
+			sidecarRow("1"),
+			{Name: "resp_execute over stdio, batch 1: p50 round", Kind: Time,
+				Mine: logged(sidecar, "batch", "1", "mcp p50", us), Peer: logged(sidecar, "batch", "1", "dir p50", us),
+				PeerName: "direct RESP", Checks: []Check{{Of: OfAdded, Op: "≤", Limit: 150 * us}}},
+			sidecarRow("16"),
+			sidecarRow("128", Check{Of: OfRatio, Op: "≥", Limit: 0.5}),
+			adminRow("gateway GET /metrics (p50)", "metrics", "INFO ALL"),
+			adminRow("gateway GET /api/keys?count=100 (p50)", "keys100", "SCAN + TYPE/PTTL/MEMORY"),
+		}, append(perBatch(func(batch string) Row {
+			return pair("resp_execute in memory, batch "+batch, "BenchmarkExecute/batch="+batch, "mcp", "direct", "direct RESP")
+		}), perBatch(func(batch string) Row {
+			return subs("pkg/resp pipeline, batch "+batch, "pkg/resp", "BenchmarkPipeline/resp/batch="+batch, "BenchmarkPipeline/goredis/batch="+batch, "go-redis")
+		})...)...),
+	}, {
+		ID: "store", Title: "Document store against SQLite, chromem-go and bleve", Command: "make bench-store",
+		About: "The store on a bbolt file (durable commits) against SQLite (modernc.org/sqlite, WAL, synchronous=FULL) " +
+			"holding the same 100,000 documents with the same two indexes; vector search against chromem-go; text " +
+			"indexing and BM25 against bleve. Rates are per second.",
+		Benches: []string{sqlite, text, vector},
+		Rows: []Row{
+			storeRow("ingest, transactions of 1,000", sqlite, "ingest", "docs/s", "SQLite", "sqlite/s", "sq",
+				noSlower, Check{Of: OfMine, Op: "≥", Limit: 20_000}),
+			storeRow("get by random id", sqlite, "get by random id", "ops/s", "SQLite", "sqlite/s", "sq", noSlower),
+			storeRow("page: group = v (100 documents)", sqlite, "eq page", "ops/s", "SQLite", "sqlite/s", "sq", noSlower),
+			storeRow("count: group = v", sqlite, "eq count", "ops/s", "SQLite", "sqlite/s", "sq"),
+			storeRow("page: group in a range, limit 50", sqlite, "range page", "ops/s", "SQLite", "sqlite/s", "sq", noSlower),
+			storeRow("reopen: close, open, first get", sqlite, "reopen", "ops/s", "SQLite", "sqlite/s", "sq"),
+			storeRow("text indexing, durable batches of 1,000", text, "index", "docs/s", "bleve", "bleve/s", "bl", noSlower),
+			{Name: "BM25 top-10, two-word query (p50)", Kind: Time,
+				Mine: logged(text, "operation", "BM25", "ds p50", us), Peer: logged(text, "operation", "BM25", "bl p50", us),
+				PeerName: "bleve", Checks: []Check{{Of: OfRatio, Op: "≤", Limit: 1}}, Quantiles: []Quantile{
+					{"p50", logged(text, "operation", "BM25", "ds p50", us), logged(text, "operation", "BM25", "bl p50", us)},
+					{"p95", logged(text, "operation", "BM25", "ds p95", us), logged(text, "operation", "BM25", "bl p95", us)},
+				}},
+			{Name: "exact vector top-10, 100,000 × 384 (p50)", Kind: Time,
+				Mine: logged(vector, "query", "exact top-10: docstore", "p50 µs", us), Peer: logged(vector, "query", "exact top-10: chromem-go", "p50 µs", us),
+				PeerName: "chromem-go", Checks: []Check{{Of: OfMine, Op: "≤", Limit: 20 * ms}}, Quantiles: []Quantile{
+					{"p50", logged(vector, "query", "exact top-10: docstore", "p50 µs", us), logged(vector, "query", "exact top-10: chromem-go", "p50 µs", us)},
+					{"p95", logged(vector, "query", "exact top-10: docstore", "p95 µs", us), logged(vector, "query", "exact top-10: chromem-go", "p95 µs", us)},
+				}},
+			{Name: "approximate vector top-10, HNSW (p50)", Kind: Time,
+				Mine: logged(vector, "query", "approximate top-10", "p50 µs", us),
+				Checks: []Check{{Of: OfMine, Op: "≤", Limit: 1 * ms}, {Of: OfOther, Op: "≥", Limit: 0.95, OtherName: "recall@10",
+					Other: Measure{Bench: vector, Table: "query", Row: "approximate top-10", Col: "target", Pattern: regexp.MustCompile(`recall@10 ([0-9.]+)`)}}},
+				Quantiles: []Quantile{
+					{Q: "p50", Mine: logged(vector, "query", "approximate top-10", "p50 µs", us)},
+					{Q: "p95", Mine: logged(vector, "query", "approximate top-10", "p95 µs", us)},
+				}},
+			{Name: "hybrid: filter + vector + text, RRF, MMR (p50)", Kind: Time,
+				Mine: logged(vector, "query", "hybrid", "p50 µs", us), Quantiles: []Quantile{
+					{Q: "p50", Mine: logged(vector, "query", "hybrid", "p50 µs", us)},
+					{Q: "p95", Mine: logged(vector, "query", "hybrid", "p95 µs", us)},
+				}},
+		},
+	}, {
+		ID: "actions", Title: "Action framework against bare handlers", Command: "make bench",
+		About: "An action served over HTTP and MCP against a plain `net/http` handler and the SDK's own tool, " +
+			"on real servers and clients (the in-process row: `ServeHTTP` with a recorder).",
+		Rows: []Row{
+			pair("GET /api/status over HTTP", "BenchmarkStatusHTTP", "action", "bare", "bare net/http handler"),
+			pair("GET /api/status in process", "BenchmarkStatusHandler", "action", "bare", "bare net/http handler"),
+			pair("action as an MCP tool over HTTP", "BenchmarkToolCallHTTP", "actions", "sdk", "SDK tool"),
+		},
+	}, {
+		ID: "oauth", Title: "OAuth token verification", Command: "make bench",
+		About: "A `tools/call` on `/mcp` with an OAuth access token against the same call with a static bearer token, " +
+			"on one server accepting both: the OAuth records in process, in Redis, and in Redis read on every call.",
+		Rows: []Row{oauthRow("memory"), oauthRow("redis"), oauthRow("redis-uncached")},
+	}}
+}
