@@ -330,7 +330,7 @@ func (s *Server) directChain(middleware []mcp.Middleware) mcp.MethodHandler {
 func encodeDirect(res mcp.Result) (json.RawMessage, error) {
 	if r, ok := res.(*mcp.CallToolResult); ok && plainToolResult(r) {
 		data, err := (&encodedResult{r}).MarshalJSON()
-		if err != nil || !bytes.ContainsAny(data, "\r\n") {
+		if err != nil || bytes.IndexByte(data, '\n') < 0 && bytes.IndexByte(data, '\r') < 0 {
 			return data, err
 		}
 		var buf bytes.Buffer

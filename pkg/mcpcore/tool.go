@@ -11,6 +11,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	segjson "github.com/segmentio/encoding/json"
 )
 
 // ToolFunc handles one tool call. It returns a JSON-serializable value
@@ -296,7 +297,9 @@ func (c toolCall) serve(owner string, v any, isError bool) (*mcp.CallToolResult,
 	if isText {
 		data = []byte(text)
 	} else if raw, ok := v.(json.RawMessage); ok {
-		if !json.Valid(raw) {
+		// segmentio's validator accepts what encoding/json's does, about
+		// ten times faster: this check is on every call's path.
+		if !segjson.Valid(raw) {
 			s.calls.failed.Add(1)
 			return toolError(&KindError{Kind: KindInternal, Err: fmt.Errorf("tool %s returned invalid JSON", c.tool)}), nil
 		}

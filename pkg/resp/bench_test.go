@@ -76,7 +76,7 @@ func BenchmarkDecodeAndJSON(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if js, err = appendJSON(js[:0], &v); err != nil {
+			if js, err = AppendJSON(js[:0], &v); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -36,10 +36,14 @@ import (
 // It fails only for a Value no decoder produces (an unknown kind, a map with
 // an odd number of elements, an attribute without its reply).
 func (v Value) MarshalJSON() ([]byte, error) {
-	return appendJSON(nil, &v)
+	return AppendJSON(nil, &v)
 }
 
-func appendJSON(b []byte, v *Value) ([]byte, error) {
+// AppendJSON appends the JSON form of v ([Value.MarshalJSON]) to b and
+// returns the extended buffer, so that many values can be written into one
+// buffer without an allocation each. It fails, returning nil, as
+// MarshalJSON does.
+func AppendJSON(b []byte, v *Value) ([]byte, error) {
 	if v.Nil {
 		return append(b, `{"type":"null"}`...), nil
 	}
@@ -71,7 +75,7 @@ func appendJSON(b []byte, v *Value) ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			if b, err = appendJSON(b, &v.Elems[i]); err != nil {
+			if b, err = AppendJSON(b, &v.Elems[i]); err != nil {
 				return nil, err
 			}
 		}
@@ -86,11 +90,11 @@ func appendJSON(b []byte, v *Value) ([]byte, error) {
 				b = append(b, ',')
 			}
 			b = append(b, '[')
-			if b, err = appendJSON(b, &v.Elems[i]); err != nil {
+			if b, err = AppendJSON(b, &v.Elems[i]); err != nil {
 				return nil, err
 			}
 			b = append(b, ',')
-			if b, err = appendJSON(b, &v.Elems[i+1]); err != nil {
+			if b, err = AppendJSON(b, &v.Elems[i+1]); err != nil {
 				return nil, err
 			}
 			b = append(b, ']')
@@ -101,7 +105,7 @@ func appendJSON(b []byte, v *Value) ([]byte, error) {
 				return nil, fmt.Errorf("resp: attribute without the reply it annotates")
 			}
 			b = append(b, `,"value":`...)
-			if b, err = appendJSON(b, v.Wrapped); err != nil {
+			if b, err = AppendJSON(b, v.Wrapped); err != nil {
 				return nil, err
 			}
 		}

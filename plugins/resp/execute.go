@@ -155,15 +155,13 @@ func (r ExecuteReply) MarshalJSON() ([]byte, error) {
 		values []resp.Value
 	}{{`,"replies":[`, r.Replies}, {`,"pushes":[`, r.Pushes}} {
 		b = append(b, list.key...)
-		for i, v := range list.values {
+		for i := range list.values {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			var vb []byte
-			if vb, err = v.MarshalJSON(); err != nil {
+			if b, err = resp.AppendJSON(b, &list.values[i]); err != nil {
 				return nil, err
 			}
-			b = append(b, vb...)
 		}
 		b = append(b, ']')
 	}
@@ -202,17 +200,37 @@ var refused = map[string]bool{
 }
 
 // refusedName returns the refused command or subcommand args names, or "".
+// It allocates nothing for a command that is not refused.
 func refusedName(args [][]byte) string {
-	name := strings.ToUpper(string(args[0]))
-	if refused[name] {
-		return name
+	var buf [32]byte // longer than any refused name: such names are not refused
+	key := upperInto(buf[:0], args[0])
+	if key == nil {
+		return ""
+	}
+	if refused[string(key)] {
+		return string(key)
 	}
 	if len(args) > 1 {
-		if sub := name + " " + strings.ToUpper(string(args[1])); refused[sub] {
-			return sub
+		if key = upperInto(append(key, ' '), args[1]); key != nil && refused[string(key)] {
+			return string(key)
 		}
 	}
 	return ""
+}
+
+// upperInto appends s in ASCII upper case to dst, which has room for 32
+// bytes; nil when it does not fit.
+func upperInto(dst, s []byte) []byte {
+	if len(dst)+len(s) > cap(dst) {
+		return nil
+	}
+	for _, c := range s {
+		if 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		dst = append(dst, c)
+	}
+	return dst
 }
 
 // commandsSchema is the schema of a batch: an array of commands, each a
