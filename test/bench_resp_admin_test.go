@@ -93,6 +93,8 @@ func BenchmarkRespAdmin(b *testing.B) {
 			ratio := float64(gwP50) / float64(dP50)
 			b.ReportMetric(float64(gwP50.Microseconds()), "gateway-p50-µs")
 			b.ReportMetric(float64(dP50.Microseconds()), "direct-p50-µs")
+			b.ReportMetric(float64(gwP95.Microseconds()), "gateway-p95-µs")
+			b.ReportMetric(float64(dP95.Microseconds()), "direct-p95-µs")
 			b.ReportMetric(ratio, "p50-ratio")
 			b.Logf("%s over %d calls: gateway p50 %v p95 %v, direct RESP p50 %v p95 %v, p50 ratio %s",
 				c.name, b.N, gwP50, gwP95, dP50, dP95, strconv.FormatFloat(ratio, 'f', 2, 64))

@@ -11,8 +11,10 @@ import (
 
 // fixtureTargets are the make targets whose recorded output is in
 // testdata: `make bench` (plain go test output, one package killed while
-// running, others that did not build), and `make bench-resp` and `make
-// bench-store` (-v output, with targets missed and met).
+// running, others that did not build; the section of pkg/mcpcore, which
+// did not build in that run, and BenchmarkRespAdmin's result lines, now
+// with p95 metrics, come from -v runs of their own), and `make bench-resp`
+// and `make bench-store` (-v output, with targets missed and met).
 var fixtureTargets = []string{"bench", "bench-resp", "bench-store"}
 
 // report runs benchreport -from over the fixture in a temporary

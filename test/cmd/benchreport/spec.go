@@ -208,7 +208,8 @@ func Areas() []Area {
 	adminRow := func(name, sub, direct string) Row {
 		bench := "BenchmarkRespAdmin/" + sub
 		mine, peer := metric(bench, "gateway-p50-µs", us), metric(bench, "direct-p50-µs", us)
-		return Row{Name: name, Kind: Time, Mine: mine, Peer: peer, PeerName: direct, Quantiles: []Quantile{{"p50", mine, peer}}}
+		return Row{Name: name, Kind: Time, Mine: mine, Peer: peer, PeerName: direct, Quantiles: []Quantile{{"p50", mine, peer},
+			{"p95", metric(bench, "gateway-p95-µs", us), metric(bench, "direct-p95-µs", us)}}}
 	}
 	return []Area{{
 		ID: "core", Title: "Core: framing and transports", Command: "make bench",
