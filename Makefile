@@ -45,7 +45,7 @@ bench-store: ## the document store against its peers: SQLite (ingest, get, index
 # (test/cmd/benchreport); a target that fails on a missed target is
 # reported, not fatal. BENCH_PUBLISH=1 also rewrites docs/benchmarks.md.
 bench-report: ## every benchmark into bench-report/report.md with PNG plots (BENCH_PUBLISH=1: also docs/benchmarks.md)
-	cd test && $(GO) run ./cmd/benchreport -C .. -out bench-report $(if $(BENCH_PUBLISH),-publish docs) -make "$(MAKE)" bench bench-resp bench-store
+	cd test && $(GO) run ./cmd/benchreport -C .. -out bench-report $(if $(BENCH_PUBLISH),-publish docs) bench bench-resp bench-store
 
 conformance: build ## every server scenario of the MCP conformance suite, both eras, against mcpkit and the go-sdk's example server side by side
 	cd test && MCPKIT_CONFORMANCE_PEER=1 $(GO) test -count=1 -run '^TestConformance$$' -v -timeout 20m .

@@ -45,7 +45,6 @@ func run(args []string) error {
 	outDir := fs.String("out", "bench-report", "the report's directory (relative to -C unless absolute)")
 	publish := fs.String("publish", "", "also write DIR/benchmarks.md and DIR/benchmarks/*.png (relative to -C unless absolute)")
 	from := fs.Bool("from", false, "run nothing: report the outputs an earlier run kept in -out")
-	makeCmd := fs.String("make", "make", "the make command")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: benchreport [flags] TARGET...   (make targets that run benchmarks)")
 		fs.PrintDefaults()
@@ -74,7 +73,7 @@ func run(args []string) error {
 		}
 	} else {
 		var err error
-		if m, err = runTargets(*root, dir, *makeCmd, targets); err != nil {
+		if m, err = runTargets(*root, dir, targets); err != nil {
 			return err
 		}
 	}
@@ -184,7 +183,7 @@ func writeReport(path, imgDir string, m Machine, out *Output, areas []AreaFigure
 // that what benchmarks log is printed whole, failing ones included),
 // keeping its output in dir/<target>.txt, while sampling the load
 // average. A target that fails is recorded and the next one runs.
-func runTargets(root, dir, makeCmd string, targets []string) (Machine, error) {
+func runTargets(root, dir string, targets []string) (Machine, error) {
 	m := Machine{
 		Date:   time.Now().UTC().Format("2006-01-02 15:04 UTC"),
 		Commit: commit(root),
@@ -218,7 +217,7 @@ func runTargets(root, dir, makeCmd string, targets []string) (Machine, error) {
 			return m, fmt.Errorf("output file: %w", err)
 		}
 		fmt.Printf("benchreport: make %s (output in %s)\n", t, file)
-		cmd := exec.Command(makeCmd, "-C", root, "--no-print-directory", t)
+		cmd := exec.Command("make", "-C", root, "--no-print-directory", t)
 		cmd.Env = append(os.Environ(), "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -v"))
 		cmd.Stdout, cmd.Stderr = f, f
 		start := time.Now()
