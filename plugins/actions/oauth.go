@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -56,9 +57,10 @@ type OAuthConfig struct {
 	// $MCP_ALLOWED_ORIGINS (comma-separated).
 	AllowedOrigins []string `json:"allowed_origins,omitempty"`
 	// VerifyCacheMS is how long an instance trusts a token it verified
-	// before reading the shared state again: a token revoked through
-	// another instance is refused here within it. 0: 1000; negative:
-	// every request reads the state.
+	// before reading the shared state again. A revocation is answered
+	// once every instance sharing the Redis has dropped the token (or
+	// after this long, when one does not answer), so none accepts it
+	// afterwards. 0: 1000; negative: every request reads the state.
 	VerifyCacheMS int `json:"verify_cache_ms,omitempty"`
 	// TemplatesDir holds page templates replacing the embedded defaults
 	// (`mcpkit actions templates DIR` writes them).
@@ -119,6 +121,18 @@ func (p *Plugin) attachOAuth() error {
 	for _, pattern := range oauth.RoutePatterns {
 		p.host.HandleHTTP(pattern, srv.Handler())
 	}
+	// The revocation watch (Redis) runs until the server stops or the
+	// plugin closes; the plugin's Close waits for it before closing the
+	// app and the shared state.
+	ctx, cancel := context.WithCancel(p.host.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.WatchRevocations(ctx); err != nil {
+			p.host.Logger().Error("oauth revocation watch stopped", "err", err)
+		}
+	}()
+	p.closer = &watchCloser{stop: cancel, done: done, next: p.closer}
 	// Without an issuer, a path: the core names it on the origin each
 	// loopback request reached, and names none beyond loopback.
 	metadata := oauth.PathPRMetadata + MCPRoute
@@ -143,4 +157,21 @@ func tokenVerifier(srv *oauth.Server) auth.TokenVerifier {
 		}
 		return &auth.TokenInfo{Scopes: g.Scopes, Expiration: g.Expires, UserID: OAuthPrincipalPrefix + g.User}, nil
 	}
+}
+
+// watchCloser stops the OAuth revocation watch and waits for it, then
+// closes next (the app's closer, if any).
+type watchCloser struct {
+	stop func()
+	done <-chan struct{}
+	next io.Closer
+}
+
+func (c *watchCloser) Close() error {
+	c.stop()
+	<-c.done
+	if c.next == nil {
+		return nil
+	}
+	return c.next.Close()
 }

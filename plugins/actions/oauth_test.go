@@ -271,3 +271,52 @@ func TestOAuthChallengeOrigin(t *testing.T) {
 		}
 	}
 }
+
+// asHost sends every request with Host host: two instances behind one
+// origin, as a load balancer shows them.
+type asHost struct {
+	host string
+	next http.RoundTripper
+}
+
+func (h asHost) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Host = h.host
+	return h.next.RoundTrip(r)
+}
+
+// TestOAuthRevocationAcrossInstances: two instances share Redis (and, to
+// the client, one origin) with a minute of verification cache; a token
+// revoked on A is refused by B on the very next call, though B has just
+// verified it.
+func TestOAuthRevocationAcrossInstances(t *testing.T) {
+	r := redistest.Start(t, redistest.Options{})
+	cfg := `{"oauth": {"verify_cache_ms": 60000}, "redis": {"addr": "` + r.Addr + `"}}`
+	a, b := oauthWeb(t, cfg), oauthWeb(t, cfg)
+	tok := oauthToken(t, a, "signup", "rev@example.com")
+	hc := &http.Client{Transport: &oauth2.Transport{Source: oauth2.StaticTokenSource(tok),
+		Base: asHost{host: strings.TrimPrefix(a, "http://"), next: http.DefaultTransport}}}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t"}, nil).Connect(t.Context(),
+		&mcp.StreamableClientTransport{Endpoint: b + "/mcp", HTTPClient: hc, DisableStandaloneSSE: true},
+		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	for range 3 {
+		if res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "status"}); err != nil || res.IsError {
+			t.Fatalf("status on B: %v %+v", err, res)
+		}
+	}
+	resp, err := http.PostForm(a+"/oauth/revoke", url.Values{"token": {tok.AccessToken}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("revoke on A: %s", resp.Status)
+	}
+	if res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "status"}); err == nil {
+		t.Fatalf("B served a token revoked on A: %+v", res)
+	}
+}

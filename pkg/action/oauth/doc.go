@@ -16,8 +16,13 @@
 // their value, never the value itself. The package holds no MCP code: a
 // resource server calls [Server.Verify] with a bearer token and the
 // resource it serves; a token found valid is trusted for
-// Options.VerifyCache (1 s) before the store is read again, so a token
-// revoked through another instance is refused there within that time.
+// Options.VerifyCache (1 s) before the store is read again. Revocations
+// stay coherent across instances: with a store that carries them
+// ([Revocations]: Redis) and [Server.WatchRevocations] running on each
+// instance, a revocation is answered only once every instance has
+// dropped the token (or after VerifyCache, when one does not answer), so
+// no instance accepts it afterwards; an instance not listening caches
+// nothing.
 //
 // Hardening: redirect URIs without fragment or userinfo, https except on
 // loopback hosts (custom schemes for native apps; javascript:, data:,

@@ -97,9 +97,13 @@ type Options struct {
 	Logger *slog.Logger
 	// VerifyCache is how long Verify trusts a token it found valid before
 	// reading the store again; 0: DefaultVerifyCache; negative: always
-	// read. A token revoked through this Server is refused at once; one
-	// revoked through another instance sharing the store, within
-	// VerifyCache.
+	// read. A token revoked through this Server is refused at once. With
+	// a store that carries revocations ([Revocations]) and
+	// [Server.WatchRevocations] running on every instance, so is one
+	// revoked through another instance: the revocation is answered once
+	// every instance has dropped it (at the latest after VerifyCache).
+	// With a shared store that does not, another instance refuses it
+	// within VerifyCache.
 	VerifyCache time.Duration
 }
 
@@ -170,6 +174,9 @@ func New(opts Options) (*Server, error) {
 		opts.VerifyCache = DefaultVerifyCache
 	}
 	s := &Server{opts: opts, cache: grantCache{ttl: opts.VerifyCache}}
+	if _, shared := opts.Store.(Revocations); shared {
+		s.cache.off = true // until WatchRevocations listens
+	}
 	for _, act := range opts.App.Actions() {
 		if act.MCP.LoginAction {
 			s.login = act
@@ -249,14 +256,15 @@ type Grant struct {
 // token is remembered for Options.VerifyCache.
 func (s *Server) Verify(ctx context.Context, token, resource string) (Grant, error) {
 	key := keyAccess(token)
-	g, ok := s.cache.get(key)
+	g, gen, ok := s.cache.get(key)
 	if !ok {
+		read := time.Now()
 		var err error
 		if ok, err = s.load(ctx, key, &g); err != nil {
 			return Grant{}, err
 		}
 		if ok {
-			s.cache.put(key, g)
+			s.cache.put(key, g, gen, read)
 		}
 	}
 	if !ok || !time.Now().Before(time.UnixMilli(g.Expires)) {
@@ -806,8 +814,45 @@ func (s *Server) revokeFamily(ctx context.Context, famID string) error {
 	if err != nil || !ok {
 		return err
 	}
-	s.cache.forget(f.Access...)
-	return wrapStore(s.opts.Store.Delete(ctx, append(f.Access, f.Refresh)...))
+	if err := s.opts.Store.Delete(ctx, append(f.Access, f.Refresh)...); err != nil {
+		return wrapStore(err)
+	}
+	return s.revoked(ctx, f.Access...)
+}
+
+// revoked drops the access tokens keys, whose records are deleted, from
+// the verification cache of this instance and, with a store that carries
+// revocations ([Revocations]), of every instance: it returns once they
+// have all dropped them (or VerifyCache has passed, after which none can
+// still trust them), so that none accepts them after the revocation is
+// answered.
+func (s *Server) revoked(ctx context.Context, keys ...string) error {
+	s.cache.forget(keys...)
+	rv, ok := s.opts.Store.(Revocations)
+	if !ok || s.opts.VerifyCache <= 0 || len(keys) == 0 {
+		return nil
+	}
+	return wrapStore(rv.AnnounceRevoked(ctx, keys, s.opts.VerifyCache))
+}
+
+// WatchRevocations keeps this instance's verification cache coherent
+// with the other instances sharing a store that carries revocations
+// ([Revocations]): until ctx ends it drops the tokens any of them
+// revokes, and while it is not listening (before it starts, and while its
+// connection is down) Verify caches nothing. It returns when ctx ends;
+// the caller owns the goroutine it runs on. With another store, or
+// without a cache, it returns at once: there is nothing to watch.
+func (s *Server) WatchRevocations(ctx context.Context) error {
+	rv, ok := s.opts.Store.(Revocations)
+	if !ok || s.opts.VerifyCache <= 0 {
+		return nil
+	}
+	defer s.cache.setOff(true)
+	err := rv.WatchRevoked(ctx, func(keys []string) { s.cache.forget(keys...) }, func(live bool) { s.cache.setOff(!live) })
+	if ctx.Err() != nil {
+		return nil
+	}
+	return fmt.Errorf("oauth: watch revocations: %w", err)
 }
 
 // serveRevoke is RFC 7009: it always answers 200 for a well-formed
@@ -848,8 +893,10 @@ func (s *Server) revoke(ctx context.Context, p map[string]string) error {
 	if err != nil || !ok || !owned(g) {
 		return err
 	}
-	s.cache.forget(keyAccess(tok))
-	return wrapStore(s.opts.Store.Delete(ctx, keyAccess(tok)))
+	if err := s.opts.Store.Delete(ctx, keyAccess(tok)); err != nil {
+		return wrapStore(err)
+	}
+	return s.revoked(ctx, keyAccess(tok))
 }
 
 // validVerifier reports whether v is an RFC 7636 code verifier.

@@ -26,6 +26,23 @@ type Store interface {
 	Delete(ctx context.Context, keys ...string) error
 }
 
+// Revocations is implemented by a [Store] shared between instances that
+// also carries revocations to all of them (redisstate.OAuthStore), so
+// that each drops a revoked token from its verification cache before the
+// revocation is answered.
+type Revocations interface {
+	// AnnounceRevoked tells every instance watching (WatchRevoked) that
+	// the records keys are gone, and returns once each of them has
+	// called its drop with them, or after wait at the latest.
+	AnnounceRevoked(ctx context.Context, keys []string, wait time.Duration) error
+	// WatchRevoked calls drop with the keys of every announcement, from
+	// any instance, until ctx ends; live(true) once it listens, and
+	// live(false) whenever it may miss announcements (its connection
+	// failed), before listening again. It returns when ctx ends, or with
+	// the error that stops it listening for good.
+	WatchRevoked(ctx context.Context, drop func(keys []string), live func(bool)) error
+}
+
 // MemoryStore is an in-process [Store]. It drops an expired record when it
 // is looked up and, at most once a minute, all expired records when one is
 // put; it starts no goroutine.

@@ -3,7 +3,9 @@
 // behind a load balancer share it: [PubSub] ([action.PubSub]), [RateStore]
 // ([action.RateStore]), [TaskQueue] ([action.TaskQueue]),
 // [SessionStore] ([action.SessionStore]) and [OAuthStore] ([oauth.Store]:
-// the authorization server's clients, codes and tokens). The in-process
+// the authorization server's clients, codes and tokens; and
+// [oauth.Revocations], which tells every instance of a revoked token
+// before the revocation is answered). The in-process
 // implementations are in package action (LocalPubSub, MemoryRateStore,
 // LocalQueue, LocalSessionStore) and package oauth (MemoryStore); both
 // kinds pass the same conformance tests.
