@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -207,10 +208,10 @@ type vectors struct {
 
 	// The blocks (by number; raw nil: not read) and nodes (by slot;
 	// nil: not read) read or written, the entry point, and the nodes
-	// written but not yet put (flush puts them). Values read from the
-	// transaction stay valid until it ends, and blocks are put as soon
-	// as they are written.
+	// written but not yet put (flush puts them, and the blocks written).
+	// Values read from the transaction stay valid until it ends.
 	blockCache []block
+	owned      map[uint32]bool // blocks written, in buffers of v's own
 	nodeCache  [][]byte
 	dirty      map[uint32]bool
 	entryRead  bool
@@ -399,7 +400,7 @@ func (v *vectors) each(n int, fn func(lo, hi int)) {
 const hnswParallel = 64
 
 // flush links the pending slots into the graph, a chunk at a time, and
-// puts the nodes written.
+// puts the blocks and nodes written.
 func (v *vectors) flush() error {
 	if len(v.pending) >= hnswParallel && runtime.GOMAXPROCS(0) > 1 {
 		v.loadAll()
@@ -412,12 +413,13 @@ func (v *vectors) flush() error {
 		}
 	}
 	v.pending, v.pendingAt = nil, nil
-	slots := make([]uint32, 0, len(v.dirty))
-	for slot := range v.dirty {
-		slots = append(slots, slot)
+	for _, n := range slices.Sorted(maps.Keys(v.owned)) {
+		if err := v.blocks.Put(u32key(n), v.blockCache[n].raw); err != nil {
+			return err
+		}
 	}
-	slices.Sort(slots)
-	for _, slot := range slots {
+	v.owned = nil
+	for _, slot := range slices.Sorted(maps.Keys(v.dirty)) {
 		if err := v.gr.Put(u32key(slot), v.nodeCache[slot]); err != nil {
 			return err
 		}
@@ -437,7 +439,8 @@ func (v *vectors) vector(slot uint32) []float32 {
 }
 
 // writeSlot sets slot's doc key (nil frees it) and, when vec is not nil,
-// its vector, rewriting its block.
+// its vector. The block is rewritten in a buffer of v's own, which later
+// writes to the block change in place, and put by flush.
 func (v *vectors) writeSlot(slot uint32, idKey []byte, vec []float32) error {
 	n, i := slot/uint32(v.per), int(slot%uint32(v.per))
 	old, ok := v.readBlock(n)
@@ -451,26 +454,37 @@ func (v *vectors) writeSlot(slot uint32, idKey []byte, vec []float32) error {
 	}
 	size += len(idKey) - len(keys[i])
 	keys[i] = idKey
-	base := v.blockLen() + 4*(v.per+1)
-	out := make([]byte, base+size, (base+size+3)&^3)
-	if ok {
-		copy(out, old.raw[:v.blockLen()])
+	// The offsets and keys, built apart: the old keys may be in the buffer.
+	tail := make([]byte, 4*(v.per+1), 4*(v.per+1)+size)
+	off := 0
+	for j, k := range keys {
+		binary.LittleEndian.PutUint32(tail[4*j:], uint32(off))
+		tail = append(tail, k...)
+		off += len(k)
 	}
+	binary.LittleEndian.PutUint32(tail[4*v.per:], uint32(off))
+	length := (v.blockLen() + len(tail) + 3) &^ 3
+	out := old.raw
+	if !v.owned[n] || cap(out) < length {
+		out = make([]byte, length, length+length/8)
+		if ok {
+			copy(out, old.raw[:v.blockLen()])
+		}
+	}
+	out = out[:length]
+	clear(out[v.blockLen()+copy(out[v.blockLen():], tail):])
 	if vec != nil {
 		at := i * v.def.Dimension * 4
 		for j, x := range vec {
 			binary.LittleEndian.PutUint32(out[at+4*j:], math.Float32bits(x))
 		}
 	}
-	off := 0
-	for j, k := range keys {
-		binary.LittleEndian.PutUint32(out[v.blockLen()+4*j:], uint32(off))
-		copy(out[base+off:], k)
-		off += len(k)
+	v.cacheBlock(n, out)
+	if v.owned == nil {
+		v.owned = map[uint32]bool{}
 	}
-	binary.LittleEndian.PutUint32(out[v.blockLen()+4*v.per:], uint32(off))
-	v.cacheBlock(n, out[:cap(out)])
-	return v.blocks.Put(u32key(n), out[:cap(out)])
+	v.owned[n] = true
+	return nil
 }
 
 // slotOf returns the slot of the document idKey, if it has one.
