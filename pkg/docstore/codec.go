@@ -173,24 +173,24 @@ func appendCBOR(b []byte, v Value) []byte {
 		}
 		return binary.BigEndian.AppendUint64(append(b, cborFloat64), v.num)
 	case KindText:
-		return append(appendHead(b, majorText, uint64(len(v.str))), v.str...)
+		return append(appendHead(b, majorText, uint64(len(v.str()))), v.str()...)
 	case KindBytes:
-		return append(appendHead(b, majorBytes, uint64(len(v.str))), v.str...)
+		return append(appendHead(b, majorBytes, uint64(len(v.str()))), v.str()...)
 	case KindVector:
-		b = appendHead(appendHead(b, majorTag, tagF32LE), majorBytes, 4*uint64(len(v.vec)))
-		for _, x := range v.vec {
+		b = appendHead(appendHead(b, majorTag, tagF32LE), majorBytes, 4*uint64(len(v.vec())))
+		for _, x := range v.vec() {
 			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
 		}
 		return b
 	case KindArray:
-		b = appendHead(b, majorArray, uint64(len(v.arr)))
-		for _, x := range v.arr {
+		b = appendHead(b, majorArray, uint64(len(v.arr())))
+		for _, x := range v.arr() {
 			b = appendCBOR(b, x)
 		}
 		return b
 	}
-	b = appendHead(b, majorMap, uint64(len(v.m)))
-	for _, f := range v.m {
+	b = appendHead(b, majorMap, uint64(len(v.m())))
+	for _, f := range v.m() {
 		b = append(appendHead(b, majorText, uint64(len(f.Key))), f.Key...)
 		b = appendCBOR(b, f.Value)
 	}
@@ -341,7 +341,7 @@ func (d *cborDecoder) value(depth int) (Value, error) {
 		if major == majorText {
 			return Text(s), nil
 		}
-		return Value{kind: KindBytes, str: s}, nil
+		return stringValue(KindBytes, s), nil
 	case majorTag:
 		if n != tagF32LE {
 			d.i = at
@@ -427,5 +427,5 @@ func (d *cborDecoder) mapValue(at int, n uint64, depth int) (Value, error) {
 		d.i = at
 		return Value{}, d.fail(ErrCorrupt, "a map repeats a key")
 	}
-	return Value{kind: KindMap, m: fields}, nil
+	return mapValue(fields), nil
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 func TestAppendValue(t *testing.T) {
@@ -145,7 +146,7 @@ func TestDecodeValueErrors(t *testing.T) {
 		}
 	}
 	// MaxDepth levels decode.
-	if _, err := DecodeValue(AppendValue(nil, deep.arr[0])); err != nil {
+	if _, err := DecodeValue(AppendValue(nil, deep.arr()[0])); err != nil {
 		t.Errorf("DecodeValue of %d levels: %v", MaxDepth, err)
 	}
 }
@@ -195,7 +196,7 @@ func TestDedupFields(t *testing.T) {
 		extra := []Field{fld("b", Int(-1)), fld(fields[n-1].Key, Int(-2)), fld("new", Int(-3))}
 		want := Map(append(slices.Clone(fields), extra...)...) // Map's merge is the reference
 		merged := dedupFields(append(slices.Clone(fields), extra...))
-		if !identical(Value{kind: KindMap, m: merged}, want, true) {
+		if !identical(mapValue(merged), want, true) {
 			t.Errorf("n=%d: dedupFields = %v, want %v", n, merged, want)
 		}
 		if hasDupKey(fields) {
@@ -244,5 +245,34 @@ func BenchmarkDecodeValue(b *testing.B) {
 		if _, err := DecodeValue(buf); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestValueSize: a Value is three words, as its doc says: a decoded
+// document's fields are 40 bytes each, not the 120 of a Value holding a
+// slice per kind.
+func TestValueSize(t *testing.T) {
+	if got, want := unsafe.Sizeof(Value{}), 3*unsafe.Sizeof(uintptr(0)); got != want {
+		t.Errorf("a Value takes %d bytes, want %d", got, want)
+	}
+}
+
+// TestDecodeValueAllocs: decoding a document allocates one copy of its
+// bytes (backing every text) and one slice per map or array, nothing per
+// scalar.
+func TestDecodeValueAllocs(t *testing.T) {
+	doc := Map(
+		Field{"a", Int(1)}, Field{"b", Text("x")}, Field{"c", Float(1.5)}, Field{"d", Bool(true)},
+		Field{"e", Map(Field{"f", Text("y")}, Field{"g", Array(Int(1), Text("z"))})},
+		Field{"h", Bytes([]byte{1, 2})}, Field{"i", Null()},
+	)
+	enc := AppendValue(nil, doc)
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, err := DecodeValue(enc); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 4 { // the bytes, two maps, one array
+		t.Errorf("DecodeValue allocated %v times, want 4", allocs)
 	}
 }

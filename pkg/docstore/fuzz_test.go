@@ -160,31 +160,31 @@ func identical(a, b Value, strict bool) bool {
 	case KindFloat:
 		return sameFloat(math.Float64frombits(a.num), math.Float64frombits(b.num))
 	case KindVector:
-		if len(a.vec) != len(b.vec) {
+		if len(a.vec()) != len(b.vec()) {
 			return false
 		}
-		for i := range a.vec {
-			if !sameFloat(float64(a.vec[i]), float64(b.vec[i])) {
+		for i := range a.vec() {
+			if !sameFloat(float64(a.vec()[i]), float64(b.vec()[i])) {
 				return false
 			}
 		}
 		return true
 	case KindArray:
-		if len(a.arr) != len(b.arr) {
+		if len(a.arr()) != len(b.arr()) {
 			return false
 		}
-		for i := range a.arr {
-			if !identical(a.arr[i], b.arr[i], strict) {
+		for i := range a.arr() {
+			if !identical(a.arr()[i], b.arr()[i], strict) {
 				return false
 			}
 		}
 		return true
 	case KindMap:
-		if len(a.m) != len(b.m) {
+		if len(a.m()) != len(b.m()) {
 			return false
 		}
-		for i := range a.m {
-			if a.m[i].Key != b.m[i].Key || !identical(a.m[i].Value, b.m[i].Value, strict) {
+		for i := range a.m() {
+			if a.m()[i].Key != b.m()[i].Key || !identical(a.m()[i].Value, b.m()[i].Value, strict) {
 				return false
 			}
 		}
@@ -198,19 +198,19 @@ func identical(a, b Value, strict bool) bool {
 func hasVectorNaN(v Value) bool {
 	switch v.kind {
 	case KindVector:
-		for _, x := range v.vec {
+		for _, x := range v.vec() {
 			if x != x {
 				return true
 			}
 		}
 	case KindArray:
-		for _, x := range v.arr {
+		for _, x := range v.arr() {
 			if hasVectorNaN(x) {
 				return true
 			}
 		}
 	case KindMap:
-		for _, f := range v.m {
+		for _, f := range v.m() {
 			if hasVectorNaN(f.Value) {
 				return true
 			}

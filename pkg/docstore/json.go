@@ -154,7 +154,7 @@ func (p *jsonParser) object(i int, literal bool) (Value, int, error) {
 		if p.depth >= MaxDepth {
 			return Value{}, start, p.tooDeep(start)
 		}
-		return Value{kind: KindMap, m: []Field{}}, i + 1, nil
+		return mapValue(nil), i + 1, nil
 	}
 	for first := true; ; first = false {
 		if i >= len(b) || b[i] != '"' {
@@ -194,7 +194,7 @@ func (p *jsonParser) object(i int, literal bool) (Value, int, error) {
 			if err != nil {
 				return Value{}, i, err
 			}
-			return Value{kind: KindMap, m: dedupFields(slices.Clone(p.fields[base:]))}, i, nil
+			return mapValue(dedupFields(slices.Clone(p.fields[base:]))), i, nil
 		}
 	}
 }
@@ -622,14 +622,15 @@ func appendJSON(b []byte, v Value, depth int) ([]byte, error) {
 		}
 		return appendFloat(b, f, 64), nil
 	case KindText:
-		return appendString(b, v.str)
+		return appendString(b, v.str())
 	case KindBytes:
 		b = append(b, `{"$bytes":"`...)
-		b = base64.StdEncoding.AppendEncode(b, unsafe.Slice(unsafe.StringData(v.str), len(v.str)))
+		s := v.str()
+		b = base64.StdEncoding.AppendEncode(b, unsafe.Slice(unsafe.StringData(s), len(s)))
 		return append(b, `"}`...), nil
 	case KindVector:
 		b = append(b, `{"$vector":[`...)
-		for i, x := range v.vec {
+		for i, x := range v.vec() {
 			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
 				return b, prefixPath(jsonErr(ErrNoJSONForm, fmt.Sprintf("vector component %v", x)), strconv.Itoa(i))
 			}
@@ -644,7 +645,7 @@ func appendJSON(b []byte, v Value, depth int) ([]byte, error) {
 			return b, jsonErr(ErrTooDeep, tooDeepDetail)
 		}
 		b = append(b, '[')
-		for i, x := range v.arr {
+		for i, x := range v.arr() {
 			if i > 0 {
 				b = append(b, ',')
 			}
@@ -658,12 +659,12 @@ func appendJSON(b []byte, v Value, depth int) ([]byte, error) {
 	if depth >= MaxDepth {
 		return b, jsonErr(ErrTooDeep, tooDeepDetail)
 	}
-	escape := len(v.m) == 1 && isWrapperKey(v.m[0].Key)
+	escape := len(v.m()) == 1 && isWrapperKey(v.m()[0].Key)
 	if escape {
 		b = append(b, `{"$map":`...)
 	}
 	b = append(b, '{')
-	for i, f := range v.m {
+	for i, f := range v.m() {
 		if i > 0 {
 			b = append(b, ',')
 		}

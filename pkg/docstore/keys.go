@@ -89,24 +89,24 @@ func AppendKey(dst []byte, v Value) []byte {
 	case KindFloat:
 		return appendFloatKey(dst, math.Float64frombits(v.num))
 	case KindText:
-		return appendEscaped(append(dst, keyText), v.str)
+		return appendEscaped(append(dst, keyText), v.str())
 	case KindBytes:
-		return appendEscaped(append(dst, keyBytes), v.str)
+		return appendEscaped(append(dst, keyBytes), v.str())
 	case KindVector:
 		dst = append(dst, keyVector)
-		for _, x := range v.vec {
+		for _, x := range v.vec() {
 			dst = binary.BigEndian.AppendUint32(append(dst, keyItem), sortableFloat32(x))
 		}
 		return append(dst, keyEnd)
 	case KindArray:
 		dst = append(dst, keyArray)
-		for _, x := range v.arr {
+		for _, x := range v.arr() {
 			dst = AppendKey(dst, x)
 		}
 		return append(dst, keyEnd)
 	}
 	dst = append(dst, keyMap)
-	for _, f := range v.m {
+	for _, f := range v.m() {
 		dst = appendEscaped(append(dst, keyText), f.Key)
 		dst = AppendKey(dst, f.Value)
 	}
@@ -261,7 +261,7 @@ func (d *keyDecoder) value(depth int) (Value, error) {
 		if t == keyText {
 			return Text(s), nil
 		}
-		return Value{kind: KindBytes, str: s}, nil
+		return stringValue(KindBytes, s), nil
 	case t == keyVector:
 		return d.vector()
 	case t == keyArray || t == keyMap:
@@ -472,5 +472,5 @@ func (d *keyDecoder) mapValue(at, depth int) (Value, error) {
 		d.i = at
 		return Value{}, d.fail(ErrCorrupt, "a map repeats a key")
 	}
-	return Value{kind: KindMap, m: fields}, nil
+	return mapValue(fields), nil
 }

@@ -269,7 +269,7 @@ func TestDecodeKeyErrors(t *testing.T) {
 			t.Errorf("DecodeKey(%.40s): %v: path %q offset %d, want %q %d", tt.in, err, ve.Path, ve.Offset, tt.path, tt.offset)
 		}
 	}
-	if _, _, err := DecodeKey(AppendKey(nil, deep.arr[0])); err != nil {
+	if _, _, err := DecodeKey(AppendKey(nil, deep.arr()[0])); err != nil {
 		t.Errorf("DecodeKey of %d levels: %v", MaxDepth, err)
 	}
 }

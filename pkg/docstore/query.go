@@ -293,6 +293,22 @@ func (r *reader) candidates(p indexPlan) ([][]byte, error) {
 	return slices.CompactFunc(ids, bytes.Equal), nil
 }
 
+// fetcher reads the collection's documents by id key through one cursor:
+// bbolt's Get starts a new cursor, and allocates its path, on every call,
+// while a cursor's Seek reuses it.
+type fetcher struct{ c kv.Cursor }
+
+func (r *reader) fetcher() fetcher { return fetcher{c: r.docs.Cursor()} }
+
+// get returns the record stored under the id key k, or nil.
+func (f fetcher) get(k []byte) []byte {
+	got, v := f.c.Seek(k)
+	if !bytes.Equal(got, k) {
+		return nil
+	}
+	return v
+}
+
 // load decodes the document stored under the id key k.
 func (r *reader) load(k, v []byte) (Doc, error) {
 	id, _, err := DecodeKey(k)
@@ -332,11 +348,12 @@ func (r *reader) matching(f *Filter, after []byte, desc bool, fn func(k []byte, 
 		if desc {
 			slices.Reverse(ids)
 		}
+		docs := r.fetcher()
 		for _, k := range ids {
 			if after != nil && (bytes.Compare(k, after) <= 0) != desc {
 				continue
 			}
-			v := r.docs.Get(k)
+			v := docs.get(k)
 			if v == nil {
 				return plan, fmt.Errorf("docstore: index %q of %q names a missing document", p.def.Name, r.col.Name)
 			}
@@ -434,12 +451,13 @@ func (r *reader) pageByIndex(q Query, limit int, out *PageResult) error {
 	}
 	out.Plan.Index = def.Name
 	var last []byte
+	docs := r.fetcher()
 	scanRange(r.tx.Bucket(indexBucket(coll, def.Name)), kr, after, q.Desc, func(k, _ []byte) bool {
 		var id []byte
 		if id, err = entryID(def, k); err != nil {
 			return false
 		}
-		v := r.docs.Get(id)
+		v := docs.get(id)
 		if v == nil {
 			err = fmt.Errorf("docstore: index %q of %q names a missing document", def.Name, coll)
 			return false

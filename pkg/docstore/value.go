@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"unsafe"
 )
 
 // Kind is the type of a [Value].
@@ -46,13 +47,55 @@ func ParseKind(s string) (Kind, bool) {
 // (string keys, in the order given). The zero Value is null. Values are
 // immutable: constructors copy nothing, so do not change a slice after
 // passing it in, nor one returned by an accessor.
+//
+// A Value is three words (24 bytes on 64-bit machines), so that a decoded
+// document, its fields and every copy of it stay small: the kind, a number
+// (a scalar's bits, or the length of a text, bytes, vector, array or map)
+// and a pointer to the first byte, component, item or field.
 type Value struct {
 	kind Kind
-	num  uint64 // bool (0/1), int (two's complement), float (IEEE bits)
-	str  string // text; bytes (as a string, to keep Value comparable in size)
-	vec  []float32
-	arr  []Value
-	m    []Field
+	num  uint64         // bool (0/1), int (two's complement), float (IEEE bits); else a length
+	p    unsafe.Pointer // text and bytes: *byte; vector: *float32; array: *Value; map: *Field
+}
+
+// stringValue returns a text or bytes value of s.
+func stringValue(k Kind, s string) Value {
+	return Value{kind: k, num: uint64(len(s)), p: unsafe.Pointer(unsafe.StringData(s))}
+}
+
+// vectorValue, arrayValue and mapValue return a value of the slice's
+// elements (kept, not copied).
+func vectorValue(x []float32) Value { return sliceValue(KindVector, x) }
+func arrayValue(x []Value) Value    { return sliceValue(KindArray, x) }
+func mapValue(x []Field) Value      { return sliceValue(KindMap, x) }
+
+func sliceValue[T any](k Kind, x []T) Value {
+	return Value{kind: k, num: uint64(len(x)), p: unsafe.Pointer(unsafe.SliceData(x))}
+}
+
+// str returns a text's or bytes' contents ("" for other kinds).
+func (v Value) str() string {
+	if v.kind != KindText && v.kind != KindBytes {
+		return ""
+	}
+	return unsafe.String((*byte)(v.p), int(v.num))
+}
+
+// vec, arr and m return a vector's components, an array's items and a
+// map's fields: nil for a value of another kind, empty (not nil) when there
+// are none.
+func (v Value) vec() []float32 { return elems[float32](v, KindVector) }
+func (v Value) arr() []Value   { return elems[Value](v, KindArray) }
+func (v Value) m() []Field     { return elems[Field](v, KindMap) }
+
+func elems[T any](v Value, k Kind) []T {
+	if v.kind != k {
+		return nil
+	}
+	if v.num == 0 {
+		return []T{}
+	}
+	return unsafe.Slice((*T)(v.p), int(v.num))
 }
 
 // Field is one entry of a map value.
@@ -80,31 +123,25 @@ func Int(i int64) Value { return Value{kind: KindInt, num: uint64(i)} }
 func Float(f float64) Value { return Value{kind: KindFloat, num: math.Float64bits(f)} }
 
 // Text returns a text value.
-func Text(s string) Value { return Value{kind: KindText, str: s} }
+func Text(s string) Value { return stringValue(KindText, s) }
 
 // Bytes returns a bytes value (b is copied).
-func Bytes(b []byte) Value { return Value{kind: KindBytes, str: string(b)} }
+func Bytes(b []byte) Value { return stringValue(KindBytes, string(b)) }
 
 // Vector returns a vector value (never null, possibly empty).
 func Vector(v []float32) Value {
-	if v == nil {
-		v = []float32{}
-	}
-	return Value{kind: KindVector, vec: v}
+	return vectorValue(v)
 }
 
 // Array returns an array value.
 func Array(items ...Value) Value {
-	if items == nil {
-		items = []Value{}
-	}
-	return Value{kind: KindArray, arr: items}
+	return arrayValue(items)
 }
 
 // Map returns a map value with fields in the given order. A repeated key
 // keeps its first position and its last value.
 func Map(fields ...Field) Value {
-	return Value{kind: KindMap, m: dedupFields(slices.Clone(fields))}
+	return mapValue(dedupFields(slices.Clone(fields)))
 }
 
 // Kind returns v's kind.
@@ -134,31 +171,32 @@ func (v Value) Number() (float64, bool) {
 }
 
 // Text returns v's text, and whether v is text.
-func (v Value) Text() (string, bool) { return v.str, v.kind == KindText }
+func (v Value) Text() (string, bool) { return v.str(), v.kind == KindText }
 
 // Bytes returns v's bytes, and whether v is bytes.
 func (v Value) Bytes() ([]byte, bool) {
 	if v.kind != KindBytes {
 		return nil, false
 	}
-	return []byte(v.str), true
+	return []byte(v.str()), true
 }
 
 // Vector returns v's components, and whether v is a vector.
-func (v Value) Vector() ([]float32, bool) { return v.vec, v.kind == KindVector }
+func (v Value) Vector() ([]float32, bool) { return v.vec(), v.kind == KindVector }
 
 // Array returns v's items, and whether v is an array.
-func (v Value) Array() ([]Value, bool) { return v.arr, v.kind == KindArray }
+func (v Value) Array() ([]Value, bool) { return v.arr(), v.kind == KindArray }
 
 // Fields returns v's fields in order, and whether v is a map.
-func (v Value) Fields() ([]Field, bool) { return v.m, v.kind == KindMap }
+func (v Value) Fields() ([]Field, bool) { return v.m(), v.kind == KindMap }
 
 // Get returns the value of the map field key, and whether v is a map that
 // has it.
 func (v Value) Get(key string) (Value, bool) {
-	for i := range v.m {
-		if v.m[i].Key == key {
-			return v.m[i].Value, true
+	fields := v.m()
+	for i := range fields {
+		if fields[i].Key == key {
+			return fields[i].Value, true
 		}
 	}
 	return Value{}, false
@@ -183,19 +221,19 @@ func (v Value) Path(path string) (Value, bool) {
 // With returns a copy of map v with field key set to x (appended when
 // new). v must be a map or null (then an empty map is used).
 func (v Value) With(key string, x Value) Value {
-	out := slices.Clone(v.m)
+	out := slices.Clone(v.m())
 	if i := slices.IndexFunc(out, func(f Field) bool { return f.Key == key }); i >= 0 {
 		out[i].Value = x
 	} else {
 		out = append(out, Field{Key: key, Value: x})
 	}
-	return Value{kind: KindMap, m: out}
+	return mapValue(out)
 }
 
 // Without returns a copy of map v without field key.
 func (v Value) Without(key string) Value {
-	out := slices.DeleteFunc(slices.Clone(v.m), func(f Field) bool { return f.Key == key })
-	return Value{kind: KindMap, m: out}
+	out := slices.DeleteFunc(slices.Clone(v.m()), func(f Field) bool { return f.Key == key })
+	return mapValue(out)
 }
 
 // Equal reports whether a and b are the same value: same kind (an int is
@@ -211,14 +249,14 @@ func Equal(a, b Value) bool {
 		fb, _ := b.Float()
 		return fa == fb || (math.IsNaN(fa) && math.IsNaN(fb))
 	case KindArray:
-		return slices.EqualFunc(a.arr, b.arr, Equal)
+		return slices.EqualFunc(a.arr(), b.arr(), Equal)
 	case KindVector:
-		return slices.EqualFunc(a.vec, b.vec, func(x, y float32) bool { return x == y || (x != x && y != y) })
+		return slices.EqualFunc(a.vec(), b.vec(), func(x, y float32) bool { return x == y || (x != x && y != y) })
 	case KindMap:
-		if len(a.m) != len(b.m) {
+		if len(a.m()) != len(b.m()) {
 			return false
 		}
-		for _, f := range a.m {
+		for _, f := range a.m() {
 			g, ok := b.Get(f.Key)
 			if !ok || !Equal(f.Value, g) {
 				return false
@@ -226,7 +264,7 @@ func Equal(a, b Value) bool {
 		}
 		return true
 	}
-	return a.num == b.num && a.str == b.str
+	return a.num == b.num && a.str() == b.str()
 }
 
 // Compare orders values: by kind (see the Kind constants; ints and floats
@@ -249,13 +287,13 @@ func Compare(a, b Value) int {
 	case KindBool:
 		return cmp.Compare(a.num, b.num)
 	case KindText, KindBytes:
-		return strings.Compare(a.str, b.str)
+		return strings.Compare(a.str(), b.str())
 	case KindVector:
-		return slices.CompareFunc(a.vec, b.vec, func(x, y float32) int { return cmp.Compare(x, y) })
+		return slices.CompareFunc(a.vec(), b.vec(), func(x, y float32) int { return cmp.Compare(x, y) })
 	case KindArray:
-		return slices.CompareFunc(a.arr, b.arr, Compare)
+		return slices.CompareFunc(a.arr(), b.arr(), Compare)
 	case KindMap:
-		return slices.CompareFunc(a.m, b.m, func(x, y Field) int {
+		return slices.CompareFunc(a.m(), b.m(), func(x, y Field) int {
 			if c := strings.Compare(x.Key, y.Key); c != 0 {
 				return c
 			}
@@ -313,13 +351,13 @@ func depthOver(v Value, max int) bool {
 	}
 	switch v.kind {
 	case KindArray:
-		for _, x := range v.arr {
+		for _, x := range v.arr() {
 			if depthOver(x, max-1) {
 				return true
 			}
 		}
 	case KindMap:
-		for _, f := range v.m {
+		for _, f := range v.m() {
 			if depthOver(f.Value, max-1) {
 				return true
 			}

@@ -112,7 +112,9 @@ func (d *boltDB) run(op string, writable bool, fn func(Tx) error) error {
 		ran = true
 		t := &boltTx{txState: txState{writable: writable}, tx: btx}
 		defer func() { t.done = true }()
-		fnErr = fn(t)
+		if fnErr = fn(t); fnErr == nil && writable {
+			t.packAppends()
+		}
 		return fnErr
 	}
 	var err error
@@ -245,10 +247,56 @@ func (t *boltTx) ForEachBucket(fn func(name []byte, b Bucket) error) error {
 	})
 }
 
+// packAppends fills the pages of every bucket that this transaction only
+// appended to (see boltBucket.appends) before bbolt splits them at commit.
+// bbolt splits a page it writes at half its size by default, which suits
+// keys put in random order but leaves every page half empty when keys only
+// ever grow (increasing ids): twice the pages on disk, written at each
+// commit. A full page is what SQLite's B-tree leaves behind an append, too;
+// a later insert inside it splits it as any other.
+func (t *boltTx) packAppends() {
+	for _, h := range t.handles {
+		if h.appends == appendsOnly && !h.deleted {
+			h.b.FillPercent = 1
+		}
+	}
+}
+
 // boltBucket is a handle on a bbolt bucket.
 type boltBucket struct {
 	bucketState
 	b *bolt.Bucket
+	// appends says whether every write to the bucket in this transaction
+	// put a key after every key the bucket held at the time; lastPut is
+	// the last key put (the caller keeps it unchanged until the commit).
+	appends appendState
+	lastPut []byte
+}
+
+// appendState is what a transaction's writes to a bucket were so far.
+type appendState uint8
+
+const (
+	appendsNone  appendState = iota // no write yet
+	appendsOnly                     // only puts after the bucket's last key
+	appendsOther                    // a put among the keys, or a delete
+)
+
+// notePut records a put of key for packAppends.
+func (h *boltBucket) notePut(key []byte) {
+	switch h.appends {
+	case appendsNone:
+		if last, _ := h.b.Cursor().Last(); last == nil || bytes.Compare(key, last) > 0 {
+			h.appends = appendsOnly
+		} else {
+			h.appends = appendsOther
+		}
+	case appendsOnly:
+		if bytes.Compare(key, h.lastPut) <= 0 {
+			h.appends = appendsOther
+		}
+	}
+	h.lastPut = key
 }
 
 var _ Bucket = (*boltBucket)(nil)
@@ -273,6 +321,7 @@ func (h *boltBucket) Put(key, value []byte) error {
 	if value == nil {
 		value = emptyValue
 	}
+	h.notePut(key)
 	if err := h.b.Put(key, value); err != nil {
 		return fmt.Errorf("kv: bucket %q: put: %w", h.name, err)
 	}
@@ -285,6 +334,7 @@ func (h *boltBucket) Delete(key []byte) error {
 	if err := h.checkWrite("delete"); err != nil {
 		return err
 	}
+	h.appends = appendsOther
 	if err := h.b.Delete(key); err != nil {
 		return fmt.Errorf("kv: bucket %q: delete: %w", h.name, err)
 	}

@@ -157,6 +157,9 @@ type Bucket interface {
 	// be modified until the transaction ends (the bbolt backend keeps them
 	// until the commit; the memory backend copies them). It fails with
 	// ErrTxNotWritable, ErrKeyRequired, ErrKeyTooLarge or ErrValueTooLarge.
+	// On a bbolt file, when every write of a transaction to a bucket puts a
+	// key after all the keys it holds (ids that only grow), the pages it
+	// writes are filled, rather than split half full.
 	Put(key, value []byte) error
 
 	// Delete removes key; deleting an absent key is not an error.
