@@ -5,10 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
-	"slices"
-	"syscall"
 	"testing"
-	"time"
 )
 
 // The engine side of test/BenchmarkStoreSQLite's workload, to profile
@@ -117,22 +114,10 @@ func BenchmarkQueries(b *testing.B) {
 		}
 	})
 	b.Run("eq-page", func(b *testing.B) {
-		var ds []time.Duration
 		for b.Loop() {
 			g := rng.Int64N(docBenchGroups)
-			var r0, r1 syscall.Rusage
-			syscall.Getrusage(syscall.RUSAGE_THREAD, &r0)
-			t0 := time.Now()
 			page(b, Map(Field{"group", Int(g)}), Query{Limit: 200}, benchDocs/docBenchGroups)
-			d := time.Since(t0)
-			syscall.Getrusage(syscall.RUSAGE_THREAD, &r1)
-			ds = append(ds, d)
-			if d > time.Millisecond {
-				b.Logf("slow %v minflt %d majflt %d nivcsw %d nvcsw %d", d, r1.Minflt-r0.Minflt, r1.Majflt-r0.Majflt, r1.Nivcsw-r0.Nivcsw, r1.Nvcsw-r0.Nvcsw)
-			}
 		}
-		slices.Sort(ds)
-		b.Logf("n %d p50 %v p90 %v p95 %v p99 %v", len(ds), ds[len(ds)/2], ds[len(ds)*90/100], ds[len(ds)*95/100], ds[len(ds)*99/100])
 	})
 	b.Run("range-page", func(b *testing.B) {
 		for b.Loop() {
