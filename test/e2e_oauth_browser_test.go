@@ -65,7 +65,8 @@ func signUpSteps(name, email string) chromedp.Action[chromedp.Void] {
 }
 
 // TestOAuthBrowser drives the whole flow a user sees in headless
-// Chromium: a client registers, the user opens the authorize page
+// Chromium: an MCP client meets /mcp's 401, discovers the metadata and
+// registers (discoverClient), the user opens the authorize page
 // (screenshots at desktop and phone width), switches to the sign-up tab,
 // fills it in and submits with the keyboard, and the browser lands on the
 // client's callback with code, state and iss; the client exchanges the
@@ -87,14 +88,15 @@ func TestOAuthBrowser(t *testing.T) {
 
 	ctx := headlessChromium(t, 60*time.Second)
 
-	// signOn registers a client, runs actions on its authorize page and
-	// returns the token the client gets for the code it is sent back.
+	// signOn plays a new MCP client (401, discovery, registration) and
+	// the user on its authorize page (actions), and returns the token the
+	// client gets for the code it is sent back.
 	signOn := func(name string, actions ...chromedp.Action[chromedp.Void]) *oauth2.Token {
 		t.Helper()
-		conf := &oauth2.Config{ClientID: registerFor(t, hp.base, cb.URL+"/callback"), RedirectURL: cb.URL + "/callback", Scopes: []string{"mcp"},
-			Endpoint: oauth2.Endpoint{AuthURL: hp.base + "/oauth/authorize", TokenURL: hp.base + "/oauth/token", AuthStyle: oauth2.AuthStyleInParams}}
+		conf, prm, _ := discoverClient(t, hp.base, cb.URL+"/callback")
 		verifier := oauth2.GenerateVerifier()
-		steps := append([]chromedp.Action[chromedp.Void]{chromedp.Navigate(conf.AuthCodeURL(name, oauth2.S256ChallengeOption(verifier))),
+		steps := append([]chromedp.Action[chromedp.Void]{chromedp.Navigate(conf.AuthCodeURL(name, oauth2.S256ChallengeOption(verifier),
+			oauth2.SetAuthURLParam("resource", prm.Resource))),
 			chromedp.WaitVisible(chromedp.CSS(`form`))}, actions...)
 		if err := chromedp.Do(ctx, steps...); err != nil {
 			t.Fatalf("%s: %v", name, err)

@@ -117,6 +117,30 @@ func postAs(t *testing.T, cs *mcp.ClientSession, text string) (author string, us
 	return m.Author, m.UserID
 }
 
+// discoverClient plays an MCP client that knows only the server at base:
+// it meets /mcp's 401, follows its WWW-Authenticate to the protected
+// resource's metadata and from there to the authorization server's,
+// registers there with redirect and returns the OAuth configuration
+// (golang.org/x/oauth2) and both metadata documents.
+func discoverClient(t *testing.T, base, redirect string) (*oauth2.Config, *oauthex.ProtectedResourceMetadata, *oauthex.AuthServerMeta) {
+	t.Helper()
+	code, challenge := challenge(t, base, strings.TrimPrefix(base, "http://"))
+	m := regexp.MustCompile(`resource_metadata="([^"]+)"`).FindStringSubmatch(challenge)
+	if code != http.StatusUnauthorized || m == nil {
+		t.Fatalf("unauthenticated /mcp: %d %q", code, challenge)
+	}
+	prm, err := oauthex.GetProtectedResourceMetadata(t.Context(), m[1], base+"/mcp", http.DefaultClient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	asm, err := oauthex.GetAuthServerMeta(t.Context(), prm.AuthorizationServers[0]+"/.well-known/oauth-authorization-server", prm.AuthorizationServers[0], http.DefaultClient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &oauth2.Config{ClientID: registerAt(t, asm.RegistrationEndpoint, redirect), RedirectURL: redirect, Scopes: []string{"mcp"},
+		Endpoint: oauth2.Endpoint{AuthURL: asm.AuthorizationEndpoint, TokenURL: asm.TokenEndpoint, AuthStyle: oauth2.AuthStyleInParams}}, prm, asm
+}
+
 // TestOAuthE2E: an MCP client gets 401, discovers the servers' metadata,
 // registers, signs up on the authorize page, exchanges the code with
 // golang.org/x/oauth2 (PKCE) and calls a tool as that user; the same user
@@ -126,27 +150,7 @@ func TestOAuthE2E(t *testing.T) {
 	hp := startOAuth(t)
 	ctx := t.Context()
 
-	// 401 naming the protected-resource metadata.
-	resp, err := http.Post(hp.base+"/mcp", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	challenge := resp.Header.Get("WWW-Authenticate")
-	m := regexp.MustCompile(`resource_metadata="([^"]+)"`).FindStringSubmatch(challenge)
-	if resp.StatusCode != http.StatusUnauthorized || m == nil {
-		t.Fatalf("unauthenticated /mcp: %d %q", resp.StatusCode, challenge)
-	}
-	prm, err := oauthex.GetProtectedResourceMetadata(ctx, m[1], hp.base+"/mcp", http.DefaultClient)
-	if err != nil {
-		t.Fatal(err)
-	}
-	asm, err := oauthex.GetAuthServerMeta(ctx, prm.AuthorizationServers[0]+"/.well-known/oauth-authorization-server", prm.AuthorizationServers[0], http.DefaultClient)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conf := &oauth2.Config{ClientID: registerAt(t, asm.RegistrationEndpoint, stoppedRedirect), RedirectURL: stoppedRedirect, Scopes: []string{"mcp"},
-		Endpoint: oauth2.Endpoint{AuthURL: asm.AuthorizationEndpoint, TokenURL: asm.TokenEndpoint, AuthStyle: oauth2.AuthStyleInParams}}
+	conf, prm, asm := discoverClient(t, hp.base, stoppedRedirect)
 	verifier := oauth2.GenerateVerifier()
 	back, err := signOnPage(ctx, conf.AuthCodeURL("s1", oauth2.S256ChallengeOption(verifier), oauth2.SetAuthURLParam("resource", prm.Resource)), "signup", "ann@example.com")
 	if err != nil {
