@@ -56,6 +56,10 @@ func TestOAuthConformance(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// Chromium starts while the suite does (its output waits in the pipe).
+	if err := chromedp.Do(browser, chromedp.Navigate("about:blank")); err != nil {
+		t.Fatalf("start Chromium: %v", err)
+	}
 	var out strings.Builder
 	signed := make(chan error, 1)
 	sc := bufio.NewScanner(stdout)
