@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"runtime/debug"
 	"slices"
 	"strings"
 
@@ -111,26 +110,7 @@ func runCommand(ctx context.Context, env *cli.Env) int {
 		return env.Fail(err)
 	}
 	opts.Logger = env.Logger
-	setGCPercent(os.Getenv)
 	return cli.Serve(ctx, cli.ServeParams{Options: opts, HTTPAddr: addr, TransportFrom: from, Stdin: env.Stdin, Stdout: env.Stdout})
-}
-
-// gcPercent is the garbage collector's target of the sidecar process
-// (GOGC), unless its environment sets GOGC. A sidecar's live heap is
-// small (a few MiB) and every call allocates its request and reply
-// anew, so at the runtime's default (100) the collector runs every few
-// calls: measured on a 2-core machine over pipelines of 128 commands,
-// collection (marking, sweeping, returning memory) took about a quarter
-// of the process's CPU; at 400 it takes about 5% and a call costs about
-// 20% less CPU. The heap may then grow to five times the live data
-// before a collection; set GOMEMLIMIT to bound it in a small container.
-const gcPercent = 400
-
-// setGCPercent applies gcPercent unless getenv finds GOGC set.
-func setGCPercent(getenv func(string) string) {
-	if getenv("GOGC") == "" {
-		debug.SetGCPercent(gcPercent)
-	}
 }
 
 // commandOptions builds the server options of `mcpkit resp` from its flags:

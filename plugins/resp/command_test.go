@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -67,20 +66,5 @@ func TestCommandServesStdio(t *testing.T) {
 	go io.Copy(io.Discard, outR)
 	if c := <-code; c != cli.ExitOK {
 		t.Fatalf("exit %d at EOF", c)
-	}
-}
-
-// TestGCPercent: the sidecar sets its collector's target to gcPercent,
-// unless the environment sets GOGC.
-func TestGCPercent(t *testing.T) {
-	prev := debug.SetGCPercent(100)
-	t.Cleanup(func() { debug.SetGCPercent(prev) })
-	setGCPercent(func(string) string { return "" })
-	if got := debug.SetGCPercent(100); got != gcPercent {
-		t.Errorf("without GOGC the target is %d, want %d", got, gcPercent)
-	}
-	setGCPercent(func(k string) string { return map[string]string{"GOGC": "150"}[k] })
-	if got := debug.SetGCPercent(100); got != 100 {
-		t.Errorf("with GOGC set, the target was changed to %d", got)
 	}
 }
