@@ -56,6 +56,7 @@ type focused struct {
 // them on a page built from templates broken on purpose (templates_dir):
 // every kind of problem is found there.
 func TestOAuthAuthorizePageAccessible(t *testing.T) {
+	t.Parallel()
 	ctx := headlessChromium(t, 90*time.Second)
 	if problems := authorizePageProblems(t, ctx, startOAuth(t).base); len(problems) > 0 {
 		t.Errorf("the authorize page:\n%s", strings.Join(problems, "\n"))

@@ -31,6 +31,7 @@ func challenge(t *testing.T, base, host string) (int, string) {
 // whole flow. Served on a non-loopback address, the same configuration
 // names no metadata, whatever Host the request claims.
 func TestOAuthChallengeOrigin(t *testing.T) {
+	t.Parallel()
 	cfg := writeConfig(t, `{"plugins": {"actions": {"config": {"oauth": {}}}}}`)
 	hp := startListening(t, binary(t), "actions", "--log-format", "json", "start", "--http", "127.0.0.1:0", "--config", cfg)
 	hostport := strings.TrimPrefix(hp.base, "http://")
