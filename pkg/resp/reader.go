@@ -140,8 +140,7 @@ func (r *Reader) read(limit int64, block bool) (Value, int64, int64, error) {
 	start := r.r
 	for {
 		v, ok, need, err := r.next(limit)
-		var le *LimitError
-		if !block && (need > 0 || errors.As(err, &le)) {
+		if !block && (need > 0 || isLimit(err)) {
 			r.r, r.n, r.cost, r.scanned = start, 0, 0, 0
 			clear(r.stack)
 			r.stack = r.stack[:0]
@@ -177,6 +176,13 @@ func (r *Reader) read(limit int64, block bool) (Value, int64, int64, error) {
 			return top, n, cost, nil
 		}
 	}
+}
+
+// isLimit reports whether err is a [*LimitError]. (Apart from read, so
+// that the target of errors.As is allocated only when there is an error.)
+func isLimit(err error) bool {
+	var le *LimitError
+	return err != nil && errors.As(err, &le)
 }
 
 // betweenFrames reports whether no frame is partly decoded.

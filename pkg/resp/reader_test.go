@@ -329,3 +329,22 @@ func TestParseInt(t *testing.T) {
 		}
 	}
 }
+
+// TestReadValueAllocations: a simple string costs one allocation (its
+// bytes) and an integer none: decoding a pipeline's replies allocates
+// nothing per value beyond what the values hold.
+func TestReadValueAllocations(t *testing.T) {
+	for _, c := range []struct {
+		wire string
+		want float64
+	}{{"+OK\r\n", 1}, {":42\r\n", 0}} {
+		r := NewReader(&repeat{b: []byte(c.wire)}, ReaderOptions{})
+		if n := testing.AllocsPerRun(200, func() {
+			if _, _, err := r.ReadValue(); err != nil {
+				t.Fatal(err)
+			}
+		}); n > c.want {
+			t.Errorf("reading %q allocates %v times, want %v", c.wire, n, c.want)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
 	"github.com/mcpkit/mcpkit/pkg/resp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	segjson "github.com/segmentio/encoding/json"
 )
 
 // ExecuteArgs are execute's arguments. They decode themselves
@@ -40,8 +41,11 @@ func (a *ExecuteArgs) DecodeArguments(raw json.RawMessage) error {
 		Commands json.RawMessage `json:"commands"`
 		Session  json.RawMessage `json:"session"`
 	}
-	if err := mcpcore.StrictDecode(raw, &w); err != nil {
-		return err
+	// StrictDecode's decoding, but with the members aliasing raw rather
+	// than copied (decodeCommands copies what it keeps, the session is
+	// unmarshalled); on failure StrictDecode says what is wrong.
+	if _, err := segjson.Parse(raw, &w, segjson.DisallowUnknownFields|segjson.DontMatchCaseInsensitiveStructFields|segjson.ZeroCopy); err != nil {
+		return mcpcore.StrictDecode(raw, &w)
 	}
 	if w.Session != nil {
 		if w.Session[0] != '"' {
