@@ -89,7 +89,10 @@ type Options struct {
 	// accepts is accepted.
 	Verifier auth.TokenVerifier
 	// ResourceMetadataURL, if set, is named in the WWW-Authenticate header
-	// of a refused /mcp request (RFC 9728 protected resource metadata).
+	// of a refused /mcp request (RFC 9728 protected resource metadata): an
+	// absolute URL, named as is; or a path, named on the origin each
+	// loopback request reached, and not at all beyond loopback (where the
+	// Host header is the client's to choose).
 	ResourceMetadataURL string
 	// SessionStore, if set, shares legacy sessions with other instances
 	// using the same store: any of them serves a session another opened.
