@@ -38,8 +38,14 @@
 //     removes the record, then the local copy, and any other instance still
 //     holding a copy closes it and answers 404 on its next request for it.
 //     Idle expiry and [Handler.Close] end only the local copy. A copy keeps
-//     the state it was opened or resumed with; resource subscriptions are
-//     not shared (the SDK keeps them outside the session state).
+//     the state it was opened or resumed with but for the log level: the
+//     SDK copy's level is pinned at debug and every log message the
+//     session is sent is checked against the level in the record, so a
+//     setLevel through any instance applies on all at once. Every lasting
+//     session, a copy resumed only for a GET stream too, is announced
+//     through Options.SessionOpened before it serves anything. Resource
+//     subscriptions are not shared (the SDK keeps them outside the session
+//     state).
 //   - Session ends: idle expiry, DELETE, a store record gone and
 //     [Handler.Close] each close the SDK ServerSession, so ServerSession.Wait
 //     returns for whoever tracks sessions from the SDK side.
