@@ -19,6 +19,7 @@ import (
 var (
 	mcpkitColor = color.RGBA{R: 0x2b, G: 0x6c, B: 0xb0, A: 0xff}
 	peerColor   = color.RGBA{R: 0x9a, G: 0x9a, B: 0x9a, A: 0xff}
+	slowerColor = color.RGBA{R: 0xe0, G: 0x8a, B: 0x2c, A: 0xff}
 	targetColor = color.RGBA{R: 0xd0, G: 0x20, B: 0x20, A: 0xff}
 )
 
@@ -75,9 +76,10 @@ func save(p *plot.Plot, rows float64, path string) error {
 	return f.Close()
 }
 
-// ratioPlot is a horizontal bar per row with a ratio: how many times
-// faster mcpkit is than its peer, with a parity line and each ratio
-// target as a red mark. It returns nil when no row has a ratio.
+// ratioPlot draws a bar per row with a ratio: how many times faster
+// mcpkit is than its peer, on a log scale from parity (1×), so that twice
+// as fast and twice as slow are bars of one length either side; each
+// ratio target is a red mark. It returns nil when no row has a ratio.
 func ratioPlot(a *AreaFigures) (*plot.Plot, float64, error) {
 	type bar struct {
 		name          string
@@ -103,25 +105,51 @@ func ratioPlot(a *AreaFigures) (*plot.Plot, float64, error) {
 	slices.Reverse(bars) // the first row on top
 	p := plot.New()
 	p.Title.Text = a.Title + ": speed against the peer"
-	p.X.Label.Text = "times as fast as the peer (higher is better; 1 = as fast)"
-	values := make(plotter.Values, len(bars))
+	p.X.Label.Text = "times as fast as the peer, log scale (right of 1: faster)"
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
 	names := make([]string, len(bars))
 	labels := &plotter.XYLabels{}
-	top := 1.0
+	lo, hi := 1.0, 1.0
+	legend := map[string]bool{}
 	for i, b := range bars {
-		values[i], names[i] = b.speed, b.name
-		labels.XYs = append(labels.XYs, plotter.XY{X: max(b.speed, b.target), Y: float64(i)})
-		labels.Labels = append(labels.Labels, " "+strconv.FormatFloat(b.speed, 'f', 2, 64)+"×")
-		top = max(top, b.speed, b.target)
+		names[i] = b.name
+		y := float64(i)
+		lo, hi = min(lo, b.speed), max(hi, b.speed)
+		if b.target > 0 {
+			lo, hi = min(lo, b.target), max(hi, b.target)
+		}
+		line, err := plotter.NewLine(plotter.XYs{{X: 1, Y: y}, {X: b.speed, Y: y}})
+		if err != nil {
+			return nil, 0, err
+		}
+		line.Width, line.Color = rowHeight*0.55, mcpkitColor
+		label := "faster than the peer"
+		if b.speed < 1 {
+			line.Color, label = slowerColor, "slower than the peer"
+		}
+		p.Add(line)
+		if !legend[label] {
+			p.Legend.Add(label, line)
+			legend[label] = true
+		}
+		at := max(b.speed, 1) // the label right of the bar and of parity
+		if b.target > 0 {
+			mark, err := plotter.NewLine(plotter.XYs{{X: b.target, Y: y - 0.4}, {X: b.target, Y: y + 0.4}})
+			if err != nil {
+				return nil, 0, err
+			}
+			mark.Color, mark.Width = targetColor, vg.Points(2.5)
+			p.Add(mark)
+			if !legend["target"] {
+				p.Legend.Add("target (at least)", mark)
+				legend["target"] = true
+			}
+			at = max(at, b.target)
+		}
+		labels.XYs = append(labels.XYs, plotter.XY{X: at, Y: y})
+		labels.Labels = append(labels.Labels, " "+strconv.FormatFloat(b.speed, 'g', 3, 64)+"×")
 	}
-	chart, err := plotter.NewBarChart(values, rowHeight*0.6)
-	if err != nil {
-		return nil, 0, err
-	}
-	chart.Horizontal = true
-	chart.Color = mcpkitColor
-	chart.LineStyle.Width = 0
-	p.Add(chart)
 	parity, err := plotter.NewLine(plotter.XYs{{X: 1, Y: -0.5}, {X: 1, Y: float64(len(bars)) - 0.5}})
 	if err != nil {
 		return nil, 0, err
@@ -129,34 +157,15 @@ func ratioPlot(a *AreaFigures) (*plot.Plot, float64, error) {
 	parity.Color = peerColor
 	parity.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
 	p.Add(parity)
-	marked := false
-	for i, b := range bars {
-		if b.target == 0 {
-			continue
-		}
-		mark, err := plotter.NewLine(plotter.XYs{{X: b.target, Y: float64(i) - 0.4}, {X: b.target, Y: float64(i) + 0.4}})
-		if err != nil {
-			return nil, 0, err
-		}
-		mark.Color, mark.Width = targetColor, vg.Points(2.5)
-		p.Add(mark)
-		if !marked {
-			p.Legend.Add("target (at least)", mark)
-			marked = true
-		}
-	}
 	l, err := plotter.NewLabels(labels)
 	if err != nil {
 		return nil, 0, err
 	}
 	p.Add(l)
 	p.NominalY(names...)
-	p.X.Min, p.X.Max = 0, top*1.25
-	// A row of headroom for the legend.
-	headroom := 0.0
-	if marked {
-		headroom = 1
-	}
+	p.X.Min, p.X.Max = lo/1.6, hi*2.5 // room for the labels
+	// Headroom for the legend's lines, two to a row.
+	headroom := math.Ceil(float64(len(legend)) / 2)
 	p.Y.Min, p.Y.Max = -0.6, float64(len(bars))-0.4+headroom
 	p.Legend.Top = true
 	return p, float64(len(bars)) + headroom, nil

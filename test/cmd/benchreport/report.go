@@ -246,8 +246,8 @@ func Render(w io.Writer, m Machine, out *Output, areas []AreaFigures, imgDir str
 	b.WriteString("\nEach row compares mcpkit with a peer measured in the same run, the two sides alternating so that " +
 		"the machine's noise hits both alike; the ratio is mcpkit's figure over the peer's. Rates (per second) are " +
 		"better higher, times better lower: absolute figures move with the machine's load, ratios much less. " +
-		"In the plots, bars show how many times faster mcpkit is than its peer (1 = as fast; the red marks are " +
-		"the targets), and latency plots show each side's quantiles on a log scale.\n\n")
+		"In the plots, bars show how many times faster mcpkit is than its peer, on a log scale (right of 1: " +
+		"faster; left: slower; the red marks are the targets), and latency plots show each side's quantiles.\n\n")
 
 	var missing []string
 	for _, a := range areas {
@@ -293,6 +293,9 @@ func Render(w io.Writer, m Machine, out *Output, areas []AreaFigures, imgDir str
 			}
 			if r, ok := f.Ratio(); ok {
 				ratio = strconv.FormatFloat(r, 'f', 2, 64)
+				if r < 0.1 {
+					ratio = strconv.FormatFloat(r, 'g', 2, 64)
+				}
 			}
 			var targets, shown []string
 			for _, v := range f.Verdicts {
