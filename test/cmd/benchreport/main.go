@@ -22,6 +22,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,13 +34,14 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1:]); err != nil {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "benchreport:", err)
 		os.Exit(1)
 	}
 }
 
-func run(args []string) error {
+// run runs the command with args, telling its progress on progress.
+func run(args []string, progress io.Writer) error {
 	fs := flag.NewFlagSet("benchreport", flag.ContinueOnError)
 	root := fs.String("C", "..", "the repository's root, where make runs")
 	outDir := fs.String("out", "bench-report", "the report's directory (relative to -C unless absolute)")
@@ -73,7 +75,7 @@ func run(args []string) error {
 		}
 	} else {
 		var err error
-		if m, err = runTargets(*root, dir, targets); err != nil {
+		if m, err = runTargets(*root, dir, targets, progress); err != nil {
 			return err
 		}
 	}
@@ -107,13 +109,13 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("benchreport: wrote %s\n", filepath.Join(dir, "report.md"))
+	fmt.Fprintf(progress, "benchreport: wrote %s\n", filepath.Join(dir, "report.md"))
 	if *publish != "" {
 		docs := under(*root, *publish)
 		if err := Publish(docs, dir, m, out, areas); err != nil {
 			return err
 		}
-		fmt.Printf("benchreport: wrote %s\n", filepath.Join(docs, "benchmarks.md"))
+		fmt.Fprintf(progress, "benchreport: wrote %s\n", filepath.Join(docs, "benchmarks.md"))
 	}
 	return nil
 }
@@ -183,7 +185,7 @@ func writeReport(path, imgDir string, m Machine, out *Output, areas []AreaFigure
 // that what benchmarks log is printed whole, failing ones included),
 // keeping its output in dir/<target>.txt, while sampling the load
 // average. A target that fails is recorded and the next one runs.
-func runTargets(root, dir string, targets []string) (Machine, error) {
+func runTargets(root, dir string, targets []string, progress io.Writer) (Machine, error) {
 	m := Machine{
 		Date:   time.Now().UTC().Format("2006-01-02 15:04 UTC"),
 		Commit: commit(root),
@@ -216,7 +218,7 @@ func runTargets(root, dir string, targets []string) (Machine, error) {
 		if err != nil {
 			return m, fmt.Errorf("output file: %w", err)
 		}
-		fmt.Printf("benchreport: make %s (output in %s)\n", t, file)
+		fmt.Fprintf(progress, "benchreport: make %s (output in %s)\n", t, file)
 		cmd := exec.Command("make", "-C", root, "--no-print-directory", t)
 		cmd.Env = append(os.Environ(), "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -v"))
 		cmd.Stdout, cmd.Stderr = f, f
@@ -234,7 +236,7 @@ func runTargets(root, dir string, targets []string) (Machine, error) {
 		case runErr != nil:
 			return m, fmt.Errorf("make %s: %w", t, runErr)
 		}
-		fmt.Printf("benchreport: make %s %s in %v\n", t, status, took)
+		fmt.Fprintf(progress, "benchreport: make %s %s in %v\n", t, status, took)
 		m.Targets = append(m.Targets, fmt.Sprintf("`make %s` %s in %v", t, status, took))
 	}
 	stop()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"image/png"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -42,7 +43,7 @@ func report(t *testing.T, extra ...string) string {
 		t.Fatal(err)
 	}
 	args := append([]string{"-C", root, "-from"}, extra...)
-	if err := run(append(args, fixtureTargets...)); err != nil {
+	if err := run(append(args, fixtureTargets...), io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	return root
