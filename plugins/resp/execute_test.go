@@ -159,3 +159,33 @@ func TestRefusedName(t *testing.T) {
 		t.Errorf("refusedName allocates %v times for an ordinary command", n)
 	}
 }
+
+// TestExecuteArgsReuse: a batch decoded into memory released by an
+// earlier one (larger or smaller) is decoded exactly, and decoding a batch
+// into released memory allocates almost nothing.
+func TestExecuteArgsReuse(t *testing.T) {
+	decode := func(raw string) *ExecuteArgs {
+		t.Helper()
+		a := new(ExecuteArgs)
+		if err := a.DecodeArguments(json.RawMessage(raw)); err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	big := `{"commands":[["SET","key-one","a long value here"],["GET","key-one"],["DEL","a","b","c"]]}`
+	small := `{"commands":[["INCR",{"base64":"AP8="}],["PING"]]}`
+	want := map[string]string{
+		big:   `[["SET" "key-one" "a long value here"] ["GET" "key-one"] ["DEL" "a" "b" "c"]]`,
+		small: `[["INCR" "\x00\xff"] ["PING"]]`,
+	}
+	for _, raw := range []string{big, small, big, small} {
+		a := decode(raw)
+		if got := fmt.Sprintf("%q", a.Commands); got != want[raw] {
+			t.Fatalf("%s decoded as %s, want %s", raw, got, want[raw])
+		}
+		a.release()
+	}
+	if n := testing.AllocsPerRun(100, func() { decode(big).release() }); n > 4 {
+		t.Errorf("decoding into released memory allocates %v times", n)
+	}
+}
