@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -15,7 +16,8 @@ import (
 )
 
 // ToolFunc handles one tool call. It returns a JSON-serializable value
-// (normally a struct; a json.RawMessage is taken as already serialized) that
+// (normally a struct; a json.RawMessage is taken as already serialized,
+// and is the host's once returned: the handler must not modify it) that
 // the host serializes once, inline or paged; or a complete
 // *mcp.CallToolResult, for content other than JSON (images, audio, embedded
 // resources, several blocks) or a 2026-07-28 input-required result, which
@@ -400,9 +402,15 @@ type pagedResult struct {
 type Text string
 
 // inlineResult returns data as structuredContent (when it is a JSON object)
-// and as the same JSON text.
+// and as the same JSON text. The text is a view of data, not a copy: data
+// is the result's from now on (the structured content holds it too), and
+// nothing writes to it.
 func inlineResult(data []byte, isError bool) *mcp.CallToolResult {
-	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(data)}}, IsError: isError}
+	var text string
+	if len(data) > 0 {
+		text = unsafe.String(&data[0], len(data))
+	}
+	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, IsError: isError}
 	if len(data) > 0 && data[0] == '{' {
 		res.StructuredContent = json.RawMessage(data)
 	}
