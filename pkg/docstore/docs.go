@@ -84,9 +84,9 @@ func (w *writer) put(id, doc Value, old Doc, exists bool) (Doc, error) {
 		if oldEntries != nil && bytes.Equal(oldEntries[i], newEntries[i]) {
 			continue
 		}
-		ib := w.tx.Bucket(indexBucket(coll, def.Name))
+		ib := indexEntries(w.tx, coll, def.Name)
 		if oldEntries != nil {
-			if err := ib.Delete(oldEntries[i]); err != nil {
+			if err := ib.del(oldEntries[i]); err != nil {
 				return Doc{}, err
 			}
 		}
@@ -95,7 +95,7 @@ func (w *writer) put(id, doc Value, old Doc, exists bool) (Doc, error) {
 				return Doc{}, err
 			}
 		}
-		if err := ib.Put(newEntries[i], nil); err != nil {
+		if err := ib.put(newEntries[i]); err != nil {
 			return Doc{}, err
 		}
 	}
@@ -134,14 +134,14 @@ func indexKey(dst []byte, def IndexDef, doc Value) []byte {
 // checkUnique fails when another document holds entry's values in the
 // unique index ib. Documents with a null (or missing) value in any of the
 // index's fields are not compared.
-func checkUnique(ib kv.Bucket, coll string, def IndexDef, id Value, idKey, entry []byte, doc Value) error {
+func checkUnique(ib entrySet, coll string, def IndexDef, id Value, idKey, entry []byte, doc Value) error {
 	for _, f := range def.Fields {
 		if v, _ := doc.Path(f); v.IsNull() {
 			return nil
 		}
 	}
 	prefix := entry[:len(entry)-len(idKey)]
-	c := ib.Cursor()
+	c := ib.cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
 		if !bytes.Equal(k[len(prefix):], idKey) {
 			other, _, _ := DecodeKey(k[len(prefix):])
@@ -150,7 +150,7 @@ func checkUnique(ib kv.Bucket, coll string, def IndexDef, id Value, idKey, entry
 					idString(id), coll, def.Name, idString(other), fieldList(def.Fields))}
 		}
 	}
-	return nil
+	return c.Err()
 }
 
 func fieldList(fields []string) string {
@@ -164,7 +164,7 @@ func fieldList(fields []string) string {
 func (w *writer) remove(old Doc) error {
 	idKey := AppendKey(nil, old.ID)
 	for i, e := range w.entries(idKey, old.Value) {
-		if err := w.tx.Bucket(indexBucket(w.col.Name, w.col.Indexes[i].Name)).Delete(e); err != nil {
+		if err := indexEntries(w.tx, w.col.Name, w.col.Indexes[i].Name).del(e); err != nil {
 			return err
 		}
 	}

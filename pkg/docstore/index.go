@@ -1,8 +1,12 @@
 package docstore
 
 import (
+	"bytes"
+	"cmp"
 	"context"
+	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"slices"
 	"strings"
 
@@ -70,10 +74,11 @@ func checkIndexDef(coll string, def IndexDef) error {
 
 // buildIndex writes def's entries for every document of col.
 func buildIndex(ctx context.Context, tx kv.Tx, col *collection, def IndexDef, progress Progress) error {
-	ib, err := tx.CreateBucketIfNotExists(indexBucket(col.Name, def.Name))
+	b, err := tx.CreateBucketIfNotExists(indexBucket(col.Name, def.Name))
 	if err != nil {
 		return err
 	}
+	ib := entrySet{b: b}
 	w := &writer{tx: tx, col: &collection{Name: col.Name, Indexes: []IndexDef{def}}, docs: tx.Bucket(docsBucket(col.Name))}
 	return scanDocs(ctx, tx, col.Name, progress, func(k []byte, d Doc) error {
 		entry := w.entries(k, d.Value)[0]
@@ -82,7 +87,7 @@ func buildIndex(ctx context.Context, tx kv.Tx, col *collection, def IndexDef, pr
 				return err
 			}
 		}
-		return ib.Put(entry, nil)
+		return ib.put(entry)
 	})
 }
 
@@ -195,4 +200,214 @@ func (s *Store) Schema(ctx context.Context, coll string) (*Schema, error) {
 		return nil, err
 	}
 	return col.Schema, nil
+}
+
+// Index entries are kept in blocks, not one bbolt key each: a secondary
+// index's bucket maps the first entry of each block to the block, the
+// block's entries in order, each a uvarint length and its bytes, at most
+// indexBlockBytes (a longer block splits in two). bbolt keeps per key a
+// 16-byte header on its page and, in a write transaction, a 64-byte node
+// entry for every key of every page touched; index entries land all over
+// an index, so with a key per entry a transaction of 1,000 documents
+// touched nearly every page of every index and materialized all their
+// keys. With blocks, a page holds a few keys, and an insert rewrites one
+// block of about a kilobyte.
+const indexBlockBytes = 1024
+
+// entrySet is the set of entries of one index, in a bucket of blocks.
+type entrySet struct{ b kv.Bucket }
+
+// indexEntries returns the entry set of coll's index (its bucket must
+// exist).
+func indexEntries(tx kv.Tx, coll, index string) entrySet {
+	return entrySet{b: tx.Bucket(indexBucket(coll, index))}
+}
+
+// block returns the key and contents of the block that holds e or would:
+// the last block whose first entry is at most e, else the first block;
+// nil when the set is empty.
+func (s entrySet) block(c kv.Cursor, e []byte) (key, val []byte) {
+	k, v := c.Seek(e)
+	if k != nil && bytes.Equal(k, e) {
+		return k, v
+	}
+	if pk, pv := c.Prev(); pk != nil {
+		return pk, pv
+	}
+	return c.First()
+}
+
+// decodeEntries appends the entries of block v to dst (each a view of v).
+func decodeEntries(dst [][]byte, v []byte) ([][]byte, error) {
+	for len(v) > 0 {
+		n, w := binary.Uvarint(v)
+		if w <= 0 || n == 0 || n > uint64(len(v)-w) {
+			return dst, fmt.Errorf("docstore: corrupt index block")
+		}
+		dst = append(dst, v[w:w+int(n)])
+		v = v[w+int(n):]
+	}
+	return dst, nil
+}
+
+// find returns the offset in block v of the first entry at least e,
+// where e would go, and whether that entry is e.
+func find(v, e []byte) (int, bool) {
+	for off := 0; off < len(v); {
+		n, w := binary.Uvarint(v[off:])
+		if w <= 0 || n > uint64(len(v)-off-w) {
+			return len(v), false // decodeEntries reports the corruption
+		}
+		if c := bytes.Compare(v[off+w:off+w+int(n)], e); c >= 0 {
+			return off, c == 0
+		}
+		off += w + int(n)
+	}
+	return len(v), false
+}
+
+// put adds entry e (nothing when present).
+func (s entrySet) put(e []byte) error {
+	key, val := s.block(s.b.Cursor(), e)
+	if key == nil {
+		return s.write(nil, append(binary.AppendUvarint(nil, uint64(len(e))), e...))
+	}
+	off, found := find(val, e)
+	if found {
+		return nil
+	}
+	nb := make([]byte, 0, len(val)+uvarintLen(len(e))+len(e))
+	nb = append(binary.AppendUvarint(append(nb, val[:off]...), uint64(len(e))), e...)
+	return s.write(key, append(nb, val[off:]...))
+}
+
+// del removes entry e (nothing when absent).
+func (s entrySet) del(e []byte) error {
+	key, val := s.block(s.b.Cursor(), e)
+	if key == nil {
+		return nil
+	}
+	off, found := find(val, e)
+	if !found {
+		return nil
+	}
+	end := off + uvarintLen(len(e)) + len(e)
+	return s.write(key, append(append(make([]byte, 0, len(val)-(end-off)), val[:off]...), val[end:]...))
+}
+
+// write replaces the block under key (nil: none) with block, a new
+// buffer of encoded entries (none: the block is deleted), split into
+// blocks of at most indexBlockBytes when longer, each under its first
+// entry.
+func (s entrySet) write(key, block []byte) error {
+	first := func(b []byte) []byte {
+		n, w := binary.Uvarint(b)
+		return b[w : w+int(n)]
+	}
+	if key != nil && (len(block) == 0 || !bytes.Equal(key, first(block))) {
+		if err := s.b.Delete(key); err != nil {
+			return err
+		}
+	}
+	if len(block) <= indexBlockBytes {
+		if len(block) == 0 {
+			return nil
+		}
+		return s.b.Put(first(block), block)
+	}
+	ents, err := decodeEntries(nil, block)
+	if err != nil {
+		return err
+	}
+	size := len(block)
+	for len(ents) > 0 {
+		// An equal share of what remains for each of the blocks it needs;
+		// an entry longer than a block has one of its own.
+		share := size / ((size + indexBlockBytes - 1) / indexBlockBytes)
+		buf := make([]byte, 0, min(size, indexBlockBytes))
+		n := 0
+		for ; n < len(ents); n++ {
+			esize := uvarintLen(len(ents[n])) + len(ents[n])
+			if n > 0 && (len(buf) >= share || len(buf)+esize > indexBlockBytes) {
+				break
+			}
+			buf = binary.AppendUvarint(buf, uint64(len(ents[n])))
+			buf = append(buf, ents[n]...)
+		}
+		if err := s.b.Put(first(buf), buf); err != nil {
+			return err
+		}
+		ents, size = ents[n:], size-len(buf)
+	}
+	return nil
+}
+
+// uvarintLen is the length of n's uvarint.
+func uvarintLen(n int) int { return (bits.Len64(uint64(n)|1) + 6) / 7 }
+
+// cursor returns a cursor over the entries, in order.
+func (s entrySet) cursor() *entryCursor { return &entryCursor{c: s.b.Cursor()} }
+
+// entryCursor walks an entry set in order. Its moves return an entry and
+// a nil value, or nil at the ends, like a kv.Cursor's (the entries stay
+// valid until the transaction ends); its set must not change while it
+// walks.
+type entryCursor struct {
+	c    kv.Cursor
+	ents [][]byte // the current block's
+	i    int
+	err  error // a corrupt block
+}
+
+// load makes block v current at position i (from the end when i < 0).
+func (c *entryCursor) load(k, v []byte, i int) []byte {
+	if k == nil {
+		return nil
+	}
+	if c.ents, c.err = decodeEntries(c.ents[:0], v); c.err != nil || len(c.ents) == 0 {
+		c.err = cmp.Or(c.err, fmt.Errorf("docstore: empty index block"))
+		return nil
+	}
+	if c.i = i; i < 0 {
+		c.i = len(c.ents) + i
+	}
+	return c.ents[c.i]
+}
+
+func (c *entryCursor) First() ([]byte, []byte) { k, v := c.c.First(); return c.load(k, v, 0), nil }
+func (c *entryCursor) Last() ([]byte, []byte)  { k, v := c.c.Last(); return c.load(k, v, -1), nil }
+
+func (c *entryCursor) Seek(e []byte) ([]byte, []byte) {
+	k, v := entrySet{}.block(c.c, e)
+	if c.load(k, v, 0) == nil {
+		return nil, nil
+	}
+	i, _ := slices.BinarySearchFunc(c.ents, e, bytes.Compare)
+	if i < len(c.ents) {
+		c.i = i
+		return c.ents[i], nil
+	}
+	c.i = len(c.ents) - 1 // every entry of the block is before e
+	return c.Next()
+}
+
+// Err returns the error that ended the walk early: a corrupt block.
+func (c *entryCursor) Err() error { return c.err }
+
+func (c *entryCursor) Next() ([]byte, []byte) {
+	if c.i+1 < len(c.ents) {
+		c.i++
+		return c.ents[c.i], nil
+	}
+	k, v := c.c.Next()
+	return c.load(k, v, 0), nil
+}
+
+func (c *entryCursor) Prev() ([]byte, []byte) {
+	if c.i > 0 && c.i <= len(c.ents) {
+		c.i--
+		return c.ents[c.i], nil
+	}
+	k, v := c.c.Prev()
+	return c.load(k, v, -1), nil
 }

@@ -2,6 +2,7 @@ package docstore
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"fmt"
@@ -216,7 +217,29 @@ func (r *reader) bestIndex(f *Filter) (indexPlan, bool) {
 // scanRange calls fn with each key of b in r, in order (reversed when
 // desc), from after (exclusive, when set), until fn returns false.
 func scanRange(b kv.Bucket, r keyRange, after []byte, desc bool, fn func(k, v []byte) bool) {
-	c := b.Cursor()
+	scanCursor(b.Cursor(), r, after, desc, fn)
+}
+
+// rangeCursor is what scanCursor walks: a kv.Cursor, or an index's
+// entryCursor.
+type rangeCursor interface {
+	First() (k, v []byte)
+	Last() (k, v []byte)
+	Seek(seek []byte) (k, v []byte)
+	Next() (k, v []byte)
+	Prev() (k, v []byte)
+}
+
+// scanEntries is scanRange over the entries of an index; it returns the
+// error of a corrupt block.
+func scanEntries(s entrySet, r keyRange, after []byte, desc bool, fn func(k []byte) bool) error {
+	c := s.cursor()
+	scanCursor(c, r, after, desc, func(k, _ []byte) bool { return fn(k) })
+	return c.Err()
+}
+
+// scanCursor is scanRange with the cursor c.
+func scanCursor(c rangeCursor, r keyRange, after []byte, desc bool, fn func(k, v []byte) bool) {
 	if !desc {
 		lo := r.lo
 		if after != nil && (lo == nil || bytes.Compare(after, lo) >= 0) {
@@ -273,19 +296,19 @@ func covers(p indexPlan, f *Filter) bool {
 // candidates returns the id keys, in id order, of the documents an index
 // plan selects (each once).
 func (r *reader) candidates(p indexPlan) ([][]byte, error) {
-	ib := r.tx.Bucket(indexBucket(r.col.Name, p.def.Name))
+	ib := indexEntries(r.tx, r.col.Name, p.def.Name)
 	var ids [][]byte
 	var err error
 	for _, kr := range p.ranges {
-		scanRange(ib, kr, nil, false, func(k, _ []byte) bool {
+		serr := scanEntries(ib, kr, nil, false, func(k []byte) bool {
 			var id []byte
 			if id, err = entryID(p.def, k); err != nil {
 				return false
 			}
-			ids = append(ids, id) // keys stay valid until the transaction ends
+			ids = append(ids, id) // entries stay valid until the transaction ends
 			return true
 		})
-		if err != nil {
+		if err = cmp.Or(err, serr); err != nil {
 			return nil, err
 		}
 	}
@@ -452,7 +475,7 @@ func (r *reader) pageByIndex(q Query, limit int, out *PageResult) error {
 	out.Plan.Index = def.Name
 	var last []byte
 	docs := r.fetcher()
-	scanRange(r.tx.Bucket(indexBucket(coll, def.Name)), kr, after, q.Desc, func(k, _ []byte) bool {
+	serr := scanEntries(indexEntries(r.tx, coll, def.Name), kr, after, q.Desc, func(k []byte) bool {
 		var id []byte
 		if id, err = entryID(def, k); err != nil {
 			return false
@@ -478,7 +501,7 @@ func (r *reader) pageByIndex(q Query, limit int, out *PageResult) error {
 		last = k // valid until the transaction ends; encodeCursor copies it
 		return true
 	})
-	return err
+	return cmp.Or(err, serr)
 }
 
 // project keeps only the selected dotted paths of d's value.
@@ -530,9 +553,11 @@ func (s *Store) Count(ctx context.Context, coll string, f *Filter) (int, Plan, e
 		if p, ok := r.bestIndex(f); ok && covers(p, f) {
 			// The index's entries answer the filter: count them.
 			plan = Plan{Index: p.def.Name, Ranges: len(p.ranges)}
-			ib := r.tx.Bucket(indexBucket(r.col.Name, p.def.Name))
+			ib := indexEntries(r.tx, r.col.Name, p.def.Name)
 			for _, kr := range p.ranges {
-				scanRange(ib, kr, nil, false, func([]byte, []byte) bool { n++; return true })
+				if err := scanEntries(ib, kr, nil, false, func([]byte) bool { n++; return true }); err != nil {
+					return err
+				}
 			}
 			return nil
 		}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,7 +24,8 @@ import (
 //	d\x00<coll>    documents: key(id) → uvarint(revision) + value encoding;
 //	               its sequence numbers insert_auto's ids
 //	i\x00<coll>\x00<index>
-//	               secondary index entries: key(field values…) + key(id) → ""
+//	               secondary index entries, key(field values…) + key(id),
+//	               in blocks: first entry → the block (see indexBlockBytes)
 //
 // Reserved for the search and graph layers, beside the documents in the
 // same file and kept by the same transactions: t\x00 (text postings with
@@ -32,6 +34,12 @@ import (
 const (
 	metaBucket    = "m"
 	catalogPrefix = "c\x00"
+	// layoutKey (in the meta bucket) holds the layout version, storeLayout
+	// in decimal. Layout 1, written before index entries were kept in
+	// blocks, has no such key; Open rebuilds its indexes as blocks, and
+	// refuses a layout it does not know.
+	layoutKey   = "layout"
+	storeLayout = 2
 )
 
 func docsBucket(coll string) []byte { return []byte("d\x00" + coll) }
@@ -45,6 +53,10 @@ const MaxLimit = 10_000
 
 // DefaultLimit is the page size when none is given.
 const DefaultLimit = 100
+
+// ErrLayout is the cause of Open's error for a store file written in a
+// later layout than this version reads (see layoutKey).
+var ErrLayout = errors.New("store layout unknown to this version")
 
 // Options configures Open.
 type Options struct {
@@ -84,7 +96,9 @@ type IndexDef struct {
 }
 
 // Open opens the store in the bbolt file at path (created if absent), or
-// an in-memory store when path is "".
+// an in-memory store when path is "". A file of an earlier layout is
+// upgraded in place (its indexes rebuilt, in one transaction); one of a
+// later layout fails with ErrLayout.
 func Open(path string, opts Options) (*Store, error) {
 	var db kv.DB
 	if path == "" {
@@ -144,8 +158,33 @@ func (s *Store) loadCatalog() error {
 			}
 			s.cat[col.Name] = &col
 		}
-		return nil
+		return s.upgrade(tx, m)
 	})
+}
+
+// upgrade brings a store of an earlier layout to storeLayout in tx (a new
+// store takes it as it is), and fails with ErrLayout for a later one.
+func (s *Store) upgrade(tx kv.Tx, m kv.Bucket) error {
+	switch v := string(m.Get([]byte(layoutKey))); v {
+	case strconv.Itoa(storeLayout):
+		return nil
+	case "":
+		// Layout 1 (or a new store): an index entry per key.
+		for _, name := range sortedNames(s.cat) {
+			col := s.cat[name]
+			for _, def := range col.Indexes {
+				if err := tx.DeleteBucket(indexBucket(name, def.Name)); err != nil {
+					return fmt.Errorf("docstore: upgrade index %q of %q: %w", def.Name, name, err)
+				}
+				if err := buildIndex(context.Background(), tx, col, def, nil); err != nil {
+					return fmt.Errorf("docstore: upgrade index %q of %q: %w", def.Name, name, err)
+				}
+			}
+		}
+		return m.Put([]byte(layoutKey), []byte(strconv.Itoa(storeLayout)))
+	default:
+		return fmt.Errorf("docstore: the store's layout %q is not %d, the one this version reads: %w", v, storeLayout, ErrLayout)
+	}
 }
 
 // putCatalog writes col's catalog entry in tx.

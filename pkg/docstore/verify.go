@@ -48,13 +48,12 @@ func (s *Store) Verify(ctx context.Context) error {
 				}
 			}
 			for i, def := range col.Indexes {
-				ib := tx.Bucket(indexBucket(name, def.Name))
-				if ib == nil {
+				if tx.Bucket(indexBucket(name, def.Name)) == nil {
 					return fmt.Errorf("docstore: verify: index %q of %q has no bucket", def.Name, name)
 				}
 				n := 0
 				var prev []byte
-				ic := ib.Cursor()
+				ic := indexEntries(tx, name, def.Name).cursor()
 				for k, _ := ic.First(); k != nil; k, _ = ic.Next() {
 					if !want[i][string(k)] {
 						return fmt.Errorf("docstore: verify: index %q of %q has entry %x that no document gives", def.Name, name, k)
@@ -70,6 +69,9 @@ func (s *Store) Verify(ctx context.Context) error {
 						}
 						prev = bytes.Clone(vals)
 					}
+				}
+				if err := ic.Err(); err != nil {
+					return fmt.Errorf("docstore: verify: index %q of %q: %w", def.Name, name, err)
 				}
 				if n != len(want[i]) {
 					return fmt.Errorf("docstore: verify: index %q of %q has %d entries for %d documents", def.Name, name, n, len(want[i]))

@@ -1,0 +1,226 @@
+package docstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/mcpkit/mcpkit/pkg/docstore/kv"
+)
+
+// TestEntrySet: an index's entry set, in blocks, holds what a sorted set
+// holds through random puts and deletes over many transactions (entries
+// of many lengths, sharing prefixes, some longer than a block), and its
+// cursor walks it as a kv.Cursor walks keys: forwards, backwards, from a
+// sought entry. No block but one of a single entry exceeds indexBlockBytes.
+func TestEntrySet(t *testing.T) {
+	backends(t, func(t *testing.T, s *Store) {
+		rng := rand.New(rand.NewPCG(5, 6))
+		entry := func() []byte {
+			n := 1 + rng.IntN(24)
+			if rng.IntN(200) == 0 {
+				n = indexBlockBytes + rng.IntN(100) // alone in its block
+			}
+			e := make([]byte, n)
+			for i := range e {
+				e[i] = byte('a' + rng.IntN(3)) // shared prefixes
+			}
+			return e
+		}
+		model := map[string]bool{}
+		var pool [][]byte
+		for round := range 40 {
+			err := s.db.Update(func(tx kv.Tx) error {
+				b, err := tx.CreateBucketIfNotExists([]byte("i\x00set"))
+				if err != nil {
+					return err
+				}
+				set := entrySet{b: b}
+				for range 200 {
+					if len(pool) > 0 && rng.IntN(3) == 0 {
+						e := pool[rng.IntN(len(pool))]
+						delete(model, string(e))
+						if err := set.del(e); err != nil {
+							return err
+						}
+						continue
+					}
+					e := entry()
+					pool = append(pool, e)
+					model[string(e)] = true
+					if err := set.put(e); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+		want := make([]string, 0, len(model))
+		for e := range model {
+			want = append(want, e)
+		}
+		slices.Sort(want)
+		err := s.db.View(func(tx kv.Tx) error {
+			b := tx.Bucket([]byte("i\x00set"))
+			bc := b.Cursor()
+			for k, v := bc.First(); k != nil; k, v = bc.Next() {
+				ents, err := decodeEntries(nil, v)
+				if err != nil {
+					return err
+				}
+				if !bytes.Equal(k, ents[0]) || (len(v) > indexBlockBytes && len(ents) > 1) {
+					return fmt.Errorf("block %q: %d bytes, %d entries, first %q", k, len(v), len(ents), ents[0])
+				}
+			}
+			set := entrySet{b: b}
+			var fwd, back []string
+			c := set.cursor()
+			for k, _ := c.First(); k != nil; k, _ = c.Next() {
+				fwd = append(fwd, string(k))
+			}
+			for k, _ := c.Last(); k != nil; k, _ = c.Prev() {
+				back = append(back, string(k))
+			}
+			slices.Reverse(back)
+			if !slices.Equal(fwd, want) || !slices.Equal(back, want) {
+				return fmt.Errorf("walked %d entries forwards and %d backwards, want %d", len(fwd), len(back), len(want))
+			}
+			for range 500 {
+				seek := entry()
+				i, _ := slices.BinarySearch(want, string(seek))
+				k, _ := c.Seek(seek)
+				if i == len(want) {
+					if k != nil {
+						return fmt.Errorf("seek %q: %q, want nothing", seek, k)
+					}
+					continue
+				}
+				if string(k) != want[i] {
+					return fmt.Errorf("seek %q: %q, want %q", seek, k, want[i])
+				}
+				if i > 0 {
+					if k, _ := c.Prev(); string(k) != want[i-1] {
+						return fmt.Errorf("prev after seek %q: %q, want %q", seek, k, want[i-1])
+					}
+				}
+			}
+			return c.Err()
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(want) < 1000 {
+			t.Fatalf("only %d entries: the test exercises too few blocks", len(want))
+		}
+	})
+}
+
+// TestIndexBlocks: an index of 5,000 documents keeps its entries in a few
+// hundred bbolt keys, so that a write touches a few pages of it.
+func TestIndexBlocks(t *testing.T) {
+	backends(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		if _, err := s.CreateIndex(ctx, "c", IndexDef{Name: "n", Fields: []string{"n"}}, nil); err != nil {
+			t.Fatal(err)
+		}
+		var docs []Doc
+		for i := range 5000 {
+			docs = append(docs, Doc{ID: Int(int64(i)), Value: Map(Field{"n", Int(int64(i * 7919 % 5000))})})
+		}
+		if _, err := s.PutMany(ctx, "c", docs); err != nil {
+			t.Fatal(err)
+		}
+		var keys int
+		if err := s.db.View(func(tx kv.Tx) error { keys = tx.Bucket(indexBucket("c", "n")).KeyN(); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if keys > 5000/20 {
+			t.Errorf("the index keeps 5,000 entries under %d keys, want at most 250", keys)
+		}
+		if n, plan, err := s.Count(ctx, "c", flt(t, `{"n": {"$gte": 100, "$lt": 600}}`)); err != nil || n != 500 || plan.Index != "n" {
+			t.Errorf("count of a range = %d, %+v, %v; want 500 from the index", n, plan, err)
+		}
+	})
+}
+
+// TestUpgradeLayout1: a store of layout 1 (an index entry per key, no
+// layout key) opens with its indexes rebuilt as blocks, answers from them
+// and records layout 2; a store of an unknown layout fails to open with
+// ErrLayout.
+func TestUpgradeLayout1(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "old.db")
+	s, err := Open(path, Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := IndexDef{Name: "g", Fields: []string{"g"}}
+	if _, err := s.CreateIndex(ctx, "c", def, nil); err != nil {
+		t.Fatal(err)
+	}
+	var docs []Doc
+	for i := range 1000 {
+		docs = append(docs, Doc{ID: Int(int64(i)), Value: Map(Field{"g", Int(int64(i % 10))})})
+	}
+	if _, err := s.PutMany(ctx, "c", docs); err != nil {
+		t.Fatal(err)
+	}
+	// Rewrite the index as layout 1 wrote it, and drop the layout key.
+	err = s.db.Update(func(tx kv.Tx) error {
+		if err := tx.DeleteBucket(indexBucket("c", "g")); err != nil {
+			return err
+		}
+		ib, err := tx.CreateBucketIfNotExists(indexBucket("c", "g"))
+		if err != nil {
+			return err
+		}
+		w := &writer{tx: tx, col: &collection{Name: "c", Indexes: []IndexDef{def}}}
+		for _, d := range docs {
+			if err := ib.Put(w.entries(AppendKey(nil, d.ID), d.Value)[0], nil); err != nil {
+				return err
+			}
+		}
+		return tx.Bucket([]byte(metaBucket)).Delete([]byte(layoutKey))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	s, err = Open(path, Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Verify(ctx); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Page(ctx, "c", Query{Filter: flt(t, `{"g": 3}`), Limit: 1000})
+	if err != nil || len(res.Docs) != 100 || res.Plan.Index != "g" {
+		t.Fatalf("page after the upgrade: %d docs, %+v, %v; want 100 from the index", len(res.Docs), res.Plan, err)
+	}
+	var layout string
+	err = s.db.Update(func(tx kv.Tx) error {
+		m := tx.Bucket([]byte(metaBucket))
+		layout = string(m.Get([]byte(layoutKey)))
+		return m.Put([]byte(layoutKey), []byte("3"))
+	})
+	if err != nil || layout != "2" {
+		t.Fatalf("layout after the upgrade %q, %v; want 2", layout, err)
+	}
+	s.Close()
+
+	if s, err := Open(path, Options{NoSync: true}); !errors.Is(err, ErrLayout) {
+		if err == nil {
+			s.Close()
+		}
+		t.Fatalf("open of layout 3: %v, want ErrLayout", err)
+	}
+}
