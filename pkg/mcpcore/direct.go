@@ -141,18 +141,14 @@ func (c *directConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 // call's in flight (as the SDK drops a request whose id is in use); it
 // reports false when req is the SDK's to answer.
 func (c *directConn) accept(req *jsonrpc.Request) bool {
+	params, handler := c.direct(req) // parsed before locking: answers being written wait for the lock
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, dup := c.calls[req.ID]; dup {
 		c.t.srv.logger.Warn("refused a request whose id is in use, without an answer (as the MCP SDK does)", "method", req.Method)
 		return true
 	}
-	var params *mcp.CallToolParamsRaw
-	var handler mcp.ToolHandler
-	if _, dup := c.sdkCalls[req.ID]; !dup && !c.stopped && c.broken == nil {
-		params, handler = c.direct(req)
-	}
-	if handler == nil {
+	if _, dup := c.sdkCalls[req.ID]; dup || handler == nil || c.stopped || c.broken != nil {
 		c.sdkCalls[req.ID] = struct{}{}
 		return false
 	}
