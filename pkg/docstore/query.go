@@ -429,7 +429,7 @@ func (s *Store) Page(ctx context.Context, coll string, q Query) (PageResult, err
 	var out PageResult
 	limit := clampLimit(q.Limit)
 	err := s.view(ctx, coll, func(r *reader) error {
-		out = PageResult{Docs: make([]Doc, 0, min(limit, 64))}
+		out = PageResult{Docs: make([]Doc, 0, min(limit, 128))}
 		if q.OrderBy != "" && q.OrderBy != "id" {
 			return r.pageByIndex(q, limit, &out)
 		}
