@@ -25,9 +25,10 @@ import (
 // ([mcp.CallToolRequest.Session]: progress, logging and requests to the
 // client work), the same params, the receiving middleware of
 // [Options.Middleware] and the host's session tracking around it, the
-// same concurrency limit, timeout, result shape, paging and errors (an
-// unknown tool, a JSON-RPC error, malformed params are left to the SDK,
-// which answers them), cancellation by notifications/cancelled and when
+// same concurrency limit, timeout, result shape, paging and errors (a
+// JSON-RPC error the tool returns is answered as the SDK answers it; a
+// call whose params the SDK would refuse, or that names no direct tool,
+// goes to the SDK), cancellation by notifications/cancelled and when
 // the client goes away, and the SDK's refusal, without an answer, of a
 // request whose id is in use. What it saves is the SDK's request path:
 // two more decodings of the params (each with a fresh 32 KiB buffer), a
