@@ -7,6 +7,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unsafe"
 )
 
 // MaxDepth is the deepest nesting of arrays and maps that FromJSON,
@@ -217,16 +218,23 @@ func appendHead(b []byte, major byte, n uint64) []byte {
 // of a known format version (truncated, trailing bytes, an unknown kind,
 // a length beyond the input, a repeated map key), and [ErrTooDeep] beyond
 // [MaxDepth]; it never panics. Text is taken as is (UTF-8 is not checked).
-func DecodeValue(b []byte) (Value, error) {
+func DecodeValue(b []byte) (Value, error) { return decodeValue(b, nil) }
+
+// decodeValue is DecodeValue keeping the text it decodes in strs, or, when
+// strs is nil, in one copy of b.
+func decodeValue(b []byte, strs *stringStore) (Value, error) {
 	if len(b) == 0 {
 		return Value{}, &ValueError{Op: "DecodeValue", Offset: 0, Err: fmt.Errorf("%w: empty input", ErrCorrupt)}
 	}
 	if b[0] != formatV1 {
 		return Value{}, &ValueError{Op: "DecodeValue", Offset: 0, Err: fmt.Errorf("%w: unknown format version %d", ErrCorrupt, b[0])}
 	}
-	// One copy of the input as a string backs every text, key and bytes
-	// value decoded: one allocation instead of one per string.
-	d := cborDecoder{b: b, s: string(b), i: 1}
+	d := cborDecoder{b: b, strs: strs, i: 1}
+	if strs == nil {
+		// One copy of the input as a string backs every text, key and
+		// bytes value decoded: one allocation instead of one per string.
+		d.s = string(b)
+	}
 	v, err := d.value(0)
 	if err != nil {
 		return Value{}, err
@@ -238,9 +246,57 @@ func DecodeValue(b []byte) (Value, error) {
 }
 
 type cborDecoder struct {
-	b []byte
-	s string // b, copied once
-	i int
+	b    []byte
+	s    string       // b, copied once, when strs is nil
+	strs *stringStore // else where texts go
+	i    int
+}
+
+// stringStore keeps the texts of the many documents one read decodes (a
+// page) in fewer and smaller allocations than a copy of each document:
+// map keys, which documents of a collection repeat, once each, and other
+// texts and bytes appended to shared chunks (never changed once written,
+// so that strings may view them).
+type stringStore struct {
+	keys  map[string]string
+	chunk []byte
+}
+
+// storeChunkBytes is the size of a stringStore's chunks; a text longer
+// than a quarter of it takes a chunk of its own.
+const storeChunkBytes = 4 << 10
+
+// maxStoredKeys bounds the keys a stringStore remembers.
+const maxStoredKeys = 1024
+
+func newStringStore() *stringStore { return &stringStore{keys: map[string]string{}} }
+
+// key returns b as a map key.
+func (p *stringStore) key(b []byte) string {
+	if s, ok := p.keys[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if len(p.keys) < maxStoredKeys {
+		p.keys[s] = s
+	}
+	return s
+}
+
+// text returns b as a string viewing a chunk.
+func (p *stringStore) text(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	if len(b) > storeChunkBytes/4 {
+		return string(b)
+	}
+	if len(b) > cap(p.chunk)-len(p.chunk) {
+		p.chunk = make([]byte, 0, storeChunkBytes)
+	}
+	start := len(p.chunk)
+	p.chunk = append(p.chunk, b...)
+	return unsafe.String(&p.chunk[start], len(b))
 }
 
 func (d *cborDecoder) fail(kind error, detail string) *ValueError {
@@ -274,13 +330,20 @@ func (d *cborDecoder) head() (byte, uint64, error) {
 	return major, arg, nil
 }
 
-// takeString returns the next n bytes as a substring of d.s.
-func (d *cborDecoder) takeString(n uint64) (string, error) {
+// takeString returns the next n bytes as a string: a map key (isKey) or a
+// text or bytes value.
+func (d *cborDecoder) takeString(n uint64, isKey bool) (string, error) {
 	start := d.i
-	if _, err := d.take(n); err != nil {
+	b, err := d.take(n)
+	switch {
+	case err != nil:
 		return "", err
+	case d.strs == nil:
+		return d.s[start:d.i], nil
+	case isKey:
+		return d.strs.key(b), nil
 	}
-	return d.s[start:d.i], nil
+	return d.strs.text(b), nil
 }
 
 // take returns the next n bytes.
@@ -334,7 +397,7 @@ func (d *cborDecoder) value(depth int) (Value, error) {
 		}
 		return Int(int64(n)), nil
 	case majorText, majorBytes:
-		s, err := d.takeString(n)
+		s, err := d.takeString(n, false)
 		if err != nil {
 			return Value{}, err
 		}
@@ -414,7 +477,7 @@ func (d *cborDecoder) mapValue(at int, n uint64, depth int) (Value, error) {
 			d.i = keyAt
 			return Value{}, d.fail(ErrCorrupt, "a map key is not text")
 		}
-		key, err := d.takeString(klen)
+		key, err := d.takeString(klen, true)
 		if err != nil {
 			return Value{}, err
 		}

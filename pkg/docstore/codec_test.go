@@ -276,3 +276,30 @@ func TestDecodeValueAllocs(t *testing.T) {
 		t.Errorf("DecodeValue allocated %v times, want 4", allocs)
 	}
 }
+
+// TestDecodeWithStringStore: documents decoded through one stringStore (as
+// a page decodes them) are Equal to those written, across chunk
+// boundaries and with texts long enough for a chunk of their own, and
+// share one copy of each map key.
+func TestDecodeWithStringStore(t *testing.T) {
+	strs := newStringStore()
+	var got, want []Value
+	for i := range 300 {
+		doc := Map(Field{"name", Text(strings.Repeat("n", i%50))}, Field{"i", Int(int64(i))},
+			Field{"blob", Bytes(bytes.Repeat([]byte{byte(i)}, i*7))}, Field{"tags", Array(Text("a"), Text(""))})
+		v, err := decodeValue(AppendValue(nil, doc), strs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, want = append(got, v), append(want, doc)
+	}
+	for i := range got {
+		if !Equal(got[i], want[i]) {
+			t.Fatalf("document %d decoded as %v, want %v", i, got[i], want[i])
+		}
+	}
+	k0, k1 := got[0].m()[0].Key, got[299].m()[0].Key
+	if unsafe.StringData(k0) != unsafe.StringData(k1) {
+		t.Error("the documents' keys are separate copies")
+	}
+}

@@ -17,6 +17,9 @@ type reader struct {
 	tx   kv.Tx
 	col  *collection
 	docs kv.Bucket
+	// strs, when set, keeps the texts of the documents load decodes (see
+	// stringStore): set by reads that decode many.
+	strs *stringStore
 }
 
 // view runs fn in a read transaction on coll, which must exist.
@@ -338,7 +341,7 @@ func (r *reader) load(k, v []byte) (Doc, error) {
 	if err != nil {
 		return Doc{}, fmt.Errorf("docstore: %q: corrupt id key: %w", r.col.Name, err)
 	}
-	rev, val, err := decodeRecord(r.col.Name, id, v)
+	rev, val, err := decodeRecordTo(r.col.Name, id, v, r.strs)
 	return Doc{ID: id, Revision: rev, Value: val}, err
 }
 
@@ -430,6 +433,7 @@ func (s *Store) Page(ctx context.Context, coll string, q Query) (PageResult, err
 	limit := clampLimit(q.Limit)
 	err := s.view(ctx, coll, func(r *reader) error {
 		out = PageResult{Docs: make([]Doc, 0, min(limit, 128))}
+		r.strs = newStringStore()
 		if q.OrderBy != "" && q.OrderBy != "id" {
 			return r.pageByIndex(q, limit, &out)
 		}

@@ -321,11 +321,16 @@ func record(rev uint64, doc Value) []byte {
 
 // decodeRecord decodes a stored document.
 func decodeRecord(coll string, id Value, b []byte) (uint64, Value, error) {
+	return decodeRecordTo(coll, id, b, nil)
+}
+
+// decodeRecordTo is decodeRecord keeping texts in strs (nil: a copy of b).
+func decodeRecordTo(coll string, id Value, b []byte, strs *stringStore) (uint64, Value, error) {
 	rev, n := binary.Uvarint(b)
 	if n <= 0 {
 		return 0, Value{}, fmt.Errorf("docstore: document %s in %q: corrupt record", idString(id), coll)
 	}
-	v, err := DecodeValue(b[n:])
+	v, err := decodeValue(b[n:], strs)
 	if err != nil {
 		return 0, Value{}, fmt.Errorf("docstore: document %s in %q: %w", idString(id), coll, err)
 	}
