@@ -22,6 +22,7 @@ type writer struct {
 	tx   kv.Tx
 	col  *collection
 	docs kv.Bucket
+	sets []entrySet    // the collection's indexes, as index opens them
 	d    derivedWrites // derived-structure work deferred to finish (derived.go)
 }
 
@@ -84,14 +85,14 @@ func (w *writer) put(id, doc Value, old Doc, exists bool) (Doc, error) {
 		if oldEntries != nil && bytes.Equal(oldEntries[i], newEntries[i]) {
 			continue
 		}
-		ib := indexEntries(w.tx, coll, def.Name)
+		ib := w.index(i)
 		if oldEntries != nil {
 			if err := ib.del(oldEntries[i]); err != nil {
 				return Doc{}, err
 			}
 		}
 		if def.Unique {
-			if err := checkUnique(ib, coll, def, id, idKey, newEntries[i], doc); err != nil {
+			if err := checkUnique(*ib, coll, def, id, idKey, newEntries[i], doc); err != nil {
 				return Doc{}, err
 			}
 		}
@@ -110,6 +111,18 @@ func (w *writer) put(id, doc Value, old Doc, exists bool) (Doc, error) {
 		return Doc{}, err
 	}
 	return Doc{ID: id, Revision: rev, Value: doc}, nil
+}
+
+// index returns the entry set of the collection's index i, one for the
+// transaction (with one cursor for all its writes).
+func (w *writer) index(i int) *entrySet {
+	if w.sets == nil {
+		w.sets = make([]entrySet, len(w.col.Indexes))
+	}
+	if w.sets[i].b == nil {
+		w.sets[i] = indexEntries(w.tx, w.col.Name, w.col.Indexes[i].Name)
+	}
+	return &w.sets[i]
 }
 
 // entries returns doc's entry in each index of the collection.
@@ -164,7 +177,7 @@ func fieldList(fields []string) string {
 func (w *writer) remove(old Doc) error {
 	idKey := AppendKey(nil, old.ID)
 	for i, e := range w.entries(idKey, old.Value) {
-		if err := indexEntries(w.tx, w.col.Name, w.col.Indexes[i].Name).del(e); err != nil {
+		if err := w.index(i).del(e); err != nil {
 			return err
 		}
 	}

@@ -215,7 +215,10 @@ func (s *Store) Schema(ctx context.Context, coll string) (*Schema, error) {
 const indexBlockBytes = 1024
 
 // entrySet is the set of entries of one index, in a bucket of blocks.
-type entrySet struct{ b kv.Bucket }
+type entrySet struct {
+	b kv.Bucket
+	w kv.Cursor // the one put and del use, made by the first
+}
 
 // indexEntries returns the entry set of coll's index (its bucket must
 // exist).
@@ -223,10 +226,10 @@ func indexEntries(tx kv.Tx, coll, index string) entrySet {
 	return entrySet{b: tx.Bucket(indexBucket(coll, index))}
 }
 
-// block returns the key and contents of the block that holds e or would:
-// the last block whose first entry is at most e, else the first block;
-// nil when the set is empty.
-func (s entrySet) block(c kv.Cursor, e []byte) (key, val []byte) {
+// findEntryBlock returns, through the cursor c on a bucket of blocks, the key
+// and contents of the block that holds e or would: the last block whose
+// first entry is at most e, else the first block; nil when there is none.
+func findEntryBlock(c kv.Cursor, e []byte) (key, val []byte) {
 	k, v := c.Seek(e)
 	if k != nil && bytes.Equal(k, e) {
 		return k, v
@@ -267,8 +270,8 @@ func find(v, e []byte) (int, bool) {
 }
 
 // put adds entry e (nothing when present).
-func (s entrySet) put(e []byte) error {
-	key, val := s.block(s.b.Cursor(), e)
+func (s *entrySet) put(e []byte) error {
+	key, val := findEntryBlock(s.cursorForWrites(), e)
 	if key == nil {
 		return s.write(nil, append(binary.AppendUvarint(nil, uint64(len(e))), e...))
 	}
@@ -282,8 +285,8 @@ func (s entrySet) put(e []byte) error {
 }
 
 // del removes entry e (nothing when absent).
-func (s entrySet) del(e []byte) error {
-	key, val := s.block(s.b.Cursor(), e)
+func (s *entrySet) del(e []byte) error {
+	key, val := findEntryBlock(s.cursorForWrites(), e)
 	if key == nil {
 		return nil
 	}
@@ -299,7 +302,7 @@ func (s entrySet) del(e []byte) error {
 // buffer of encoded entries (none: the block is deleted), split into
 // blocks of at most indexBlockBytes when longer, each under its first
 // entry.
-func (s entrySet) write(key, block []byte) error {
+func (s *entrySet) write(key, block []byte) error {
 	first := func(b []byte) []byte {
 		n, w := binary.Uvarint(b)
 		return b[w : w+int(n)]
@@ -345,6 +348,16 @@ func (s entrySet) write(key, block []byte) error {
 // uvarintLen is the length of n's uvarint.
 func uvarintLen(n int) int { return (bits.Len64(uint64(n)|1) + 6) / 7 }
 
+// cursorForWrites returns the cursor put and del find blocks with: one
+// for all, since a kv.Cursor stays valid through writes (and bbolt
+// allocates a cursor's path anew for every new cursor).
+func (s *entrySet) cursorForWrites() kv.Cursor {
+	if s.w == nil {
+		s.w = s.b.Cursor()
+	}
+	return s.w
+}
+
 // cursor returns a cursor over the entries, in order.
 func (s entrySet) cursor() *entryCursor { return &entryCursor{c: s.b.Cursor()} }
 
@@ -381,7 +394,7 @@ func (c *entryCursor) First() ([]byte, []byte) { k, v := c.c.First(); return c.l
 func (c *entryCursor) Last() ([]byte, []byte)  { k, v := c.c.Last(); return c.load(k, v, -1), nil }
 
 func (c *entryCursor) Seek(e []byte) ([]byte, []byte) {
-	k, v := entrySet{}.block(c.c, e)
+	k, v := findEntryBlock(c.c, e)
 	if c.load(k, v, 0) == nil {
 		return nil, nil
 	}
