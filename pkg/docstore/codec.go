@@ -157,7 +157,7 @@ func AppendValue(dst []byte, v Value) []byte {
 }
 
 func appendCBOR(b []byte, v Value) []byte {
-	switch v.kind {
+	switch v.kind() {
 	case KindNull:
 		return append(b, cborNull)
 	case KindBool:

@@ -248,11 +248,11 @@ func BenchmarkDecodeValue(b *testing.B) {
 	}
 }
 
-// TestValueSize: a Value is three words, as its doc says: a decoded
-// document's fields are 40 bytes each, not the 120 of a Value holding a
+// TestValueSize: a Value is two words, as its doc says: a decoded
+// document's fields are 32 bytes each, not the 120 of a Value holding a
 // slice per kind.
 func TestValueSize(t *testing.T) {
-	if got, want := unsafe.Sizeof(Value{}), 3*unsafe.Sizeof(uintptr(0)); got != want {
+	if got, want := unsafe.Sizeof(Value{}), 2*unsafe.Sizeof(uintptr(0)); got != want {
 		t.Errorf("a Value takes %d bytes, want %d", got, want)
 	}
 }
@@ -301,5 +301,45 @@ func TestDecodeWithStringStore(t *testing.T) {
 	k0, k1 := got[0].m()[0].Key, got[299].m()[0].Key
 	if unsafe.StringData(k0) != unsafe.StringData(k1) {
 		t.Error("the documents' keys are separate copies")
+	}
+}
+
+// TestValueKinds: every constructor's value reports its kind and contents,
+// whatever its number holds (all 64 bits of an int or a float) and when it
+// is empty (an empty text, bytes, vector, array or map is not null).
+func TestValueKinds(t *testing.T) {
+	cases := []struct {
+		v    Value
+		kind Kind
+	}{
+		{Null(), KindNull}, {Value{}, KindNull}, {Bool(false), KindBool}, {Bool(true), KindBool},
+		{Int(0), KindInt}, {Int(-1), KindInt}, {Int(math.MinInt64), KindInt}, {Int(math.MaxInt64), KindInt},
+		{Float(0), KindFloat}, {Float(math.NaN()), KindFloat}, {Float(math.Inf(-1)), KindFloat}, {Float(-0.0), KindFloat},
+		{Text(""), KindText}, {Text("x"), KindText}, {Bytes(nil), KindBytes}, {Bytes([]byte{0}), KindBytes},
+		{Vector(nil), KindVector}, {Vector([]float32{1}), KindVector}, {Array(), KindArray}, {Array(Null()), KindArray},
+		{Map(), KindMap}, {Map(Field{"a", Null()}), KindMap},
+	}
+	for _, c := range cases {
+		if got := c.v.Kind(); got != c.kind {
+			t.Errorf("%v: kind %v, want %v", c.v, got, c.kind)
+		}
+		if c.v.IsNull() != (c.kind == KindNull) {
+			t.Errorf("%v (%v): IsNull %v", c.v, c.kind, c.v.IsNull())
+		}
+		if back, err := DecodeValue(AppendValue(nil, c.v)); err != nil || back.Kind() != c.kind || !identical(back, c.v, true) {
+			t.Errorf("%v (%v) decoded as %v (%v), %v", c.v, c.kind, back, back.Kind(), err)
+		}
+	}
+	if i, ok := Int(math.MinInt64).Int(); !ok || i != math.MinInt64 {
+		t.Errorf("Int(MinInt64).Int() = %d, %v", i, ok)
+	}
+	if f, ok := Float(math.Inf(-1)).Float(); !ok || !math.IsInf(f, -1) {
+		t.Errorf("Float(-Inf).Float() = %v, %v", f, ok)
+	}
+	if s, ok := Text("héllo").Text(); !ok || s != "héllo" {
+		t.Errorf(`Text("héllo").Text() = %q, %v`, s, ok)
+	}
+	if a, ok := Array().Array(); !ok || a == nil || len(a) != 0 {
+		t.Errorf("Array().Array() = %#v, %v; want empty, not nil", a, ok)
 	}
 }

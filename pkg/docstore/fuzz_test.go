@@ -147,7 +147,7 @@ func (g *valueGen) value(depth int) Value {
 // same order. Strict: floats bit for bit (any NaN equals any NaN). Loose:
 // floats by == (so -0 is +0), NaN equal to NaN, in vectors too.
 func identical(a, b Value, strict bool) bool {
-	if a.kind != b.kind {
+	if a.kind() != b.kind() {
 		return false
 	}
 	sameFloat := func(x, y float64) bool {
@@ -156,7 +156,7 @@ func identical(a, b Value, strict bool) bool {
 		}
 		return x == y && (!strict || math.Float64bits(x) == math.Float64bits(y))
 	}
-	switch a.kind {
+	switch a.kind() {
 	case KindFloat:
 		return sameFloat(math.Float64frombits(a.num), math.Float64frombits(b.num))
 	case KindVector:
@@ -196,7 +196,7 @@ func identical(a, b Value, strict bool) bool {
 // hasVectorNaN reports whether a vector in v has a NaN component (Equal
 // holds such a vector unequal to itself).
 func hasVectorNaN(v Value) bool {
-	switch v.kind {
+	switch v.kind() {
 	case KindVector:
 		for _, x := range v.vec() {
 			if x != x {

@@ -605,7 +605,7 @@ func jsonErr(kind error, detail string) *ValueError {
 
 // appendJSON appends v's JSON inside depth arrays and maps.
 func appendJSON(b []byte, v Value, depth int) ([]byte, error) {
-	switch v.kind {
+	switch v.kind() {
 	case KindNull:
 		return append(b, "null"...), nil
 	case KindBool:

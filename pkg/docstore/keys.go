@@ -79,7 +79,7 @@ const twoTo63 float64 = 1 << 63
 // above; scalars are compact (an int from -256 to 255 takes three bytes or
 // less).
 func AppendKey(dst []byte, v Value) []byte {
-	switch v.kind {
+	switch v.kind() {
 	case KindNull:
 		return append(dst, keyNull)
 	case KindBool:

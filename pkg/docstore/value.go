@@ -48,19 +48,37 @@ func ParseKind(s string) (Kind, bool) {
 // immutable: constructors copy nothing, so do not change a slice after
 // passing it in, nor one returned by an accessor.
 //
-// A Value is three words (24 bytes on 64-bit machines), so that a decoded
-// document, its fields and every copy of it stay small: the kind, a number
-// (a scalar's bits, or the length of a text, bytes, vector, array or map)
-// and a pointer to the first byte, component, item or field.
+// A Value is two words (16 bytes on 64-bit machines), so that a decoded
+// document, its fields and every copy of it stay small: a number (a
+// scalar's bits, or the length of a text, bytes, vector, array or map with
+// the kind in its top byte) and a pointer (to the first byte, component,
+// item or field, or for a bool, int or float to its kind's tag).
 type Value struct {
-	kind Kind
-	num  uint64         // bool (0/1), int (two's complement), float (IEEE bits); else a length
-	p    unsafe.Pointer // text and bytes: *byte; vector: *float32; array: *Value; map: *Field
+	num uint64         // bool (0/1), int (two's complement), float (IEEE bits); else kind<<56 | length
+	p   unsafe.Pointer // text and bytes: *byte; vector: *float32; array: *Value; map: *Field; else &scalarTags[kind]
 }
+
+// scalarTags gives bool, int and float values a pointer that says their
+// kind (their number takes all 64 bits).
+var scalarTags [KindFloat + 1]byte
+
+// lenMask keeps the length of a num that holds a kind and a length.
+const lenMask = 1<<56 - 1
+
+// kind returns v's kind.
+func (v Value) kind() Kind {
+	if d := uintptr(v.p) - uintptr(unsafe.Pointer(&scalarTags)); d < uintptr(len(scalarTags)) {
+		return Kind(d)
+	}
+	return Kind(v.num >> 56)
+}
+
+// scalar returns a bool, int or float value of bits n.
+func scalar(k Kind, n uint64) Value { return Value{num: n, p: unsafe.Pointer(&scalarTags[k])} }
 
 // stringValue returns a text or bytes value of s.
 func stringValue(k Kind, s string) Value {
-	return Value{kind: k, num: uint64(len(s)), p: unsafe.Pointer(unsafe.StringData(s))}
+	return Value{num: uint64(k)<<56 | uint64(len(s)), p: unsafe.Pointer(unsafe.StringData(s))}
 }
 
 // vectorValue, arrayValue and mapValue return a value of the slice's
@@ -70,15 +88,15 @@ func arrayValue(x []Value) Value    { return sliceValue(KindArray, x) }
 func mapValue(x []Field) Value      { return sliceValue(KindMap, x) }
 
 func sliceValue[T any](k Kind, x []T) Value {
-	return Value{kind: k, num: uint64(len(x)), p: unsafe.Pointer(unsafe.SliceData(x))}
+	return Value{num: uint64(k)<<56 | uint64(len(x)), p: unsafe.Pointer(unsafe.SliceData(x))}
 }
 
 // str returns a text's or bytes' contents ("" for other kinds).
 func (v Value) str() string {
-	if v.kind != KindText && v.kind != KindBytes {
+	if v.kind() != KindText && v.kind() != KindBytes {
 		return ""
 	}
-	return unsafe.String((*byte)(v.p), int(v.num))
+	return unsafe.String((*byte)(v.p), int(v.num&lenMask))
 }
 
 // vec, arr and m return a vector's components, an array's items and a
@@ -89,13 +107,13 @@ func (v Value) arr() []Value   { return elems[Value](v, KindArray) }
 func (v Value) m() []Field     { return elems[Field](v, KindMap) }
 
 func elems[T any](v Value, k Kind) []T {
-	if v.kind != k {
+	if v.kind() != k {
 		return nil
 	}
-	if v.num == 0 {
+	if v.num&lenMask == 0 {
 		return []T{}
 	}
-	return unsafe.Slice((*T)(v.p), int(v.num))
+	return unsafe.Slice((*T)(v.p), int(v.num&lenMask))
 }
 
 // Field is one entry of a map value.
@@ -109,18 +127,17 @@ func Null() Value { return Value{} }
 
 // Bool returns a bool value.
 func Bool(b bool) Value {
-	v := Value{kind: KindBool}
 	if b {
-		v.num = 1
+		return scalar(KindBool, 1)
 	}
-	return v
+	return scalar(KindBool, 0)
 }
 
 // Int returns an int value.
-func Int(i int64) Value { return Value{kind: KindInt, num: uint64(i)} }
+func Int(i int64) Value { return scalar(KindInt, uint64(i)) }
 
 // Float returns a float value.
-func Float(f float64) Value { return Value{kind: KindFloat, num: math.Float64bits(f)} }
+func Float(f float64) Value { return scalar(KindFloat, math.Float64bits(f)) }
 
 // Text returns a text value.
 func Text(s string) Value { return stringValue(KindText, s) }
@@ -145,23 +162,23 @@ func Map(fields ...Field) Value {
 }
 
 // Kind returns v's kind.
-func (v Value) Kind() Kind { return v.kind }
+func (v Value) Kind() Kind { return v.kind() }
 
 // IsNull reports whether v is null.
-func (v Value) IsNull() bool { return v.kind == KindNull }
+func (v Value) IsNull() bool { return v.kind() == KindNull }
 
 // Bool returns v's bool, and whether v is a bool.
-func (v Value) Bool() (bool, bool) { return v.num == 1, v.kind == KindBool }
+func (v Value) Bool() (bool, bool) { return v.num == 1, v.kind() == KindBool }
 
 // Int returns v's int, and whether v is an int.
-func (v Value) Int() (int64, bool) { return int64(v.num), v.kind == KindInt }
+func (v Value) Int() (int64, bool) { return int64(v.num), v.kind() == KindInt }
 
 // Float returns v's float, and whether v is a float.
-func (v Value) Float() (float64, bool) { return math.Float64frombits(v.num), v.kind == KindFloat }
+func (v Value) Float() (float64, bool) { return math.Float64frombits(v.num), v.kind() == KindFloat }
 
 // Number returns v as a float64 when v is an int or a float.
 func (v Value) Number() (float64, bool) {
-	switch v.kind {
+	switch v.kind() {
 	case KindInt:
 		return float64(int64(v.num)), true
 	case KindFloat:
@@ -171,24 +188,24 @@ func (v Value) Number() (float64, bool) {
 }
 
 // Text returns v's text, and whether v is text.
-func (v Value) Text() (string, bool) { return v.str(), v.kind == KindText }
+func (v Value) Text() (string, bool) { return v.str(), v.kind() == KindText }
 
 // Bytes returns v's bytes, and whether v is bytes.
 func (v Value) Bytes() ([]byte, bool) {
-	if v.kind != KindBytes {
+	if v.kind() != KindBytes {
 		return nil, false
 	}
 	return []byte(v.str()), true
 }
 
 // Vector returns v's components, and whether v is a vector.
-func (v Value) Vector() ([]float32, bool) { return v.vec(), v.kind == KindVector }
+func (v Value) Vector() ([]float32, bool) { return v.vec(), v.kind() == KindVector }
 
 // Array returns v's items, and whether v is an array.
-func (v Value) Array() ([]Value, bool) { return v.arr(), v.kind == KindArray }
+func (v Value) Array() ([]Value, bool) { return v.arr(), v.kind() == KindArray }
 
 // Fields returns v's fields in order, and whether v is a map.
-func (v Value) Fields() ([]Field, bool) { return v.m(), v.kind == KindMap }
+func (v Value) Fields() ([]Field, bool) { return v.m(), v.kind() == KindMap }
 
 // Get returns the value of the map field key, and whether v is a map that
 // has it.
@@ -240,10 +257,10 @@ func (v Value) Without(key string) Value {
 // never equal to a float), same contents, maps with the same fields in any
 // order.
 func Equal(a, b Value) bool {
-	if a.kind != b.kind {
+	if a.kind() != b.kind() {
 		return false
 	}
-	switch a.kind {
+	switch a.kind() {
 	case KindFloat:
 		fa, _ := a.Float()
 		fb, _ := b.Float()
@@ -277,13 +294,13 @@ func Compare(a, b Value) int {
 			if c := compareNumbers(a, b, an, bn); c != 0 {
 				return c
 			}
-			return cmp.Compare(a.kind, b.kind)
+			return cmp.Compare(a.kind(), b.kind())
 		}
 	}
-	if c := cmp.Compare(rank(a.kind), rank(b.kind)); c != 0 {
+	if c := cmp.Compare(rank(a.kind()), rank(b.kind())); c != 0 {
 		return c
 	}
-	switch a.kind {
+	switch a.kind() {
 	case KindBool:
 		return cmp.Compare(a.num, b.num)
 	case KindText, KindBytes:
@@ -349,7 +366,7 @@ func depthOver(v Value, max int) bool {
 	if max < 0 {
 		return true
 	}
-	switch v.kind {
+	switch v.kind() {
 	case KindArray:
 		for _, x := range v.arr() {
 			if depthOver(x, max-1) {
