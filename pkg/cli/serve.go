@@ -187,7 +187,7 @@ func serveStdio(ctx context.Context, srv *mcpcore.Server, stdin io.Reader, stdou
 	signal.Ignore(syscall.SIGPIPE)
 	logger.Info("ready", "transport", "stdio", "plugins", pluginNames(srv))
 	t := stdio.NewTransport(stdin, stdout, stdioOptions(srv, logger))
-	if err := srv.MCP().Run(ctx, t); err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
+	if err := srv.Run(ctx, t); err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
 		logger.Error("stdio session ended", "err", err)
 		return ExitFailure
 	}

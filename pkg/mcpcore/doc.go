@@ -5,7 +5,10 @@
 // mcpkit://info resource.
 //
 // It knows no transport: the stdio and HTTP transports (subpackages) serve
-// the [*mcp.Server] that [Server.MCP] returns. It must not know any plugin's
+// the [*mcp.Server] that [Server.MCP] returns. [Server.Run] serves one
+// stream session (stdio) on it and answers legacy-era calls of the tools
+// added with [ToolOptions.Direct] without the SDK's request path, with the
+// same semantics. It must not know any plugin's
 // engine either: everything a plugin contributes comes through its
 // registration and its [Host].
 //
