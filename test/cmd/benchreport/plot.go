@@ -107,7 +107,6 @@ func ratioPlot(a *AreaFigures) (*plot.Plot, float64, error) {
 	p.Title.Text = a.Title + ": speed against the peer"
 	p.X.Label.Text = "times as fast as the peer, log scale (right of 1: faster)"
 	p.X.Scale = plot.LogScale{}
-	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
 	names := make([]string, len(bars))
 	labels := &plotter.XYLabels{}
 	lo, hi := 1.0, 1.0
@@ -164,11 +163,22 @@ func ratioPlot(a *AreaFigures) (*plot.Plot, float64, error) {
 	p.Add(l)
 	p.NominalY(names...)
 	p.X.Min, p.X.Max = lo/1.6, hi*2.5 // room for the labels
+	p.X.Tick.Marker = logTicks(p.X.Min, p.X.Max)
 	// Headroom for the legend's lines, two to a row.
 	headroom := math.Ceil(float64(len(legend)) / 2)
 	p.Y.Min, p.Y.Max = -0.6, float64(len(bars))-0.4+headroom
 	p.Legend.Top = true
 	return p, float64(len(bars)) + headroom, nil
+}
+
+// logTicks marks a log axis from lo to hi: at powers of ten when it spans
+// more than one, else as a linear axis would (a power of ten or none
+// would be the only mark).
+func logTicks(lo, hi float64) plot.Ticker {
+	if hi/lo > 20 {
+		return plot.LogTicks{Prec: -1}
+	}
+	return plot.DefaultTicks{}
 }
 
 // latencyPlot draws, per row with quantiles, each side's quantiles on a
@@ -189,7 +199,6 @@ func latencyPlot(a *AreaFigures) (*plot.Plot, float64, error) {
 	p.Title.Text = a.Title + ": latency"
 	p.X.Label.Text = "µs, log scale (lower is better)"
 	p.X.Scale = plot.LogScale{}
-	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
 	names := make([]string, len(rows))
 	legend := map[string]bool{}
 	lo, hi := math.Inf(1), math.Inf(-1)
@@ -252,6 +261,7 @@ func latencyPlot(a *AreaFigures) (*plot.Plot, float64, error) {
 	headroom := math.Ceil(float64(len(legend)) / 2)
 	p.Y.Min, p.Y.Max = -0.6, float64(len(rows))-0.4+headroom
 	p.X.Min, p.X.Max = lo/1.5, hi*1.5
+	p.X.Tick.Marker = logTicks(p.X.Min, p.X.Max)
 	p.Legend.Top = true
 	return p, float64(len(rows)) + headroom, nil
 }
