@@ -254,11 +254,11 @@ type cborDecoder struct {
 
 // stringStore keeps the texts of the many documents one read decodes (a
 // page) in fewer and smaller allocations than a copy of each document:
-// map keys, which documents of a collection repeat, once each, and other
-// texts and bytes appended to shared chunks (never changed once written,
-// so that strings may view them).
+// map keys, which documents of a collection repeat, once each (nearly: a
+// small cache), and other texts and bytes appended to shared chunks
+// (never changed once written, so that strings may view them).
 type stringStore struct {
-	keys  map[string]string
+	keys  [128]string // by a hash (FNV-1a) of the key
 	chunk []byte
 }
 
@@ -266,20 +266,21 @@ type stringStore struct {
 // than a quarter of it takes a chunk of its own.
 const storeChunkBytes = 4 << 10
 
-// maxStoredKeys bounds the keys a stringStore remembers.
-const maxStoredKeys = 1024
+func newStringStore() *stringStore { return &stringStore{} }
 
-func newStringStore() *stringStore { return &stringStore{keys: map[string]string{}} }
-
-// key returns b as a map key.
+// key returns b as a map key, the copy made for an equal key before when
+// it is still cached.
 func (p *stringStore) key(b []byte) string {
-	if s, ok := p.keys[string(b)]; ok {
-		return s
+	h := uint32(2166136261) // FNV-1a
+	for _, c := range b {
+		h = (h ^ uint32(c)) * 16777619
+	}
+	slot := h % uint32(len(p.keys))
+	if p.keys[slot] == string(b) {
+		return p.keys[slot]
 	}
 	s := string(b)
-	if len(p.keys) < maxStoredKeys {
-		p.keys[s] = s
-	}
+	p.keys[slot] = s
 	return s
 }
 
