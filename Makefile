@@ -31,9 +31,12 @@ test: deps build ## lint, then every test of every module with the race detector
 # bench leaves BenchmarkRespSidecar to bench-resp (it runs 100 rounds per
 # batch size by design) and the BenchmarkStore* peers (SQLite, chromem-go,
 # bleve) to bench-store (one run each, whatever BENCHTIME says); they fail
-# while their targets are unmet.
+# while their targets are unmet. It also skips the document engine's
+# workload benchmarks (one operation is a durable batch of 1,000 documents:
+# BENCHTIME=3000x would write millions), which compare builds of the engine
+# by hand: go test -bench 'PutMany|Queries|TextIngest|HNSWIngest' -benchtime 20x ./pkg/docstore/
 bench: build ## benchmarks against their peers, with ratios (bench-resp and bench-store apart)
-	$(GO) test -run '^$$' -bench . -skip '^(BenchmarkRespSidecar|BenchmarkStore.*)$$' -benchtime $(BENCHTIME) $(PKGS)
+	$(GO) test -run '^$$' -bench . -skip '^(BenchmarkRespSidecar|BenchmarkStore.*|BenchmarkPutMany|BenchmarkQueries|BenchmarkTextIngest|BenchmarkHNSWIngest)$$' -benchtime $(BENCHTIME) $(PKGS)
 
 bench-resp: build ## the RESP sidecar over MCP stdio against direct RESP and redis-benchmark, batches 1/16/128
 	cd test && $(GO) test -run '^$$' -bench '^BenchmarkRespSidecar$$' -benchtime 100x -timeout 10m .
