@@ -6,7 +6,6 @@ import (
 	"regexp"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/mcpkit/mcpkit/internal/redistest"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
@@ -40,7 +39,7 @@ func TestToolsAnswerDirectlyAsThroughTheSDK(t *testing.T) {
 		}
 	})
 	sdk := mcptest.Session(t, srv, nil, &mcp.ClientSessionOptions{ProtocolVersion: legacyVersion})
-	direct := runSession(t, srv)
+	direct := mcptest.RunSession(t, srv, nil, &mcp.ClientSessionOptions{ProtocolVersion: legacyVersion})
 
 	calls := []map[string]any{
 		{"commands": [][]any{{"SET", "k", "v"}, {"GET", "k"}, {"INCR", "k"}, {"SET", map[string]string{"base64": "AP8="}, 9007199254740991}}},
@@ -71,31 +70,10 @@ func TestToolsAnswerDirectlyAsThroughTheSDK(t *testing.T) {
 		}
 		return string(decode[execReply](t, res).Replies[0].Value)
 	}
-	other := runSession(t, srv)
+	other := mcptest.RunSession(t, srv, nil, &mcp.ClientSessionOptions{ProtocolVersion: legacyVersion})
 	if a, b, c := clientID(direct), clientID(other), clientID(sdk); a == b || a == c || a != clientID(direct) {
 		t.Errorf("default sessions: direct %s, another direct %s, SDK %s: want one each, kept", a, b, c)
 	}
-}
-
-// runSession connects a legacy-era client to srv through Server.Run.
-func runSession(t *testing.T, srv *mcpcore.Server) *mcp.ClientSession {
-	t.Helper()
-	st, ct := mcp.NewInMemoryTransports()
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(context.Background(), st) }()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(t.Context(), ct, &mcp.ClientSessionOptions{ProtocolVersion: legacyVersion})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cs.Close()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			t.Error("Run did not return")
-		}
-	})
-	return cs
 }
 
 // resultOf returns the JSON of a call's result, or of its error.

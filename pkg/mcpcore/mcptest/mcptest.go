@@ -6,6 +6,7 @@ package mcptest
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -50,6 +51,30 @@ func Session(t testing.TB, srv *mcpcore.Server, opts *mcp.ClientOptions, sopts *
 	t.Cleanup(func() {
 		cs.Close()
 		ss.Wait()
+	})
+	return cs
+}
+
+// RunSession is Session through [mcpcore.Server.Run], the way `mcpkit
+// serve --stdio` serves a client: a legacy-era session's calls of direct
+// tools ([mcpcore.ToolOptions.Direct]) skip the SDK's request path. The
+// session is closed, and Run awaited, when the test ends.
+func RunSession(t testing.TB, srv *mcpcore.Server, opts *mcp.ClientOptions, sopts *mcp.ClientSessionOptions) *mcp.ClientSession {
+	t.Helper()
+	st, ct := mcp.NewInMemoryTransports()
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(context.Background(), st) }()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "mcptest"}, opts).Connect(t.Context(), ct, sopts)
+	if err != nil {
+		t.Fatalf("mcptest: client connect: %v", err)
+	}
+	t.Cleanup(func() {
+		cs.Close()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Error("mcptest: Server.Run did not return after the client closed")
+		}
 	})
 	return cs
 }
