@@ -378,7 +378,7 @@ func (c *entryCursor) load(k, v []byte, i int) []byte {
 		return nil
 	}
 	if c.ents == nil {
-		c.ents = make([][]byte, 0, len(v)/4+1) // room for a block of entries of 3 bytes
+		c.ents = make([][]byte, 0, len(v)/8+1) // room for a block of short entries (an int and an id: 8 bytes)
 	}
 	if c.ents, c.err = decodeEntries(c.ents[:0], v); c.err != nil || len(c.ents) == 0 {
 		c.err = cmp.Or(c.err, fmt.Errorf("docstore: empty index block"))
