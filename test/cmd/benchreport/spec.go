@@ -293,9 +293,11 @@ func Areas() []Area {
 		About: "An action served over HTTP and MCP against a plain `net/http` handler and the SDK's own tool, " +
 			"on real servers and clients (the in-process row: `ServeHTTP` with a recorder).",
 		Rows: []Row{
-			pair("GET /api/status over HTTP", "BenchmarkStatusHTTP", "action", "bare", "bare net/http handler"),
+			pair("GET /api/status over HTTP", "BenchmarkStatusHTTP", "action", "bare", "bare net/http handler",
+				Check{Of: OfRatio, Op: "≤", Limit: 1.5}),
 			pair("GET /api/status in process", "BenchmarkStatusHandler", "action", "bare", "bare net/http handler"),
-			pair("action as an MCP tool over HTTP", "BenchmarkToolCallHTTP", "actions", "sdk", "SDK tool"),
+			pair("action as an MCP tool over HTTP", "BenchmarkToolCallHTTP", "actions", "sdk", "SDK tool",
+				Check{Of: OfRatio, Op: "≤", Limit: 1.3}),
 		},
 	}, {
 		ID: "oauth", Title: "OAuth token verification", Command: "make bench",
