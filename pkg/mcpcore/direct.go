@@ -70,12 +70,27 @@ type directTransport struct {
 	conn    atomic.Pointer[directConn]
 }
 
+// takingTransport is a transport whose connection offers each message it
+// reads to a function on its reader goroutine, which may claim it and have
+// its work run there (package stdio's: [stdio.Transport.ConnectTaking]).
+type takingTransport interface {
+	ConnectTaking(ctx context.Context, take func(jsonrpc.Message) func()) (mcp.Connection, error)
+}
+
 func (t *directTransport) Connect(ctx context.Context) (mcp.Connection, error) {
-	inner, err := t.inner.Connect(ctx)
+	c := &directConn{t: t, calls: map[jsonrpc.ID]context.CancelCauseFunc{}, sdkCalls: map[jsonrpc.ID]struct{}{}}
+	var err error
+	if tt, ok := t.inner.(takingTransport); ok {
+		// A direct call starts on the goroutine that read it, rather than
+		// through Read's caller (the SDK's read loop) and one more.
+		c.taking = true
+		c.inner, err = tt.ConnectTaking(ctx, c.take)
+	} else {
+		c.inner, err = t.inner.Connect(ctx)
+	}
 	if err != nil {
 		return nil, err
 	}
-	c := &directConn{t: t, inner: inner, calls: map[jsonrpc.ID]context.CancelCauseFunc{}, sdkCalls: map[jsonrpc.ID]struct{}{}}
 	t.conn.Store(c)
 	return c, nil
 }
@@ -83,8 +98,9 @@ func (t *directTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 // directConn is the connection the SDK reads: it passes on every message
 // but the direct calls, which it runs itself.
 type directConn struct {
-	t     *directTransport
-	inner mcp.Connection
+	t      *directTransport
+	inner  mcp.Connection
+	taking bool // inner offers messages to take itself (takingTransport)
 
 	mu       sync.Mutex
 	calls    map[jsonrpc.ID]context.CancelCauseFunc // direct calls in flight
@@ -112,8 +128,9 @@ func (c *directConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 }
 
 // Read returns the next message for the SDK, running the direct calls
-// read before it. When reading fails, the direct calls in flight are
-// cancelled with the error as cause, as the SDK cancels its own.
+// read before it (unless inner took them already). When reading fails,
+// the direct calls in flight are cancelled with the error as cause, as
+// the SDK cancels its own.
 func (c *directConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	for {
 		msg, err := c.inner.Read(ctx)
@@ -121,43 +138,56 @@ func (c *directConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			c.fail(err)
 			return nil, err
 		}
-		req, ok := msg.(*jsonrpc.Request)
-		if !ok {
+		if c.taking {
 			return msg, nil
 		}
-		if !req.IsCall() {
-			if req.Method == "notifications/cancelled" {
-				c.cancel(req.Params)
-			}
+		run := c.take(msg)
+		if run == nil {
 			return msg, nil
 		}
-		if c.accept(req) {
-			continue
-		}
-		return msg, nil
+		go run()
 	}
 }
 
-// accept starts req as a direct call, or drops it when its id is a direct
-// call's in flight (as the SDK drops a request whose id is in use); it
-// reports false when req is the SDK's to answer.
-func (c *directConn) accept(req *jsonrpc.Request) bool {
+// take returns the work of msg when it is a direct call (or nothing to do,
+// when its id is a direct call's in flight), and nil when msg is the SDK's;
+// a notifications/cancelled cancels the direct call it names on the way.
+func (c *directConn) take(msg jsonrpc.Message) func() {
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok {
+		return nil
+	}
+	if !req.IsCall() {
+		if req.Method == "notifications/cancelled" {
+			c.cancel(req.Params)
+		}
+		return nil
+	}
+	return c.accept(req)
+}
+
+// doNothing is the work of a request refused without an answer.
+func doNothing() {}
+
+// accept returns the work of req as a direct call, or doNothing when its
+// id is a direct call's in flight (as the SDK drops a request whose id is
+// in use); it returns nil when req is the SDK's to answer.
+func (c *directConn) accept(req *jsonrpc.Request) func() {
 	params, handler := c.direct(req) // parsed before locking: answers being written wait for the lock
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, dup := c.calls[req.ID]; dup {
 		c.t.srv.logger.Warn("refused a request whose id is in use, without an answer (as the MCP SDK does)", "method", req.Method)
-		return true
+		return doNothing
 	}
 	if _, dup := c.sdkCalls[req.ID]; dup || handler == nil || c.stopped || c.broken != nil {
 		c.sdkCalls[req.ID] = struct{}{}
-		return false
+		return nil
 	}
 	ctx, cancel := context.WithCancelCause(c.t.ctx)
 	c.calls[req.ID] = cancel
 	c.wg.Add(1)
-	go c.serve(ctx, req.ID, params)
-	return true
+	return func() { c.serve(ctx, req.ID, params) }
 }
 
 // direct returns the params and handler of req when it is a direct call:

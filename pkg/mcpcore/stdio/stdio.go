@@ -89,10 +89,24 @@ var errConnected = errors.New("stdio: Transport.Connect called more than once")
 // goroutine, which exits when r reaches EOF or fails, or when the connection
 // is closed and r is unblocked.
 func (t *Transport) Connect(ctx context.Context) (mcp.Connection, error) {
+	return t.ConnectTaking(ctx, nil)
+}
+
+// ConnectTaking is Connect, except that the connection offers every
+// message it reads to take, on its reader goroutine and in the order read,
+// before Read would return it (a call once admitted by the backpressure
+// limits). When take returns a function, Read never returns that message:
+// the connection hands reading on to a new reader goroutine and runs the
+// function on the one that read the message, so that the work starts at
+// once, without waking another goroutine. The function's response, written
+// with Write, releases the call's pending slot as any other. A nil take is
+// Connect.
+func (t *Transport) ConnectTaking(ctx context.Context, take func(jsonrpc.Message) func()) (mcp.Connection, error) {
 	if !t.connected.CompareAndSwap(false, true) {
 		return nil, errConnected
 	}
 	c := newConn(t.r, t.w, t.opts)
+	c.take = take
 	go c.readLoop()
 	return c, nil
 }
@@ -104,20 +118,23 @@ type conn struct {
 	logger *slog.Logger
 
 	// Owned by the reader goroutine.
-	br      *bufio.Reader
-	max     int64
-	acc     []byte          // assembles a line longer than the bufio buffer, up to keepAccBytes
-	parts   [][]byte        // the rest of a line longer than keepAccBytes, copied chunk by chunk
-	partsN  int             // bytes in parts
-	inPlace bool            // the last line read is in br's buffer (decoding copies what it keeps)
-	head    [headBytes]byte // start of an oversized line
-	maxAcc  int             // largest cap(acc) seen, for tests
-	readErr error           // set before readDone is closed
+	br        *bufio.Reader
+	max       int64
+	acc       []byte          // assembles a line longer than the bufio buffer, up to keepAccBytes
+	parts     [][]byte        // the rest of a line longer than keepAccBytes, copied chunk by chunk
+	partsN    int             // bytes in parts
+	inPlace   bool            // the last line read is in br's buffer (decoding copies what it keeps)
+	head      [headBytes]byte // start of an oversized line
+	maxAcc    int             // largest cap(acc) seen, for tests
+	readErr   error           // set before readDone is closed
+	readAfter error           // the read error that came with a line take claimed
 
 	writeMu sync.Mutex // serializes writes to w
 	wbuf    []byte     // encodes the next message; under writeMu
 
 	ids *wire.Table // id translation and cancellations
+
+	take func(jsonrpc.Message) func() // see Transport.ConnectTaking; nil: none
 
 	// Requests read whose response is not yet written (see admit).
 	pendMu       sync.Mutex
@@ -310,16 +327,30 @@ func (c *conn) Close() error {
 
 // readLoop is the reader goroutine: it reads lines, answers bad ones and
 // hands decoded messages to Read, until r fails or the connection closes.
+// When take claims a message, reading goes on in a new reader goroutine
+// and this one runs take's work, then exits.
 func (c *conn) readLoop() {
-	var err error
-	defer func() {
-		if errors.Is(err, io.EOF) {
-			c.readErr = io.EOF
-		} else {
-			c.readErr = fmt.Errorf("stdio: reading: %w", err)
-		}
-		close(c.readDone)
-	}()
+	run, err := c.readMessages()
+	if run != nil {
+		go c.readLoop()
+		run()
+		return
+	}
+	if errors.Is(err, io.EOF) {
+		c.readErr = io.EOF
+	} else {
+		c.readErr = fmt.Errorf("stdio: reading: %w", err)
+	}
+	close(c.readDone)
+}
+
+// readMessages reads lines, answers bad ones and hands decoded messages to
+// Read, until r fails or the connection closes (err), or take claims a
+// message (run, its work).
+func (c *conn) readMessages() (run func(), err error) {
+	if c.readAfter != nil {
+		return nil, c.readAfter
+	}
 	for {
 		var (
 			line    []byte
@@ -335,25 +366,28 @@ func (c *conn) readLoop() {
 		} else if len(line) > 0 {
 			msg, ok := c.decode(line)
 			if req, isReq := msg.(*jsonrpc.Request); ok && isReq && req.IsCall() && !c.admit(req, size) {
-				err = io.EOF
-				return
+				return nil, io.EOF
+			}
+			if ok && c.take != nil {
+				if run := c.take(msg); run != nil {
+					c.readAfter = err // the last line, without a newline: the next reader ends with err
+					return run, nil
+				}
 			}
 			if ok {
 				select {
 				case c.incoming <- msg:
 				case <-c.closed:
-					err = io.EOF
-					return
+					return nil, io.EOF
 				}
 			}
 		}
 		if err != nil {
-			return
+			return nil, err
 		}
 		select {
 		case <-c.closed:
-			err = io.EOF
-			return
+			return nil, io.EOF
 		default:
 		}
 	}
