@@ -44,6 +44,12 @@ const (
 
 	// keepWriteBytes is the largest write buffer kept between messages.
 	keepWriteBytes = 1 << 20
+
+	// maxIdleReaders is how many reader goroutines that ran taken work are
+	// kept to read again (see Transport.ConnectTaking): a new goroutine
+	// would grow its stack, by copying, to the depth of a call again, which
+	// costs about as much as a small call.
+	maxIdleReaders = 4
 )
 
 // Options configures a Transport. A zero or negative limit means its default.
@@ -134,7 +140,10 @@ type conn struct {
 
 	ids *wire.Table // id translation and cancellations
 
-	take func(jsonrpc.Message) func() // see Transport.ConnectTaking; nil: none
+	take      func(jsonrpc.Message) func() // see Transport.ConnectTaking; nil: none
+	idleMu    sync.Mutex
+	idle      []chan bool // idle reader goroutines (see readLoop): true: read next; false: exit
+	readEnded bool        // reading ended: no more idle readers
 
 	// Requests read whose response is not yet written (see admit).
 	pendMu       sync.Mutex
@@ -325,23 +334,59 @@ func (c *conn) Close() error {
 	return c.closeErr
 }
 
-// readLoop is the reader goroutine: it reads lines, answers bad ones and
+// readLoop is a reader goroutine: it reads lines, answers bad ones and
 // hands decoded messages to Read, until r fails or the connection closes.
-// When take claims a message, reading goes on in a new reader goroutine
-// and this one runs take's work, then exits.
+// When take claims a message, reading goes on in another reader goroutine
+// (an idle one, or a new one) and this one runs take's work, then waits,
+// idle, to read again, or exits.
 func (c *conn) readLoop() {
-	run, err := c.readMessages()
-	if run != nil {
-		go c.readLoop()
+	wake := make(chan bool, 1) // this goroutine's, while idle
+	for {
+		run, err := c.readMessages()
+		if run == nil {
+			c.endReading(err)
+			return
+		}
+		c.idleMu.Lock()
+		if n := len(c.idle); n > 0 {
+			next := c.idle[n-1] // the last to finish: its stack and caches are warm
+			c.idle = c.idle[:n-1]
+			c.idleMu.Unlock()
+			next <- true
+		} else {
+			c.idleMu.Unlock()
+			go c.readLoop()
+		}
 		run()
-		return
+		c.idleMu.Lock()
+		if c.readEnded || len(c.idle) >= maxIdleReaders {
+			c.idleMu.Unlock()
+			return
+		}
+		c.idle = append(c.idle, wake)
+		c.idleMu.Unlock()
+		if !<-wake {
+			return
+		}
 	}
+}
+
+// endReading records why reading ended, closes readDone and lets the idle
+// reader goroutines exit.
+func (c *conn) endReading(err error) {
 	if errors.Is(err, io.EOF) {
 		c.readErr = io.EOF
 	} else {
 		c.readErr = fmt.Errorf("stdio: reading: %w", err)
 	}
 	close(c.readDone)
+	c.idleMu.Lock()
+	defer c.idleMu.Unlock()
+	c.readEnded = true
+	for _, wake := range c.idle {
+		wake <- false
+	}
+	c.idle = nil
 }
 
 // readMessages reads lines, answers bad ones and hands decoded messages to

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +24,7 @@ type takeRig struct {
 	lines   chan string // the lines written, read as they come
 	offered chan string // the method of every message offered to take
 	ran     chan *jsonrpc.Request
+	gids    chan string // the goroutine each work ran on
 	hold    chan struct{}
 }
 
@@ -29,7 +32,7 @@ func newTakeRig(t *testing.T, opts Options) *takeRig {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	r := &takeRig{in: inW, lines: make(chan string, 10), offered: make(chan string, 10), ran: make(chan *jsonrpc.Request, 10), hold: make(chan struct{})}
+	r := &takeRig{in: inW, lines: make(chan string, 10), offered: make(chan string, 10), ran: make(chan *jsonrpc.Request, 10), gids: make(chan string, 10), hold: make(chan struct{})}
 	take := func(msg jsonrpc.Message) func() {
 		req, ok := msg.(*jsonrpc.Request)
 		if !ok {
@@ -40,6 +43,7 @@ func newTakeRig(t *testing.T, opts Options) *takeRig {
 			return nil
 		}
 		return func() {
+			r.gids <- goroutineID()
 			r.ran <- req
 			<-r.hold
 			if err := r.conn.Write(context.Background(), &jsonrpc.Response{ID: req.ID, Result: []byte(`"taken"`)}); err != nil {
@@ -69,6 +73,13 @@ func newTakeRig(t *testing.T, opts Options) *takeRig {
 		outW.Close()
 	})
 	return r
+}
+
+// goroutineID returns the id of the calling goroutine.
+func goroutineID() string {
+	buf := make([]byte, 64)
+	id, _, _ := strings.Cut(strings.TrimPrefix(string(buf[:runtime.Stack(buf, false)]), "goroutine "), " ")
+	return id
 }
 
 func (r *takeRig) send(t *testing.T, s string) {
@@ -151,5 +162,59 @@ func TestConnectTaking(t *testing.T) {
 	}
 	if msg, err := r.conn.Read(t.Context()); !errors.Is(err, io.EOF) {
 		t.Fatalf("Read after the last line: %v %v, want EOF", msg, err)
+	}
+}
+
+// TestTakingReusesReaders: the goroutines that ran taken work read again
+// rather than new ones starting (whose stacks would grow anew), and at most
+// maxIdleReaders of them wait idle.
+func TestTakingReusesReaders(t *testing.T) {
+	r := newTakeRig(t, Options{})
+	c := r.conn.(*conn)
+	close(r.hold)
+	gids := map[string]bool{}
+	for i := range 10 {
+		r.send(t, `{"jsonrpc":"2.0","id":`+strconv.Itoa(i)+`,"method":"take"}`+"\n")
+		r.offeredNext(t, "take")
+		gids[<-r.gids] = true
+		<-r.ran
+		r.line(t)
+		waitIdle(t, c, 1)
+	}
+	if len(gids) != 2 {
+		t.Errorf("10 calls one after another ran on %d goroutines, want 2 (the reader and the one that took over)", len(gids))
+	}
+
+	r2 := newTakeRig(t, Options{})
+	c2 := r2.conn.(*conn)
+	for i := range 2 * maxIdleReaders {
+		r2.send(t, `{"jsonrpc":"2.0","id":`+strconv.Itoa(i)+`,"method":"take"}`+"\n")
+		r2.offeredNext(t, "take")
+		<-r2.ran
+	}
+	close(r2.hold)
+	for range 2 * maxIdleReaders {
+		r2.line(t)
+	}
+	waitIdle(t, c2, maxIdleReaders)
+	time.Sleep(20 * time.Millisecond) // the other readers have finished by now: none of them may idle
+	waitIdle(t, c2, maxIdleReaders)
+}
+
+// waitIdle waits until n reader goroutines of c are idle.
+func waitIdle(t *testing.T, c *conn, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c.idleMu.Lock()
+		got := len(c.idle)
+		c.idleMu.Unlock()
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d idle readers, want %d", got, n)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
