@@ -33,8 +33,11 @@ import (
 // request whose id is in use. What it saves is the SDK's request path:
 // two more decodings of the params (each with a fresh 32 KiB buffer), a
 // queue hand-off, and a second validation of the encoded result, which
-// for a small call cost as much as the call itself. Middleware added to
-// [Server.MCP] directly does not see direct calls.
+// for a small call cost as much as the call itself. Over a transport that
+// can offer messages before queueing them ([github.com/mcpkit/mcpkit/pkg/mcpcore/stdio.Transport.ConnectTaking])
+// a direct call also skips the SDK's read loop: it runs on the goroutine
+// that read it. Middleware added to [Server.MCP] directly does not see
+// direct calls.
 //
 // Run returns once the session has ended and every direct call has
 // returned (each is cancelled when the client goes away).
@@ -72,7 +75,7 @@ type directTransport struct {
 
 // takingTransport is a transport whose connection offers each message it
 // reads to a function on its reader goroutine, which may claim it and have
-// its work run there (package stdio's: [stdio.Transport.ConnectTaking]).
+// its work run there (package stdio's: [github.com/mcpkit/mcpkit/pkg/mcpcore/stdio.Transport.ConnectTaking]).
 type takingTransport interface {
 	ConnectTaking(ctx context.Context, take func(jsonrpc.Message) func()) (mcp.Connection, error)
 }

@@ -32,7 +32,12 @@
 //     Notifications and the client's responses to server requests do not
 //     count, and are passed on at once while reading is running;
 //   - lets Close unblock a pending Read even when the underlying read cannot
-//     be interrupted.
+//     be interrupted;
+//   - lets a host answer calls itself without the SDK's read loop in
+//     between ([Transport.ConnectTaking]): the reader goroutine offers each
+//     message to the host, runs a claimed call's work itself and hands
+//     reading on to another reader goroutine, idle ones (at most four)
+//     being reused so that a call does not start on a fresh stack.
 //
 // While reading is paused the transport cannot see anything the client
 // writes after the request it holds: a notifications/cancelled, or the
