@@ -53,6 +53,7 @@ type Server struct {
 	logger    *slog.Logger
 	results   *resultStore
 	slots     chan struct{}
+	workers   *workers // run the tool handlers
 	calls     callStats
 	sessions  sessionTable
 
@@ -113,6 +114,7 @@ func NewServer(ctx context.Context, opts Options) (_ *Server, err error) {
 		logger:    logger,
 		results:   newResultStore(lim.RetainedResultBytes, lim.ResultExpiry.D(), nil),
 		slots:     make(chan struct{}, lim.ConcurrentToolCalls),
+		workers:   newWorkers(workerIdle),
 		tools:     map[string]string{},
 		direct:    map[string]mcp.ToolHandler{},
 		uris:      map[string]string{},
@@ -231,6 +233,8 @@ func (s *Server) Close(ctx context.Context) error {
 	if !waitCtx(ctx, s.inflight.Wait) {
 		s.logger.Warn("closing with tool calls still running: their handlers ignored the shutdown deadline", "in_flight", s.calls.inFlight.Load())
 	}
+	s.workers.stop()
+	waitCtx(ctx, s.workers.wait) // the idle ones exit at once; an abandoned handler's, when it returns
 	if !waitCtx(ctx, s.sessions.closeAll) {
 		s.logger.Warn("closing before every session's end hooks returned")
 	}

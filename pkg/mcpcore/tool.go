@@ -200,17 +200,18 @@ func (c toolCall) run(ctx context.Context, req *mcp.CallToolRequest, fn func(con
 	defer cancel() // only after the outcome is classified: ctx.Err must mean timeout or cancellation
 
 	done := make(chan outcome, 1)
-	// The handler runs on its own goroutine so that a handler which ignores
-	// ctx still cannot hold the client past the timeout; its slot is only
-	// freed when it really returns, so the concurrency limit stays truthful.
-	go func() {
+	// The handler runs on a goroutine of its own (a kept one: s.workers) so
+	// that a handler which ignores ctx still cannot hold the client past
+	// the timeout; its slot is only freed when it really returns, so the
+	// concurrency limit stays truthful.
+	s.workers.run(func() {
 		out := c.invoke(ctx, fn) // recovers a panic: what follows always runs
 		h.inflight.Add(-1)
 		s.calls.inFlight.Add(-1)
 		<-s.slots
 		s.inflight.Done()
 		done <- out
-	}()
+	})
 	var out outcome
 	select {
 	case out = <-done:
