@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/mcpkit/mcpkit/pkg/jsonscan"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	segjson "github.com/segmentio/encoding/json"
@@ -205,11 +206,8 @@ func (c *directConn) direct(req *jsonrpc.Request) (*mcp.CallToolParamsRaw, mcp.T
 	if init == nil || init.ProtocolVersion >= modernProtocol {
 		return nil, nil
 	}
-	var p mcp.CallToolParamsRaw
-	// The SDK's decoder and flags (internal/json); the arguments alias the
-	// params, which the message owns.
-	rest, err := segjson.Parse(req.Params, &p, segjson.DontMatchCaseInsensitiveStructFields|segjson.ZeroCopy)
-	if err != nil || len(bytes.TrimSpace(rest)) > 0 || p.InputResponses != nil || p.RequestState != "" {
+	p, ok := directParams(req.Params)
+	if !ok || p.InputResponses != nil || p.RequestState != "" {
 		return nil, nil
 	}
 	if _, modern := p.Meta[mcp.MetaKeyProtocolVersion]; modern {
@@ -219,7 +217,68 @@ func (c *directConn) direct(req *jsonrpc.Request) (*mcp.CallToolParamsRaw, mcp.T
 	if h == nil {
 		return nil, nil
 	}
-	return &p, h
+	return p, h
+}
+
+// directParams reads tools/call params, valid JSON (the transport decoded
+// the message), as the SDK's decoder reads them into
+// [mcp.CallToolParamsRaw] (its flags: keys matched exactly after
+// unescaping, other members ignored), without a second validating pass
+// over the arguments, which alias params. It reports false for params it
+// leaves to the SDK: not an object, a member twice, a member of the wrong
+// type.
+func directParams(params json.RawMessage) (*mcp.CallToolParamsRaw, bool) {
+	var p mcp.CallToolParamsRaw
+	var seen [5]bool // name, arguments, _meta, inputResponses, requestState
+	m := jsonscan.NewMembers(params)
+	for m.Next() {
+		var field int
+		var into any
+		switch {
+		case jsonscan.KeyIs(m.Key, "name"):
+			field, into = 0, &p.Name
+			if plain, ok := plainASCII(m.Value); ok {
+				p.Name, into = string(plain), nil
+			}
+		case jsonscan.KeyIs(m.Key, "arguments"):
+			field, p.Arguments = 1, json.RawMessage(m.Value)
+		case jsonscan.KeyIs(m.Key, "_meta"):
+			field, into = 2, &p.Meta
+		case jsonscan.KeyIs(m.Key, "inputResponses"):
+			field, into = 3, &p.InputResponses
+		case jsonscan.KeyIs(m.Key, "requestState"):
+			field, into = 4, &p.RequestState
+		default:
+			continue
+		}
+		if seen[field] {
+			return nil, false
+		}
+		seen[field] = true
+		if into != nil {
+			if _, err := segjson.Parse(m.Value, into, segjson.DontMatchCaseInsensitiveStructFields|segjson.ZeroCopy); err != nil {
+				return nil, false
+			}
+		}
+	}
+	if end := m.End(); end < 0 || jsonscan.SkipWS(params, end) != len(params) {
+		return nil, false
+	}
+	return &p, true
+}
+
+// plainASCII returns the content of the JSON string s when it is
+// printable ASCII without escapes: the string's text as it is.
+func plainASCII(s []byte) ([]byte, bool) {
+	if len(s) < 2 || s[0] != '"' || s[len(s)-1] != '"' {
+		return nil, false
+	}
+	for _, c := range s[1 : len(s)-1] {
+		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return nil, false
+		}
+	}
+	return s[1 : len(s)-1], true
 }
 
 // modernProtocol is the first protocol version of the 2026-07-28 era,
