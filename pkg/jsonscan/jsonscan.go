@@ -1,6 +1,7 @@
 // Package jsonscan walks JSON text without decoding it: the members of an
 // object ([Members]), the elements of an array ([Elements]), the end of a
-// value ([SkipValue]) and its nesting depth ([Depth]). It matches brackets
+// value ([SkipValue]), its nesting depth ([Depth]), or both in one pass
+// ([Extent]; [Members] reports the object's depth too). It matches brackets
 // outside strings and does not validate, so it costs a fraction of a
 // decoder and allocates nothing; callers that need validity decode or
 // validate the text too (once), then walk it with this as often as they
@@ -29,7 +30,10 @@ type Members struct {
 	b   []byte
 	i   int // next index to scan
 	end int // index after the closing brace; -1 until reached or on failure
-	st  uint8
+	// depth is the deepest nesting seen: 1 for the object's own braces
+	// once found, plus the deepest member value.
+	depth int
+	st    uint8
 
 	// Key is the current member's key as raw JSON, quotes included.
 	Key []byte
@@ -65,6 +69,7 @@ func (m *Members) Next() bool {
 		if i >= len(b) || b[i] != '{' {
 			return m.fail()
 		}
+		m.depth = 1
 		i = SkipWS(b, i+1)
 		if i < len(b) && b[i] == '}' {
 			return m.close(i)
@@ -99,10 +104,11 @@ func (m *Members) Next() bool {
 	if i >= len(b) {
 		return m.fail()
 	}
-	valEnd := SkipValue(b, i)
+	valEnd, depth := Extent(b, i)
 	if valEnd <= i { // truncated, or no value at all (`"id":,`)
 		return m.fail()
 	}
+	m.depth = max(m.depth, 1+depth)
 	m.Key, m.Value, m.ValueAt = key, b[i:valEnd], i
 	m.i, m.st = valEnd, stMember
 	return true
@@ -121,6 +127,15 @@ func (m *Members) close(i int) bool {
 // End returns, once Next has reported false, the index just after the
 // object's closing brace, or -1 if the slice does not hold the whole object.
 func (m *Members) End() int { return m.end }
+
+// Depth returns the deepest nesting of objects and arrays in the object,
+// its own braces included, as [Depth] counts it: once End is not -1, it is
+// Depth of the object's text when that is valid JSON (1 for `{}` and
+// `{"a":1}`, 2 for `{"a":[1]}`), so a caller that walks the members need
+// not pass over the object again to check a depth limit. Before that it
+// covers the members walked so far, and it is 0 before the opening brace
+// is found. Member values are measured as [Extent] measures them.
+func (m *Members) Depth() int { return m.depth }
 
 // KeyIs reports whether key, a raw JSON string, decodes to exactly name.
 // The comparison is case-sensitive, as in the SDK's decoder (`"Method"` is
@@ -173,52 +188,68 @@ func skipString(b []byte, i int) int {
 // SkipValue returns the index after the value starting at b[i], or -1 if
 // it does not certainly end inside b. It does not validate the value.
 func SkipValue(b []byte, i int) int {
+	end, _ := Extent(b, i)
+	return end
+}
+
+// Depth returns the deepest nesting of objects and arrays in v, counting
+// brackets outside strings as the SDK's depth check does ("1" is 0, "[1]"
+// is 1, "{"a":[1]}" is 2). v is not validated: a closing bracket with
+// nothing open is ignored, and counting stops at a string that does not
+// end.
+func Depth(v []byte) int {
+	deepest := 0
+	for i := 0; i < len(v); {
+		end, depth := walk(v, i)
+		deepest = max(deepest, depth)
+		if end < 0 {
+			break
+		}
+		i = end
+	}
+	return deepest
+}
+
+// Extent returns, in one pass, what [SkipValue] and [Depth] would return
+// for the value starting at b[i]: end, the index after the value, or -1 if
+// it does not certainly end inside b; and depth, the deepest nesting of
+// objects and arrays in it. For an object or array, depth is Depth(b[i:end])
+// (Depth(b[i:]) when end is -1: the nesting reached before b ran out);
+// for a string, number or literal it is 0, whatever bytes a malformed
+// literal holds. Like SkipValue it does not validate, so the two agree
+// with a decoder on valid JSON only.
+func Extent(b []byte, i int) (end, depth int) {
 	switch b[i] {
 	case '"':
-		return skipString(b, i)
+		return skipString(b, i), 0
 	case '{', '[':
-		depth := 0
-		for ; i < len(b); i++ {
-			switch b[i] {
-			case '"':
-				j := skipString(b, i)
-				if j < 0 {
-					return -1
-				}
-				i = j - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-		}
-		return -1
+		return walk(b, i)
 	}
 	// A literal or a number: it ends at a delimiter, which must be in b so
 	// that a truncated number is never taken for a whole one.
 	for ; i < len(b); i++ {
 		switch b[i] {
 		case ',', '}', ']', ' ', '\t', '\n', '\r':
-			return i
+			return i, 0
 		}
 	}
-	return -1
+	return -1, 0
 }
 
-// Depth returns the deepest nesting of objects and arrays in v, counting
-// brackets outside strings as the SDK's depth check does ("1" is 0, "[1]"
-// is 1, "{"a":[1]}" is 2). v is not validated.
-func Depth(v []byte) int {
-	depth, deepest := 0, 0
-	for i := 0; i < len(v); i++ {
-		switch v[i] {
+// walk is the one bracket-matching loop behind Extent, SkipValue and
+// Depth. From b[i], it skips strings and counts brackets, ignoring a
+// closing bracket with nothing open, until the bracket that closes the
+// first one opened: it returns the index after that bracket and the
+// deepest nesting reached, or -1 and the nesting reached when b ends
+// first or a string does not end inside it.
+func walk(b []byte, i int) (end, deepest int) {
+	depth := 0
+	for ; i < len(b); i++ {
+		switch b[i] {
 		case '"':
-			j := skipString(v, i)
+			j := skipString(b, i)
 			if j < 0 {
-				return deepest
+				return -1, deepest
 			}
 			i = j - 1
 		case '{', '[':
@@ -227,10 +258,13 @@ func Depth(v []byte) int {
 		case '}', ']':
 			if depth > 0 {
 				depth--
+				if depth == 0 {
+					return i + 1, deepest
+				}
 			}
 		}
 	}
-	return deepest
+	return -1, deepest
 }
 
 // Elements walks the elements of the JSON array at the start of a byte
