@@ -21,6 +21,10 @@ type PipelineOptions struct {
 	// the frame that would exceed it fails the pipeline with a
 	// [*LimitError] ("reply_bytes").
 	MaxReplyBytes int64
+	// Replies, when its capacity holds a reply per command, is the memory
+	// the result's Replies use (from length 0): a caller that runs pipeline
+	// after pipeline passes back the Replies of a result it is done with.
+	Replies []Value
 }
 
 // PipelineResult is what a pipeline received.
@@ -77,7 +81,11 @@ func (c *Conn) Pipeline(ctx context.Context, cmds [][][]byte, opts PipelineOptio
 	} else {
 		go write()
 	}
-	res.Replies = make([]Value, 0, len(cmds))
+	if cap(opts.Replies) >= len(cmds) {
+		res.Replies = opts.Replies[:0]
+	} else {
+		res.Replies = make([]Value, 0, len(cmds))
+	}
 	var spent int64 // decoded size read so far
 	for len(res.Replies) < len(cmds) {
 		var limit int64

@@ -74,6 +74,33 @@ func TestPipelineLargeBatch(t *testing.T) {
 	}
 }
 
+// TestPipelineRepliesMemory: a pipeline given memory for its replies uses
+// it when it holds them all, and other memory when it does not, with the
+// same replies either way.
+func TestPipelineRepliesMemory(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t, redistest.Options{})
+	c := dial(t, DialOptions{Addr: srv.Addr})
+	cmds := [][][]byte{{[]byte("SET"), []byte("k"), []byte("v")}, {[]byte("GET"), []byte("k")}, {[]byte("INCR"), []byte("n")}}
+	check := func(mem []Value, wantShared bool) {
+		t.Helper()
+		res, err := c.Pipeline(ctxT(t), cmds, PipelineOptions{Replies: mem})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprintf("%q %q %d", res.Replies[0].Str, res.Replies[1].Str, len(res.Replies)); got != `"OK" "v" 3` {
+			t.Fatalf("replies %s", got)
+		}
+		if shared := cap(mem) > 0 && &res.Replies[:1][0] == &mem[:1][0]; shared != wantShared {
+			t.Fatalf("replies in the memory given (capacity %d): %v, want %v", cap(mem), shared, wantShared)
+		}
+	}
+	check(make([]Value, 1, 3), true) // length is ignored: used from 0
+	check(make([]Value, 0, 8), true)
+	check(make([]Value, 0, 2), false)
+	check(nil, false)
+}
+
 func TestPipelineReplyBudget(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t, redistest.Options{})

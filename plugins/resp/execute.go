@@ -263,7 +263,9 @@ func (p *Plugin) execute(ctx context.Context, req *mcp.CallToolRequest, in Execu
 	if err != nil {
 		return nil, err
 	}
-	res, err := conn.Pipeline(ctx, b.cmds, resp.PipelineOptions{MaxReplyBytes: p.host.Limit(LimitReplyBytes)})
+	mem := s.replies
+	s.replies = nil // given back below once the replies are serialized
+	res, err := conn.Pipeline(ctx, b.cmds, resp.PipelineOptions{MaxReplyBytes: p.host.Limit(LimitReplyBytes), Replies: mem})
 	reply := ExecuteReply{Session: s.id, Outcome: OutcomeOK, Replies: res.Replies, Pushes: res.Pushes}
 	if reply.Replies == nil {
 		reply.Replies = []resp.Value{}
@@ -293,11 +295,19 @@ func (p *Plugin) execute(ctx context.Context, req *mcp.CallToolRequest, in Execu
 	if err != nil {
 		return nil, err
 	}
+	if cap(res.Replies) <= keepReplies {
+		clear(res.Replies) // holds no reply's bytes while kept
+		s.replies = res.Replies[:0]
+	}
 	if reply.Outcome == OutcomeError {
 		return nil, mcpcore.ErrorResult(raw)
 	}
 	return raw, nil
 }
+
+// keepReplies is the most replies whose memory a session keeps for its
+// next execute.
+const keepReplies = 1024
 
 // ended reports whether err is the end of ctx (timeout or cancellation).
 // A connection deadline taken from ctx may fire a moment before ctx

@@ -58,6 +58,11 @@ type session struct {
 	opened    time.Time
 	gate      chan struct{} // one token: see above
 
+	// Under the gate: memory for execute's replies, reused from call to
+	// call (nil while a call uses it, and after one whose replies the host
+	// may still read).
+	replies []resp.Value
+
 	// Under registry.mu.
 	conn     *resp.Conn
 	manual   bool // one-way: once send/receive were used, execute is refused
