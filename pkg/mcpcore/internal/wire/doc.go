@@ -14,7 +14,10 @@
 // responses: MCP says the receiver of a cancellation should not answer.
 //
 // It looks at messages without decoding them, with package
-// [github.com/mcpkit/mcpkit/pkg/jsonscan].
+// [github.com/mcpkit/mcpkit/pkg/jsonscan]. A transport that also checks a
+// message's extent (its end, its nesting depth) scans it once with [Scan]
+// and hands the result to [Table.InboundScanned] rather than calling
+// Inbound, so that the message is passed over once for both.
 //
 // What it must not do: change any message it has no reason to (canonical
 // integer and string ids, notifications, responses to untranslated,

@@ -66,12 +66,14 @@ func NewTable() *Table {
 }
 
 // message is what the scanner found in one message: the value of the last
-// top-level member of each name (the SDK's decoder keeps the last one).
+// top-level member of each name (the SDK's decoder keeps the last one),
+// and the object's extent.
 type message struct {
 	idAt, idEnd    int // span of the id value; idAt < 0 when absent
 	paramsAt       int // index of params in the message
 	method, params []byte
 	hasMethod      bool
+	end, depth     int // jsonscan.Members' End and Depth
 }
 
 // scanMessage finds the members of msg that Inbound needs. It reports false
@@ -89,8 +91,42 @@ func scanMessage(msg []byte) (message, bool) {
 			r.params, r.paramsAt = m.Value, m.ValueAt
 		}
 	}
-	return r, m.End() >= 0
+	r.end, r.depth = m.End(), m.Depth()
+	return r, r.end >= 0
 }
+
+// Scanned is one incoming message as a single pass of the scanner found
+// it: the members [Table.Inbound] needs, and the object's extent. A
+// transport that needs the extent too (to refuse data after the object,
+// to check a depth limit) gets it with [Scan] and hands the result to
+// [Table.InboundScanned], so that it passes over the message once where
+// Inbound and its own checks would pass over it several times.
+type Scanned struct {
+	msg []byte
+	m   message
+	ok  bool
+}
+
+// Scan scans msg, one JSON-RPC message read from the peer, without
+// decoding or validating it (see [jsonscan.Members]). It does not modify
+// or keep anything but msg itself.
+func Scan(msg []byte) Scanned {
+	m, ok := scanMessage(msg)
+	return Scanned{msg: msg, m: m, ok: ok}
+}
+
+// End returns the index in the scanned message just after its object's
+// closing brace, or -1 when the message does not start (after whitespace)
+// with a whole object as far as the scanner looks. Data after the object
+// is not looked at. On valid JSON the end is the one a decoder finds.
+func (s *Scanned) End() int { return s.m.end }
+
+// Depth returns the deepest nesting of objects and arrays in the scanned
+// object, its own braces included, as [jsonscan.Depth] counts it (see
+// [jsonscan.Members.Depth]): when End is not -1 and the object is valid
+// JSON, it is jsonscan.Depth of the object's text. It means nothing when
+// End is -1.
+func (s *Scanned) Depth() int { return s.m.depth }
 
 // Inbound takes one JSON-RPC message read from the peer (an object; a batch
 // must be split by the caller) and returns the message to hand to the SDK.
@@ -120,10 +156,26 @@ func scanMessage(msg []byte) (message, bool) {
 // without allocating. The returned slice may be msg itself or a new slice;
 // msg is never modified.
 func (t *Table) Inbound(msg []byte) []byte {
-	m, ok := scanMessage(msg)
-	if !ok || !m.hasMethod {
-		return msg // a response, or not an object the SDK would accept
+	out, _ := t.InboundScanned(Scan(msg))
+	return out
+}
+
+// InboundScanned is [Table.Inbound] of the message s was scanned from
+// (with [Scan]), without scanning it again. rewritten reports whether out
+// is a new slice, the message with an id or a cancellation's requestId
+// rewritten; s's End and Depth describe the message as read, not that
+// slice. When rewritten is false, out is the message itself.
+func (t *Table) InboundScanned(s Scanned) (out []byte, rewritten bool) {
+	msg, m := s.msg, s.m
+	if !s.ok || !m.hasMethod {
+		return msg, false // a response, or not an object the SDK would accept
 	}
+	out = t.inbound(msg, m)
+	return out, !sameSlice(out, msg)
+}
+
+// inbound is InboundScanned of msg, a request or notification scanned as m.
+func (t *Table) inbound(msg []byte, m message) []byte {
 	out := msg
 	if m.idAt >= 0 {
 		id := msg[m.idAt:m.idEnd]
@@ -141,6 +193,11 @@ func (t *Table) Inbound(msg []byte) []byte {
 		return t.cancel(out, m)
 	}
 	return out
+}
+
+// sameSlice reports whether a and b are the same slice of the same array.
+func sameSlice(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // translate replaces the id at msg[start:end] with a fresh token.
