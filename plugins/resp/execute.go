@@ -96,18 +96,34 @@ var refused = map[string]bool{
 	"CLIENT REPLY": true, "CLIENT TRACKING": true, "SCRIPT DEBUG": true,
 }
 
+// refusedFirst holds, for each first word of a refused key, whether it is
+// refused itself (true) or only some of its subcommands are (false): one
+// lookup per command, and none for a name of a length no key starts with.
+var refusedFirst, refusedLengths = func() (map[string]bool, [32]bool) {
+	first, lengths := map[string]bool{}, [32]bool{}
+	for key := range refused {
+		word, _, sub := strings.Cut(key, " ")
+		first[word] = first[word] || !sub
+		lengths[len(word)] = true
+	}
+	return first, lengths
+}()
+
 // refusedName returns the refused command or subcommand args names, or "".
 // It allocates nothing for a command that is not refused.
 func refusedName(args [][]byte) string {
-	var buf [32]byte // longer than any refused name: such names are not refused
-	key := upperInto(buf[:0], args[0])
-	if key == nil {
+	if len(args[0]) >= len(refusedLengths) || !refusedLengths[len(args[0])] {
 		return ""
 	}
-	if refused[string(key)] {
+	var buf [32]byte // longer than any refused name: such names are not refused
+	key := upperInto(buf[:0], args[0])
+	whole, ok := refusedFirst[string(key)]
+	switch {
+	case !ok:
+		return ""
+	case whole:
 		return string(key)
-	}
-	if len(args) > 1 {
+	case len(args) > 1:
 		if key = upperInto(append(key, ' '), args[1]); key != nil && refused[string(key)] {
 			return string(key)
 		}

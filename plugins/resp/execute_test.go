@@ -145,6 +145,11 @@ func TestRefusedName(t *testing.T) {
 		{args("CLIENT", "tracking", "on"), "CLIENT TRACKING"},
 		{args("script", "DEBUG", "yes"), "SCRIPT DEBUG"},
 		{args("client", "list"), ""},
+		{args("CLIENT"), ""},
+		{args("quit"), "QUIT"},
+		{args("Sync"), "SYNC"},
+		{args("script", "load", "return 1"), ""},
+		{args("SET", "subscribe", "v"), ""},
 		{args("GET", "k"), ""},
 		{args("ſubscribe"), ""}, // not ASCII: not a command name Redis knows
 		{args("CLIENT", string(bytes.Repeat([]byte("x"), 40))), ""},
