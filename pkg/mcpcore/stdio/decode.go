@@ -41,7 +41,16 @@ type wireMessage struct {
 // for itself, were the two ever to differ: FuzzDecodeMessage checks they
 // do not).
 func decodeMessage(msg []byte, owned bool) (jsonrpc.Message, bool) {
-	if jsonscan.Depth(msg) > sdkMaxDepth {
+	return decodeScanned(msg, jsonscan.Depth(msg), owned)
+}
+
+// decodeScanned is decodeMessage of msg whose nesting depth, as
+// jsonscan.Depth counts it, the caller has already found (as the scan of
+// its members does): the depth limit is checked against depth rather than
+// with another pass over msg. A depth that undercounts a message that is
+// not valid JSON does no harm: the decoder refuses that message.
+func decodeScanned(msg []byte, depth int, owned bool) (jsonrpc.Message, bool) {
+	if depth > sdkMaxDepth {
 		return nil, false
 	}
 	flags := segjson.DontMatchCaseInsensitiveStructFields

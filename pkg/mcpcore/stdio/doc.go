@@ -57,6 +57,12 @@
 // costs five times). What the server does with a request afterwards is not
 // the transport's: the SDK keeps a request's params for the whole call.
 //
+// Time: a line is passed over twice before its message is handed on: once
+// by a scanner that does not validate (package wire's Scan: where the
+// object ends, how deep it nests, and the members the id table needs), and
+// once by the validating decoder, which the SDK's own checks (one object,
+// the SDK's depth limit of 1000) then need not repeat.
+//
 // What it must not do: it never writes anything but complete JSON-RPC
 // messages, one per line, to the writer. Diagnostics go to
 // [Options.Logger] only (discarded when nil); a frame written by Write and an

@@ -524,17 +524,27 @@ func (c *conn) decode(line []byte) (jsonrpc.Message, bool) {
 		return nil, false
 	}
 	var err error
-	if onlySpaceAfterObject(line) {
+	// One pass of the scanner finds the object's end, its depth and the
+	// members Inbound needs; the decoder then validates the object.
+	if s := wire.Scan(line); onlySpaceAfter(line, &s) {
 		// Inbound swaps an id the SDK would coerce for a token, and only when
 		// the SDK accepts the result: a failure concerns the line as read.
-		in := c.ids.Inbound(line)
-		if msg, ok := decodeMessage(in, !c.inPlace); ok {
+		in, rewritten := c.ids.InboundScanned(s)
+		var (
+			msg jsonrpc.Message
+			ok  bool
+		)
+		if rewritten { // rare: the scan describes the line, not in
+			msg, ok = decodeMessage(in, !c.inPlace)
+		} else {
+			msg, ok = decodeScanned(in, s.Depth(), !c.inPlace)
+		}
+		if ok {
 			if !c.inPlace {
 				c.acc = nil // the message may hold part of it
 			}
 			return msg, true
 		}
-		var msg jsonrpc.Message
 		if msg, err = jsonrpc.DecodeMessage(in); err == nil {
 			return msg, true
 		}
@@ -561,15 +571,16 @@ func (c *conn) decode(line []byte) (jsonrpc.Message, bool) {
 	return nil, false
 }
 
-// onlySpaceAfterObject reports whether line looks like one JSON object with
-// nothing but whitespace after it (the SDK's decoder itself ignores trailing
-// data). It matches brackets outside strings (see jsonscan.SkipValue), which is
-// much cheaper than a full validation; the decoder validates the object.
-func onlySpaceAfterObject(line []byte) bool {
-	if len(line) == 0 || line[0] != '{' {
-		return false
-	}
-	end := jsonscan.SkipValue(line, 0)
+// onlySpaceAfter reports whether line, scanned as s, looks like one JSON
+// object with nothing but whitespace after it (the SDK's decoder itself
+// ignores trailing data). The scanner matches brackets outside strings and
+// walks the top-level members (see jsonscan.Members), which is much cheaper
+// than a full validation; the decoder validates the object. On valid JSON
+// it finds the end a decoder finds, and a line that is not valid JSON is
+// refused either way, so the lines it lets through are the ones that can
+// be one message.
+func onlySpaceAfter(line []byte, s *wire.Scanned) bool {
+	end := s.End()
 	return end > 0 && jsonscan.SkipWS(line, end) == len(line)
 }
 
