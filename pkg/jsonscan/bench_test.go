@@ -6,9 +6,9 @@ import (
 	"testing"
 )
 
-// benchLines are messages of the shapes the scanner sees most: a
-// 128-command resp_execute call (many short strings) and a call carrying
-// one 64 KiB string.
+// benchLines are messages of the shapes the scanner sees: a 128-command
+// resp_execute call (many short strings), 48-byte strings, short strings
+// with escapes, and a call carrying one 64 KiB string.
 var benchLines = func() []struct {
 	name string
 	b    []byte
@@ -23,13 +23,19 @@ var benchLines = func() []struct {
 	}{
 		{"execute-128", []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"resp_execute","arguments":{"commands":[` +
 			strings.Join(cmds, ",") + `]}}}`)},
+		{"strings-48", []byte(`{"jsonrpc":"2.0","id":7,"method":"x","params":[` +
+			strings.Repeat(`"abcdefghijklmnopqrstuvwxyz0123456789abcdefghijkl",`, 100) + `1]}`)},
+		{"escaped-16", []byte(`{"jsonrpc":"2.0","id":7,"method":"x","params":[` +
+			strings.Repeat(`"abcdef\"ghijklmn",`, 300) + `1]}`)},
 		{"string-64KiB", []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"` +
 			strings.Repeat("x", 64<<10) + `"}}}`)},
 	}
 }()
 
 // BenchmarkScan measures each way of passing over a message: SkipValue,
-// Depth, Extent (the two at once) and Members over its top level.
+// Depth, Extent (the two at once) and Members over its top level, on
+// messages with many short strings, longer ones, escaped ones and one
+// long string.
 func BenchmarkScan(b *testing.B) {
 	for _, l := range benchLines {
 		scans := []struct {
