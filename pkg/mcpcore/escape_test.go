@@ -1,0 +1,216 @@
+package mcpcore
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	segjson "github.com/segmentio/encoding/json"
+)
+
+// marshalString is encoding/json's encoding of s, the reference.
+func marshalString(t testing.TB, s string) []byte {
+	t.Helper()
+	want, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return want
+}
+
+// checkEscape: appendJSONString writes what json.Marshal writes for s,
+// after what dst held.
+func checkEscape(t *testing.T, dst []byte, s string) {
+	t.Helper()
+	prefix := string(dst)
+	got := appendJSONString(dst, s)
+	if want := prefix + string(marshalString(t, s)); string(got) != want {
+		t.Errorf("appendJSONString(%q, %q)\n got %q\nwant %q", prefix, s, got, want)
+	}
+}
+
+// TestEscapeClasses: each escape class written as encoding/json writes it,
+// against the literal bytes, and every string equal to json.Marshal's.
+func TestEscapeClasses(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"", `""`},
+		{"plain", `"plain"`},
+		{`"`, `"\""`},
+		{`\`, `"\\"`},
+		{"\b\f\n\r\t", `"\b\f\n\r\t"`},
+		{"\x00\x01\x0b\x1f", `"\u0000\u0001\u000b\u001f"`},
+		{" \x7f~", "\" \x7f~\""},
+		{"<a href='x'>&amp;</a>", `"\u003ca href='x'\u003e\u0026amp;\u003c/a\u003e"`},
+		{"\u2028\u2029", `"\u2028\u2029"`},
+		{"a\u2028b\u2029c", `"a\u2028b\u2029c"`},
+		{"\u2027\u202a", "\"\u2027\u202a\""}, // the neighbours are not escaped
+		{"é ü 日本 🙂 \ufffd", "\"é ü 日本 🙂 \ufffd\""},
+		{"\xff", `"\ufffd"`},
+		{"a\xffb", `"a\ufffdb"`},
+		{"\xc3", `"\ufffd"`},                               // truncated two-byte character at the end
+		{"\xe2\x80", `"\ufffd\ufffd"`},                     // truncated three-byte character, a byte each
+		{"\xe2\x80x", `"\ufffd\ufffdx"`},                   // and not at the end
+		{"\xc0\x80", `"\ufffd\ufffd"`},                     // overlong
+		{"\xed\xa0\x80", `"\ufffd\ufffd\ufffd"`},           // surrogate
+		{"\xf4\x90\x80\x80", `"\ufffd\ufffd\ufffd\ufffd"`}, // beyond U+10FFFF
+		{"é\xffü\u2028日", `"é\ufffdü\u2028日"`},
+		{`{"type":"simple_string","encoding":"utf8","value":"OK"}`,
+			`"{\"type\":\"simple_string\",\"encoding\":\"utf8\",\"value\":\"OK\"}"`},
+	} {
+		if got := appendJSONString(nil, c.in); string(got) != c.want {
+			t.Errorf("appendJSONString(%q) = %s, want %s", c.in, got, c.want)
+		}
+		checkEscape(t, nil, c.in)
+	}
+}
+
+// TestEscapeAllBytes: every single byte, alone and in the middle of a run
+// long enough to be read eight bytes at a time.
+func TestEscapeAllBytes(t *testing.T) {
+	for c := range 256 {
+		checkEscape(t, nil, string([]byte{byte(c)}))
+		checkEscape(t, nil, "abcdefghij"+string([]byte{byte(c)})+"klmnopqrstuvwxyz")
+	}
+}
+
+// TestEscapeRunBoundaries: a byte needing attention at every position of
+// strings of every length around the eight-byte words, so that it falls
+// first, last, inside a word, across words and in the tail; and two of them
+// in one word, where the borrow of the first may mark its neighbour.
+func TestEscapeRunBoundaries(t *testing.T) {
+	specials := []string{`"`, `\`, "\n", "\x00", "\x1f", "<", ">", "&", "é", "\u2028", "\xff", "日", "🙂"}
+	for n := range 26 {
+		for p := 0; p < n; p++ {
+			for _, sp := range specials {
+				checkEscape(t, nil, strings.Repeat("a", p)+sp+strings.Repeat("b", n-p))
+				for _, sp2 := range specials {
+					checkEscape(t, nil, strings.Repeat("a", p)+sp+sp2+strings.Repeat("b", n-p))
+				}
+			}
+		}
+	}
+	// Neighbours of the special bytes that the word test must let through.
+	for _, c := range "!#$%'()=;?[]{}@AZaz09 ~\x20\x21\x23\x27\x3b\x3d\x3f\x5b\x5d\x7f" {
+		checkEscape(t, nil, strings.Repeat(string(c), 17))
+	}
+}
+
+// TestEscapeAppends: what dst holds is kept, whatever its capacity, and
+// outputs many times longer than the input grow the buffer as they go.
+func TestEscapeAppends(t *testing.T) {
+	long := []string{
+		strings.Repeat(`"`, 10_000),        // twice the input
+		strings.Repeat("\x00", 10_000),     // six times
+		strings.Repeat("\xff", 10_000),     // six times, decoded
+		strings.Repeat("\u2028", 3_000),    // twice, decoded
+		strings.Repeat("日本語", 3_000),       // copied as runs of characters
+		strings.Repeat("a\u2028é<", 3_000), // all of them interleaved
+	}
+	for _, s := range long {
+		for _, room := range []int{0, 1, 7, 16, len(s), 7 * len(s)} {
+			dst := make([]byte, 3, 3+room)
+			copy(dst, "pre")
+			checkEscape(t, dst, s)
+		}
+	}
+}
+
+// TestEncodedResultEscapesText: the text member of an encoded tool result
+// holds exactly encoding/json's bytes for the text.
+func TestEncodedResultEscapesText(t *testing.T) {
+	text := "{\"k\":\"<v>&\u2028\xff\t\"} é"
+	got, err := json.Marshal(&encodedResult{&mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"content":[{"type":"text","text":` + string(marshalString(t, text)) + `}]}`
+	if string(got) != want {
+		t.Errorf("encoded %s\n   want %s", got, want)
+	}
+}
+
+// FuzzAppendJSONString: for any string and any spare capacity after a
+// prefix, appendJSONString writes json.Marshal's bytes after the prefix.
+func FuzzAppendJSONString(f *testing.F) {
+	for _, s := range []string{
+		"", "plain", `{"a":"b"}`, "\x00\x1f\x7f", "<>&", "\u2028\u2029", "é日🙂", "\xff\xc3\xe2\x80",
+		jsonTextSample(3), "0123456789abcdef\"0123456789abcdef",
+	} {
+		f.Add(s, uint8(0))
+		f.Add(s, uint8(9))
+	}
+	f.Fuzz(func(t *testing.T, s string, room uint8) {
+		dst := make([]byte, 3, 3+int(room))
+		copy(dst, "pre")
+		checkEscape(t, dst, s)
+	})
+}
+
+// jsonTextSample is the text content of a resp_execute result for a batch
+// of n SETs (pkg/resp's JSON form of n +OK replies), the host's commonest
+// large text: about 55 bytes a reply, a quarter of them quotes.
+func jsonTextSample(n int) string {
+	var b strings.Builder
+	b.WriteString(`{"session":"default","outcome":"ok","replies":[`)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`{"type":"simple_string","encoding":"utf8","value":"OK"}`)
+	}
+	b.WriteString(`],"pushes":[]}`)
+	return b.String()
+}
+
+// BenchmarkAppendJSONString compares appendJSONString with segmentio's
+// AppendEscape (EscapeHTML, what encode.go used before) and encoding/json
+// on texts of about 7 KB: JSON text (a resp_execute result of 128
+// replies), ASCII prose, and prose in several scripts. MB/s is the input's.
+func BenchmarkAppendJSONString(b *testing.B) {
+	prose := "The quick brown fox jumps over the lazy dog; a tool result may hold a paragraph of prose, " +
+		"with some punctuation (commas, colons: and the like) and digits 0123456789, but rarely quotes. "
+	mixed := "Съешь же ещё этих мягких французских булок, да выпей чаю. 敏捷的棕色狐狸跳过了懒狗。" +
+		"Voix ambiguë d'un cœur qui, au zéphyr, préfère les jattes de kiwis. Ελληνικά κείμενα: "
+	samples := []struct{ name, s string }{
+		{"json-text", jsonTextSample(128)},
+		{"prose", strings.Repeat(prose, 7000/len(prose)+1)},
+		{"non-ascii", strings.Repeat(mixed, 7000/len(mixed)+1)},
+	}
+	for _, sample := range samples {
+		s := sample.s
+		if !utf8.ValidString(s) {
+			b.Fatalf("%s: not UTF-8", sample.name)
+		}
+		buf := make([]byte, 0, 2*len(s))
+		b.Run(sample.name+"/mcpkit", func(b *testing.B) {
+			b.SetBytes(int64(len(s)))
+			for b.Loop() {
+				buf = appendJSONString(buf[:0], s)
+			}
+		})
+		b.Run(sample.name+"/segjson", func(b *testing.B) {
+			b.SetBytes(int64(len(s)))
+			for b.Loop() {
+				buf = segjson.AppendEscape(buf[:0], s, segjson.EscapeHTML)
+			}
+		})
+		b.Run(sample.name+"/encoding-json", func(b *testing.B) {
+			var out bytes.Buffer
+			enc := json.NewEncoder(&out)
+			b.SetBytes(int64(len(s)))
+			for b.Loop() {
+				out.Reset()
+				if err := enc.Encode(s); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		if got, want := appendJSONString(nil, s), marshalString(b, s); !bytes.Equal(got, want) {
+			b.Fatal(fmt.Sprintf("%s: appendJSONString differs from encoding/json", sample.name))
+		}
+	}
+}
