@@ -71,6 +71,10 @@ func appendJSONString(dst []byte, s string) []byte {
 				start = i
 				continue
 			}
+			if size := shortChar(s, i); size > 0 {
+				i += size
+				continue
+			}
 			r, size := utf8.DecodeRuneInString(s[i:])
 			if size > 1 && r != '\u2028' && r != '\u2029' {
 				i += size
@@ -90,6 +94,37 @@ func appendJSONString(dst []byte, s string) []byte {
 	}
 	buf[n] = '"'
 	return buf[:n+1]
+}
+
+// shortChar returns the length of the character that begins at s[i], a
+// byte >= 0x80, if it is valid UTF-8 of two or three bytes (RFC 3629's
+// ranges) and not U+2028 or U+2029, and 0 otherwise: the common cases,
+// without the call to utf8.
+func shortChar(s string, i int) int {
+	c := s[i]
+	if c < 0xE0 {
+		if c >= 0xC2 && i+1 < len(s) && s[i+1]&0xC0 == 0x80 {
+			return 2
+		}
+		return 0
+	}
+	if c >= 0xF0 || i+2 >= len(s) {
+		return 0
+	}
+	c1, c2 := s[i+1], s[i+2]
+	lo, hi := byte(0x80), byte(0xBF)
+	switch {
+	case c == 0xE0:
+		lo = 0xA0
+	case c == 0xED:
+		hi = 0x9F // not a surrogate
+	case c == 0xE2 && c1 == 0x80 && c2&^1 == 0xA8:
+		return 0 // U+2028, U+2029
+	}
+	if c1 < lo || c1 > hi || c2&0xC0 != 0x80 {
+		return 0
+	}
+	return 3
 }
 
 // escapeWords writes the whole words of eight bytes of s to dst, as
@@ -124,7 +159,7 @@ func escapeWords(dst []byte, s string) (n, i int) {
 		}
 		plain = 0
 		if other != 0 {
-			quotes &= other&-other - 1 // the quotes before it
+			quotes &= other - 1 // those before the first other byte, if any
 		}
 		// For each quote, a backslash at its place, then it and the
 		// bytes after it one place on.

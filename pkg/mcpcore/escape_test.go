@@ -82,6 +82,7 @@ func TestEscapeAllBytes(t *testing.T) {
 // first, last, inside a word, across words and in the tail; and two of them
 // in one word, where the borrow of the first may mark its neighbour.
 func TestEscapeRunBoundaries(t *testing.T) {
+	t.Parallel()
 	specials := []string{`"`, `\`, "\n", "\x00", "\x1f", "<", ">", "&", "é", "\u2028", "\xff", "日", "🙂"}
 	for n := range 26 {
 		for p := 0; p < n; p++ {
@@ -96,6 +97,25 @@ func TestEscapeRunBoundaries(t *testing.T) {
 	// Neighbours of the special bytes that the word test must let through.
 	for _, c := range "!#$%'()=;?[]{}@AZaz09 ~\x20\x21\x23\x27\x3b\x3d\x3f\x5b\x5d\x7f" {
 		checkEscape(t, nil, strings.Repeat(string(c), 17))
+	}
+}
+
+// TestEscapeMultiByte: every lead byte >= 0x80 with every second byte and
+// the third bytes at the edges of UTF-8's ranges, inside a string and cut
+// short at its end: valid characters kept, U+2028/9 escaped, each byte of
+// anything else replaced.
+func TestEscapeMultiByte(t *testing.T) {
+	t.Parallel()
+	thirds := []byte{0x7f, 0x80, 0x9f, 0xa0, 0xa8, 0xa9, 0xbf, 0xc0}
+	for c := 0x80; c < 0x100; c++ {
+		for c1 := range 256 {
+			checkEscape(t, nil, string([]byte{'a', byte(c), byte(c1)}))
+			for _, c2 := range thirds {
+				seq := string([]byte{byte(c), byte(c1), c2})
+				checkEscape(t, nil, "ab"+seq+"\x80\x80cd")
+				checkEscape(t, nil, "ab"+seq)
+			}
+		}
 	}
 }
 
