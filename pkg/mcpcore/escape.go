@@ -14,11 +14,12 @@ import (
 // `>`, `&` as `\u00XX`; U+2028 and U+2029 as `\u2028` and `\u2029`; each
 // byte of invalid UTF-8 as `\ufffd`; every other byte as it is.
 //
-// It is several times faster than the general encoders on the host's tool
-// results, whose text is JSON dense in quotes: it reads eight bytes at a
-// time, copies them whole and writes each two-byte escape in place, with
-// no copy call per run between escapes. Other escapes and multi-byte
-// characters go one at a time.
+// It is faster than encoding/json and segmentio's encoder, most on the
+// host's tool results, whose text is JSON dense in quotes: it reads eight
+// bytes at a time, writes them whole and then each `\"` or `\\` in place,
+// with no copy call per run between escapes; long runs without escapes
+// are copied at once. Other escapes and multi-byte characters go one at a
+// time.
 func appendJSONString(dst []byte, s string) []byte {
 	n := len(dst)
 	buf := slices.Grow(dst, len(s)+escapeRoom)
@@ -37,9 +38,18 @@ func appendJSONString(dst []byte, s string) []byte {
 			w, r := escapeWords(buf[n:], s[i:i+c])
 			n += w
 			i += r
-			if r < c {
-				break
+			if r == c {
+				continue
 			}
+			if i+8 > len(s) || !plainWord(loadWord(s, i)) {
+				break // at a byte written otherwise
+			}
+			j := i + 8
+			for j+8 <= len(s) && plainWord(loadWord(s, j)) {
+				j += 8
+			}
+			buf, n = appendRun(buf, n, s[i:j], len(s)-j)
+			i = j
 		}
 		if i == len(s) {
 			break
@@ -52,7 +62,7 @@ func appendJSONString(dst []byte, s string) []byte {
 			c := s[i]
 			if c < utf8.RuneSelf {
 				e := escapes[c]
-				if e < escapeTwo {
+				if e == 0 {
 					if i > from && i+8 <= len(s) && loadWord(s, i)&eachHigh == 0 {
 						break
 					}
@@ -130,9 +140,10 @@ func shortChar(s string, i int) int {
 // escapeWords writes the whole words of eight bytes of s to dst, as
 // appendJSONString does, as long as every byte is written as it is or is a
 // `"` or `\`, which gets a backslash before it. It returns how many bytes
-// it wrote and read: all of s, or up to the first byte written otherwise.
-// A word takes sixteen bytes at most, and writes up to 25 bytes from its
-// start, so dst must hold at least 2*len(s)+escapeRoom bytes.
+// it wrote and read: all of s, or up to the first byte written otherwise,
+// or up to the fourth word in a row without escapes (the caller copies
+// their run). A word takes sixteen bytes at most and writes up to 24 from
+// where it starts, so dst must hold at least 2*len(s)+escapeRoom bytes.
 func escapeWords(dst []byte, s string) (n, i int) {
 	plain := 0 // words in a row written as they are
 	for i+8 <= len(s) {
@@ -141,49 +152,41 @@ func escapeWords(dst []byte, s string) (n, i int) {
 		o := (*[escapeRoom]byte)(dst[n:])
 		binary.LittleEndian.PutUint64(o[:8], x)
 		if quotes|other == 0 {
-			// After a few words written as they are, the rest of
-			// their run is found with a lighter test and copied at
-			// once.
-			plain++
-			j := i + 8
-			if plain >= 4 {
-				for j+8 <= len(s) && plainWord(loadWord(s, j)) {
-					j += 8
-				}
-				copy(dst[n+8:], s[i+8:j])
-				plain = 0
+			// The fourth such word in a row is left to the caller,
+			// which finds the rest of the run with a lighter test
+			// and copies it at once.
+			if plain++; plain == 4 {
+				return n, i
 			}
-			n += j - i
-			i = j
+			n += 8
+			i += 8
 			continue
 		}
 		plain = 0
-		if other != 0 {
-			quotes &= other - 1 // those before the first other byte, if any
-		}
+		quotes &= other - 1 // those before the first other byte, if any
 		// For each quote, a backslash at its place, then it and the
 		// bytes after it one place on.
-		j := 0
+		j := uint(0)
 		for ; quotes != 0; quotes &= quotes - 1 {
-			b := bits.TrailingZeros64(quotes) // 8 times its index, plus 7
-			k := (b>>3 + j) & 15              // its index plus the quotes before it: below 16
-			binary.LittleEndian.PutUint64(o[k+1:k+9], x>>(b-7))
+			b := uint(bits.TrailingZeros64(quotes)) // 8 times its index, plus 7
+			k := (b>>3 + j) & 15                    // its index plus the quotes before it: below 16
+			binary.LittleEndian.PutUint64(o[k+1:k+9], x>>((b-7)&63))
 			o[k] = '\\'
 			j++
 		}
 		if other != 0 {
 			k := bits.TrailingZeros64(other) >> 3
-			return n + k + j, i + k
+			return n + k + int(j), i + k
 		}
-		n += 8 + j
+		n += 8 + int(j)
 		i += 8
 	}
 	return n, i
 }
 
 // escapeRoom is the free space appendJSONString keeps after its output:
-// what one word of eight bytes can take (sixteen bytes, and the eight of
-// a word written after its last escape), or one escape after a run.
+// what escapeWords sees of a word's output (it writes up to 24 bytes
+// from its start), or one escape after a run.
 const escapeRoom = 32
 
 // growFrom returns buf, whose first n bytes are kept, with room for at
@@ -246,10 +249,10 @@ func plainWord(x uint64) bool {
 	return (x|^(quoteAmp&angle&backslash&below))&eachHigh == 0
 }
 
-// escapes[c] says how appendJSONString writes the byte c. Below
-// escapeTwo, c is written as it is. Otherwise the low two bytes of the
-// entry are a backslash and the letter of a two-byte escape, or, with
-// escapeOther, the byte is written as \u00XX or is not ASCII and decoded.
+// escapes[c] says how appendJSONString writes the byte c: 0 as it is;
+// with escapeTwo, as the entry's low two bytes, a backslash and a letter;
+// with escapeOther, as \u00XX, or, for a byte >= 0x80, as its character
+// decodes.
 var escapes = func() (t [256]uint32) {
 	for c := range t {
 		switch {
@@ -257,8 +260,6 @@ var escapes = func() (t [256]uint32) {
 			t[c] = escapeOther
 		case c == '"' || c == '\\':
 			t[c] = twoByteEscape(byte(c))
-		default:
-			t[c] = uint32(c)
 		}
 	}
 	t['\b'], t['\f'], t['\n'] = twoByteEscape('b'), twoByteEscape('f'), twoByteEscape('n')

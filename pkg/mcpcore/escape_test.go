@@ -94,6 +94,11 @@ func TestEscapeRunBoundaries(t *testing.T) {
 			}
 		}
 	}
+	// Runs without escapes long enough to be copied at once (four
+	// words and more), between escapes of each kind.
+	for n := 24; n < 90; n++ {
+		checkEscape(t, nil, `"`+strings.Repeat("p", n)+`\`+strings.Repeat("q", n%13)+"\n"+strings.Repeat("r", n)+"é"+strings.Repeat("s", n))
+	}
 	// Neighbours of the special bytes that the word test must let through.
 	for _, c := range "!#$%'()=;?[]{}@AZaz09 ~\x20\x21\x23\x27\x3b\x3d\x3f\x5b\x5d\x7f" {
 		checkEscape(t, nil, strings.Repeat(string(c), 17))
