@@ -149,7 +149,7 @@ func escapeWords(dst []byte, s string) (n, i int) {
 	for i+8 <= len(s) {
 		x := loadWord(s, i)
 		quotes, other := attention(x)
-		o := (*[escapeRoom]byte)(dst[n:])
+		o := (*[escapeRoom]byte)(dst[n : n+escapeRoom])
 		binary.LittleEndian.PutUint64(o[:8], x)
 		if quotes|other == 0 {
 			// The fourth such word in a row is left to the caller,
