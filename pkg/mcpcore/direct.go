@@ -40,6 +40,11 @@ import (
 // that read it. Middleware added to [Server.MCP] directly does not see
 // direct calls.
 //
+// The memory of a direct call's response is reused once t's connection
+// has written it: a connection's Write must not keep the message after it
+// returns (the SDK's stream transports and package stdio's encode it
+// before they return).
+//
 // Run returns once the session has ended and every direct call has
 // returned (each is cancelled when the client goes away).
 func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
@@ -296,7 +301,14 @@ func (c *directConn) serve(ctx context.Context, id jsonrpc.ID, params *mcp.CallT
 	case res == nil:
 		resp.Error = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("tool %s returned no result and no error", params.Name)}
 	default:
-		if resp.Result, err = encodeDirect(res); err != nil {
+		buf := directBuffers.Get().(*[]byte)
+		defer func() {
+			if cap(resp.Result) <= keepDirectBytes {
+				*buf = resp.Result[:0]
+				directBuffers.Put(buf)
+			}
+		}()
+		if resp.Result, err = encodeDirect((*buf)[:0], res); err != nil {
 			resp.Error = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("tool %s returned a result that does not encode: %v", params.Name, err)}
 		}
 	}
@@ -411,14 +423,22 @@ func (s *Server) directChain(middleware []mcp.Middleware) mcp.MethodHandler {
 	return h
 }
 
-// encodeDirect encodes a direct call's result as the SDK would: a result
-// the host built in one pass (encodedResult), anything else with
-// encoding/json without HTML escaping. The result is compact: a
+// directBuffers holds the memory of direct calls' encoded results, reused
+// once their response is written (a transport's Write does not keep the
+// message: it encodes it before returning); keepDirectBytes is the
+// largest kept.
+var directBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+const keepDirectBytes = 1 << 20
+
+// encodeDirect appends a direct call's result to dst, encoded as the SDK
+// would: a result the host built in one pass (encodedResult), anything
+// else with encoding/json without HTML escaping. The result is compact: a
 // structured content that holds line breaks is compacted, so that a
 // response is always one line.
-func encodeDirect(res mcp.Result) (json.RawMessage, error) {
+func encodeDirect(dst []byte, res mcp.Result) (json.RawMessage, error) {
 	if r, ok := res.(*mcp.CallToolResult); ok && plainToolResult(r) {
-		data, err := (&encodedResult{r}).MarshalJSON()
+		data, err := (&encodedResult{r}).appendJSON(dst)
 		if err != nil || bytes.IndexByte(data, '\n') < 0 && bytes.IndexByte(data, '\r') < 0 {
 			return data, err
 		}
@@ -426,8 +446,8 @@ func encodeDirect(res mcp.Result) (json.RawMessage, error) {
 		err = json.Compact(&buf, data)
 		return buf.Bytes(), err
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
+	buf := bytes.NewBuffer(dst)
+	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(res); err != nil {
 		return nil, err

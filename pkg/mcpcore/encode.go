@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -62,7 +63,10 @@ type encodedResult struct {
 // begins when its content is nil.
 const contentPrefix = `{"content":null`
 
-func (r *encodedResult) MarshalJSON() ([]byte, error) {
+func (r *encodedResult) MarshalJSON() ([]byte, error) { return r.appendJSON(nil) }
+
+// appendJSON appends the result's JSON to b.
+func (r *encodedResult) appendJSON(b []byte) ([]byte, error) {
 	res := r.CallToolResult
 	rest := *res
 	rest.Meta, rest.Content, rest.StructuredContent = nil, nil, nil
@@ -72,14 +76,15 @@ func (r *encodedResult) MarshalJSON() ([]byte, error) {
 	}
 	tail, ok := bytes.CutPrefix(tail, []byte(contentPrefix))
 	if !ok {
-		return json.Marshal(res) // not the layout this was written for: let the SDK encode it all
+		all, err := json.Marshal(res) // not the layout this was written for: let the SDK encode it all
+		return append(b, all...), err
 	}
 	size := len(tail) + 64
 	for _, c := range res.Content {
 		size += len(c.(*mcp.TextContent).Text)*5/4 + 32 // room for the escapes of JSON text (its quotes)
 	}
 	structured, _ := res.StructuredContent.(json.RawMessage)
-	b := make([]byte, 0, size+len(structured))
+	b = slices.Grow(b, size+len(structured))
 	b = append(b, '{')
 	if len(res.Meta) > 0 {
 		meta, err := json.Marshal(res.Meta)

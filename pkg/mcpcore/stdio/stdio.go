@@ -224,6 +224,7 @@ func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 // carries its request's id exactly as the peer sent it; the response to a
 // request the peer cancelled is not written (and Write reports success).
 // Writing a response, or dropping it, releases its request's pending slot.
+// msg is not kept once Write returns.
 func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if resp, ok := msg.(*jsonrpc.Response); ok {
 		// The id is free as soon as the response is on its way (the client
