@@ -299,6 +299,8 @@ func (c toolCall) serve(owner string, v any, isError bool) (*mcp.CallToolResult,
 	text, isText := v.(Text)
 	if isText {
 		data = []byte(text)
+	} else if enc, ok := v.(EncodedJSON); ok {
+		data = enc
 	} else if raw, ok := v.(json.RawMessage); ok {
 		// segmentio's validator accepts what encoding/json's does, about
 		// ten times faster: this check is on every call's path.
@@ -401,6 +403,14 @@ type pagedResult struct {
 // data. A text larger than inline_result_bytes is retained and paged like
 // any result, with format "text" (its bytes are the text).
 type Text string
+
+// EncodedJSON is a tool result already serialized, compactly, by an
+// encoder of the tool's own that never writes invalid JSON (one tested
+// against encoding/json): the host serves it as it serves a
+// json.RawMessage result, but without validating it again, a pass over
+// every byte of a large result. Invalid bytes here would reach the client
+// as they are: when in doubt, return a json.RawMessage.
+type EncodedJSON []byte
 
 // inlineResult returns data as structuredContent (when it is a JSON object)
 // and as the same JSON text. The text is a view of data, not a copy: data

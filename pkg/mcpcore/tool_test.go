@@ -470,6 +470,32 @@ func TestRawJSONResult(t *testing.T) {
 	}
 }
 
+// TestEncodedJSONResult: a handler's EncodedJSON is served as it is, as
+// structured content and text, without being validated again; a large one
+// is paged with format "json" and reads back byte for byte.
+func TestEncodedJSONResult(t *testing.T) {
+	registerTestPlugins()
+	setAttach("ta", func(h *Host) {
+		AddTool(h, &mcp.Tool{Name: "enc"}, func(ctx context.Context, _ *mcp.CallToolRequest, in sizeArgs) (any, error) {
+			if in.Size == 0 {
+				return EncodedJSON(`{"b":1,"a":[2]}`), nil
+			}
+			return EncodedJSON(`{"x":"` + strings.Repeat("y", in.Size) + `"}`), nil
+		})
+	})
+	lim := DefaultLimits()
+	lim.InlineResultBytes = 4 * KiB
+	r := newRig(t, lim, "ta")
+	res := r.call(t, "ta_enc", sizeArgs{})
+	if sc, _ := json.Marshal(res.StructuredContent); res.IsError || text(res) != `{"b":1,"a":[2]}` || string(sc) != `{"a":[2],"b":1}` {
+		t.Fatalf("encoded result: %s, structured %s", text(res), sc)
+	}
+	var ref pagedResult
+	if err := json.Unmarshal([]byte(text(r.call(t, "ta_enc", sizeArgs{Size: 10 * KiB}))), &ref); err != nil || ref.Format != "json" || ref.TotalBytes != 10*KiB+8 {
+		t.Fatalf("paged reference %+v (%v)", ref, err)
+	}
+}
+
 // TestTextResult: a Text result is served as its text, as it is, with no
 // structuredContent; a large one is paged with format "text" and reads
 // back byte for byte; a JSON result's reference says format "json".

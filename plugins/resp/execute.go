@@ -76,8 +76,10 @@ func (r ExecuteReply) MarshalJSON() ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-// raw serializes the reply once, for the host to serve as is.
-func (r ExecuteReply) raw() (json.RawMessage, error) {
+// raw serializes the reply once, for the host to serve as it is: its
+// encoder writes only valid JSON (TestExecuteReplyJSON; FuzzReader checks
+// every value's JSON).
+func (r ExecuteReply) raw() (mcpcore.EncodedJSON, error) {
 	b, err := r.MarshalJSON()
 	if err != nil {
 		return nil, fmt.Errorf("serialize the replies: %w", err)
