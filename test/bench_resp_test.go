@@ -32,6 +32,10 @@ const (
 	respMaxAddedP50        = 150 * time.Microsecond
 )
 
+// respWarmupRounds are the unmeasured rounds of each side before a batch
+// size's measured ones.
+const respWarmupRounds = 200
+
 // respRounds is one side's measured rounds of one batch size.
 type respRounds []time.Duration
 
@@ -52,7 +56,8 @@ func (r respRounds) stats(batch int) (perSec float64, p50, p95 time.Duration) {
 // resp` (resp_execute) against a direct persistent RESP connection
 // (pkg/resp's pipeline) on the same disposable redis-server, one round (a
 // pipeline of SETs) of each in turn, at batch sizes 1, 16 and 128; b.N is
-// the rounds per side (`make bench-resp` runs 100).
+// the measured rounds per side (`make bench-resp` runs 100), after
+// respWarmupRounds unmeasured ones.
 //
 // The MCP side is a thin JSON-RPC client, as a benchmark harness is: it
 // writes one request line and decodes the reply line (checking the id, the
@@ -116,7 +121,10 @@ func BenchmarkRespSidecar(b *testing.B) {
 			// SDK client's rounds follow, apart, so that its process does not
 			// disturb them.
 			ops := []func(){viaThin, viaRESP, viaSDK}
-			for range 20 { // warm-up: connections, allocator, caches
+			// Warm-up, unmeasured: both sides are persistent sessions, and
+			// a process's first few hundred calls (allocator, stacks, caches)
+			// run up to twice as slow as its later ones.
+			for range respWarmupRounds {
 				for _, op := range ops {
 					op()
 				}
