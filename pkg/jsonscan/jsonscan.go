@@ -185,6 +185,34 @@ func skipString(b []byte, i int) int {
 	}
 }
 
+// plainByte marks the bytes that stand for themselves in a JSON string
+// and need no check: printable ASCII but the quote and the backslash.
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c < 0x7f; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// PlainString reports whether the JSON string starting at b[i] == '"' is
+// plain: printable ASCII without escapes, so that its text is its content
+// as it is. It then returns the content (a view of b) and the index after
+// the closing quote; otherwise nil and -1 (the string is not plain, or
+// not a string, or does not end inside b).
+func PlainString(b []byte, i int) (content []byte, end int) {
+	if i >= len(b) || b[i] != '"' {
+		return nil, -1
+	}
+	j := i + 1
+	for j < len(b) && plainByte[b[j]] {
+		j++
+	}
+	if j == len(b) || b[j] != '"' {
+		return nil, -1
+	}
+	return b[i+1 : j], j + 1
+}
+
 // SkipValue returns the index after the value starting at b[i], or -1 if
 // it does not certainly end inside b. It does not validate the value.
 func SkipValue(b []byte, i int) int {

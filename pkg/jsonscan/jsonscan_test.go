@@ -91,3 +91,31 @@ func TestElements(t *testing.T) {
 		}
 	}
 }
+
+// TestPlainString: only printable ASCII without escapes is plain, from
+// the position given, with its end.
+func TestPlainString(t *testing.T) {
+	for _, tc := range []struct {
+		b       string
+		i       int
+		content string
+		end     int
+	}{
+		{`"abc"`, 0, "abc", 5},
+		{`""`, 0, "", 2},
+		{`x:"k v",`, 2, "k v", 7},
+		{`"a\"b"`, 0, "", -1},
+		{`"a\\b"`, 0, "", -1},
+		{`"é"`, 0, "", -1},
+		{"\"a\x01\"", 0, "", -1},
+		{"\"a\x7f\"", 0, "", -1},
+		{`"abc`, 0, "", -1},
+		{`abc"`, 0, "", -1},
+		{`"a"`, 3, "", -1},
+	} {
+		content, end := PlainString([]byte(tc.b), tc.i)
+		if string(content) != tc.content || end != tc.end {
+			t.Errorf("PlainString(%q, %d) = %q, %d; want %q, %d", tc.b, tc.i, content, end, tc.content, tc.end)
+		}
+	}
+}

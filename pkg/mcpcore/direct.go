@@ -242,7 +242,7 @@ func directParams(params json.RawMessage) (*mcp.CallToolParamsRaw, bool) {
 		switch {
 		case jsonscan.KeyIs(m.Key, "name"):
 			field, into = 0, &p.Name
-			if plain, ok := plainASCII(m.Value); ok {
+			if plain, end := jsonscan.PlainString(m.Value, 0); end == len(m.Value) {
 				p.Name, into = string(plain), nil
 			}
 		case jsonscan.KeyIs(m.Key, "arguments"):
@@ -270,20 +270,6 @@ func directParams(params json.RawMessage) (*mcp.CallToolParamsRaw, bool) {
 		return nil, false
 	}
 	return &p, true
-}
-
-// plainASCII returns the content of the JSON string s when it is
-// printable ASCII without escapes: the string's text as it is.
-func plainASCII(s []byte) ([]byte, bool) {
-	if len(s) < 2 || s[0] != '"' || s[len(s)-1] != '"' {
-		return nil, false
-	}
-	for _, c := range s[1 : len(s)-1] {
-		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
-			return nil, false
-		}
-	}
-	return s[1 : len(s)-1], true
 }
 
 // modernProtocol is the first protocol version of the 2026-07-28 era,

@@ -269,31 +269,19 @@ func (s *batchScanner) expect(c byte) bool {
 	return true
 }
 
-// plainByte marks the bytes that stand for themselves in a JSON string
-// and need no further check: printable ASCII but the quote and backslash.
-var plainByte = func() (t [256]bool) {
-	for c := 0x20; c < 0x80; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
-
-// plainString moves past a JSON string of plain bytes only, returning its
-// content (a view of the JSON).
+// plainString moves past a JSON string of printable ASCII without
+// escapes ([jsonscan.PlainString]), returning its content (a view of the
+// JSON).
 func (s *batchScanner) plainString() ([]byte, bool) {
 	if s.peek() != '"' {
 		return nil, false
 	}
-	start := s.i + 1
-	j := start
-	for j < len(s.b) && plainByte[s.b[j]] {
-		j++
-	}
-	if j == len(s.b) || s.b[j] != '"' {
+	content, end := jsonscan.PlainString(s.b, s.i)
+	if end < 0 {
 		return nil, false
 	}
-	s.i = j + 1
-	return s.b[start:j], true
+	s.i = end
+	return content, true
 }
 
 // commands moves past the batch, an array of commands, appending it to
