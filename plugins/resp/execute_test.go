@@ -190,6 +190,9 @@ func TestExecuteArgsReuse(t *testing.T) {
 		}
 		a.release()
 	}
+	if raceEnabled {
+		return // sync.Pool drops released memory at random under the race detector
+	}
 	if n := testing.AllocsPerRun(100, func() { decode(big).release() }); n > 4 {
 		t.Errorf("decoding into released memory allocates %v times", n)
 	}
