@@ -169,16 +169,27 @@ func testSubscriptionRouting(t *testing.T, era string) {
 			t.Fatalf("subscriber saw %+v for subscribe %s", c, uri)
 		}
 	}
-	if err := host.ResourceUpdated(t.Context(), "a://watched"); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case uri := <-updated:
-		if uri != "a://watched" {
-			t.Fatalf("updated %s", uri)
+	// In the 2026-07-28 era Subscribe returns once its subscriptions/listen
+	// request is sent, and the SDK registers the subscription only after
+	// the subscriber has returned: the update is sent again until it
+	// arrives (at once in the 2025-11-25 era, whose Subscribe waits).
+	deadline := time.After(5 * time.Second)
+	retry := time.NewTicker(20 * time.Millisecond)
+	defer retry.Stop()
+	for arrived := false; !arrived; {
+		if err := host.ResourceUpdated(t.Context(), "a://watched"); err != nil {
+			t.Fatal(err)
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("no resources/updated notification")
+		select {
+		case uri := <-updated:
+			if uri != "a://watched" {
+				t.Fatalf("updated %s", uri)
+			}
+			arrived = true
+		case <-retry.C:
+		case <-deadline:
+			t.Fatal("no resources/updated notification")
+		}
 	}
 	if err := cs.Unsubscribe(t.Context(), &mcp.UnsubscribeParams{URI: "a://watched"}); err != nil {
 		t.Fatal(err)
