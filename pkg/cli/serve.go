@@ -34,6 +34,13 @@ type ServeParams struct {
 	// to Stdout.
 	Stdin  io.Reader
 	Stdout io.Writer
+	// OneProcessor serves a stdio session with the Go runtime on one
+	// processor (unless the GOMAXPROCS environment variable sets a number)
+	// and stdin read through the runtime's poller when it is a pipe or a
+	// socket: for a sidecar whose calls wait on a datastore, hand-offs
+	// between its goroutines then cost no thread wake-ups. Both are
+	// restored when the session ends. It does not apply to HTTP.
+	OneProcessor bool
 }
 
 // Serve assembles the server of p.Options and serves it until ctx ends
@@ -93,7 +100,13 @@ func Serve(ctx context.Context, p ServeParams) int {
 	if web != nil {
 		return serveHTTP(ctx, srv, web, logger)
 	}
-	return serveStdio(ctx, srv, p.Stdin, p.Stdout, logger)
+	stdin := p.Stdin
+	if p.OneProcessor {
+		var restore func()
+		stdin, restore = oneProcessor(stdin, logger)
+		defer restore()
+	}
+	return serveStdio(ctx, srv, stdin, p.Stdout, logger)
 }
 
 const serveDoc = `Transport: --stdio serves one session on stdin/stdout (stdout carries JSON-RPC
