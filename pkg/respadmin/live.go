@@ -209,8 +209,11 @@ func getLive(s *Server, w http.ResponseWriter, r *http.Request, c caller) error 
 	}
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
+	// A write is bounded by its own timeout, not by ctx: the library drops
+	// the connection when a write's context ends, and a closing gateway
+	// lets the frame in flight finish, then sends its close frame.
 	write := func(b []byte) bool {
-		wctx, wcancel := context.WithTimeout(ctx, s.opts.Live.WriteTimeout)
+		wctx, wcancel := context.WithTimeout(context.Background(), s.opts.Live.WriteTimeout)
 		defer wcancel()
 		return ws.Write(wctx, websocket.MessageText, b) == nil
 	}
@@ -222,6 +225,9 @@ func getLive(s *Server, w http.ResponseWriter, r *http.Request, c caller) error 
 			}
 			return nil
 		case b := <-ls.frames:
+			if ctx.Err() != nil {
+				continue // ending: the close frame, not more data
+			}
 			if !write(b) {
 				return nil
 			}
