@@ -106,6 +106,16 @@ func logText(t *testing.T, r ProcessLogsReply) string {
 
 // procGone reports whether pid has left the process table (exited and
 // reaped: no zombie either).
+// procState returns the state letter of process pid (/proc/PID/stat: R,
+// S, T for stopped, Z, ...), or 0.
+func procState(pid int) byte {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if i := bytes.LastIndexByte(b, ')'); err == nil && i >= 0 && i+2 < len(b) {
+		return b[i+2]
+	}
+	return 0
+}
+
 func procGone(pid int) bool {
 	_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
 	return os.IsNotExist(err)
@@ -215,6 +225,9 @@ func TestProcessStopEscalates(t *testing.T) {
 	if err := syscall.Kill(st.PID, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
+	// Until the server is scheduled it has not stopped, and a SIGTERM sent
+	// meanwhile is delivered first (the lower number) and ends it.
+	waitFor(t, func() bool { return procState(st.PID) == 'T' })
 	start := time.Now()
 	stop := decode[ProcessStopReply](t, e.proc(map[string]any{"action": "stop", "handle": st.Handle, "grace_ms": 300}))
 	if stop.StoppedBy != "sigkill" || stop.Signal != "killed" || !stop.Released || time.Since(start) < 300*time.Millisecond || !procGone(st.PID) {
