@@ -66,7 +66,10 @@ var testLimits = []LimitSpec{
 	{Name: "idle", Kind: LimitDuration, Default: int64(time.Minute), Min: int64(time.Second), Max: int64(time.Hour), Meaning: "idle time of a connection"},
 }
 
-var registerLimited sync.Once
+var (
+	registerLimited sync.Once
+	lastLimited     *limitedPlugin // the last one New made (the registration outlives a test run: -count)
+)
 
 // limitedPlugin records the limits it reads at attach.
 type limitedPlugin struct{ got map[string]int64 }
@@ -85,9 +88,8 @@ func (p *limitedPlugin) Close(context.Context) error { return nil }
 // plugins.<name>.limits, strictly, read through Host.Limit, and listed in
 // mcpkit://info under the plugin.
 func TestPluginLimits(t *testing.T) {
-	var last *limitedPlugin
 	registerLimited.Do(func() {
-		Register(PluginInfo{Name: "tl", Limits: testLimits, New: func() Plugin { last = &limitedPlugin{}; return last }})
+		Register(PluginInfo{Name: "tl", Limits: testLimits, New: func() Plugin { lastLimited = &limitedPlugin{}; return lastLimited }})
 	})
 	serve := func(limits string) (*Server, error) {
 		cfg := DefaultConfig()
@@ -102,8 +104,8 @@ func TestPluginLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := map[string]int64{"batch": 5, "reply_bytes": MiB, "idle": int64(15 * time.Minute)}; !maps.Equal(last.got, want) {
-		t.Fatalf("limits read = %v, want %v", last.got, want)
+	if want := map[string]int64{"batch": 5, "reply_bytes": MiB, "idle": int64(15 * time.Minute)}; !maps.Equal(lastLimited.got, want) {
+		t.Fatalf("limits read = %v, want %v", lastLimited.got, want)
 	}
 	got := srv.Info().Plugins[0].Limits
 	want := []LimitInfo{
