@@ -149,7 +149,9 @@ func authorizePageProblems(t *testing.T, ctx context.Context, base string) []str
 	// 3 s, and reports whether it came.
 	submitted := func() bool {
 		t.Helper()
-		deadline := time.Now().Add(3 * time.Second)
+		// Generous: under load the POST, its redirect and the new page
+		// took over 3 s (the broken page, which never submits, waits it out).
+		deadline := time.Now().Add(10 * time.Second)
 		for time.Now().Before(deadline) {
 			// Asked from here: the page's own context goes with the old page.
 			if fresh, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.a11yOld === undefined && document.readyState === 'complete'`)); err == nil && fresh {
