@@ -18,22 +18,11 @@ func pollable(stdin io.Reader, logger *slog.Logger) (io.Reader, func(), bool) {
 	if !ok {
 		return stdin, func() {}, false
 	}
-	fi, err := f.Stat()
-	if err != nil || fi.Mode()&(os.ModeNamedPipe|os.ModeSocket) == 0 {
+	if fi, err := f.Stat(); err != nil || fi.Mode()&(os.ModeNamedPipe|os.ModeSocket) == 0 {
 		return stdin, func() {}, false
 	}
-	rc, err := f.SyscallConn()
+	dup, err := dupNonblocking(f)
 	if err != nil {
-		return stdin, func() {}, false
-	}
-	dup := -1
-	if err := rc.Control(func(fd uintptr) { dup, err = syscall.Dup(int(fd)) }); err != nil || dup < 0 {
-		logger.Debug("stdin stays in blocking mode", "err", err)
-		return stdin, func() {}, false
-	}
-	syscall.CloseOnExec(dup)
-	if err := syscall.SetNonblock(dup, true); err != nil {
-		syscall.Close(dup)
 		logger.Debug("stdin stays in blocking mode", "err", err)
 		return stdin, func() {}, false
 	}
@@ -44,4 +33,32 @@ func pollable(stdin io.Reader, logger *slog.Logger) (io.Reader, func(), bool) {
 		}
 		polled.Close()
 	}, true
+}
+
+// dupNonblocking duplicates f's descriptor, close-on-exec (under
+// syscall.ForkLock, so that no child started meanwhile inherits it), and
+// puts it in non-blocking mode, which f's descriptor shares.
+func dupNonblocking(f *os.File) (int, error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return -1, err
+	}
+	dup, dupErr := -1, error(nil)
+	if err := rc.Control(func(fd uintptr) {
+		syscall.ForkLock.RLock()
+		defer syscall.ForkLock.RUnlock()
+		if dup, dupErr = syscall.Dup(int(fd)); dupErr == nil {
+			syscall.CloseOnExec(dup)
+		}
+	}); err != nil {
+		return -1, err
+	}
+	if dupErr != nil {
+		return -1, dupErr
+	}
+	if err := syscall.SetNonblock(dup, true); err != nil {
+		syscall.Close(dup)
+		return -1, err
+	}
+	return dup, nil
 }

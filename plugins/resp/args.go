@@ -241,14 +241,7 @@ type batchScanner struct {
 
 // skipSpace moves past JSON whitespace and returns the position.
 func (s *batchScanner) skipSpace() int {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return s.i
-		}
-	}
+	s.i = jsonscan.SkipWS(s.b, s.i)
 	return s.i
 }
 
