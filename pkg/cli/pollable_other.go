@@ -7,8 +7,8 @@ import (
 	"log/slog"
 )
 
-// pollable leaves stdin as it is where descriptors cannot be put in
-// non-blocking mode portably.
-func pollable(stdin io.Reader, _ *slog.Logger) (io.Reader, func(), bool) {
-	return stdin, func() {}, false
+// pollable leaves stdin and stdout as they are where descriptors cannot be
+// put in non-blocking mode portably.
+func pollable(any, *slog.Logger) (io.ReadWriter, func(), bool) {
+	return nil, func() {}, false
 }

@@ -7,32 +7,42 @@ import (
 	"log/slog"
 	"os"
 	"syscall"
+
+	"github.com/mcpkit/mcpkit/internal/rawio"
 )
 
-// pollable returns a reader of stdin's descriptor that the runtime's
-// poller serves, when stdin is an *os.File on a pipe or a socket, and a
-// function that puts the descriptor back in blocking mode and closes the
-// duplicate, and true; otherwise stdin itself, a no-op and false.
-func pollable(stdin io.Reader, logger *slog.Logger) (io.Reader, func(), bool) {
-	f, ok := stdin.(*os.File)
+// pollable returns, when s (stdin or stdout) is an *os.File on a pipe or a
+// socket, a reader and writer of a duplicate of its descriptor in
+// non-blocking mode, served by the runtime's poller through raw system
+// calls (internal/rawio), a function that puts the descriptor back in
+// blocking mode and closes the duplicate, and true; otherwise nil, a no-op
+// and false.
+func pollable(s any, logger *slog.Logger) (io.ReadWriter, func(), bool) {
+	f, ok := s.(*os.File)
 	if !ok {
-		return stdin, func() {}, false
+		return nil, func() {}, false
 	}
 	if fi, err := f.Stat(); err != nil || fi.Mode()&(os.ModeNamedPipe|os.ModeSocket) == 0 {
-		return stdin, func() {}, false
+		return nil, func() {}, false
 	}
 	dup, err := dupNonblocking(f)
 	if err != nil {
-		logger.Debug("stdin stays in blocking mode", "err", err)
-		return stdin, func() {}, false
+		logger.Debug("descriptor stays in blocking mode", "file", f.Name(), "err", err)
+		return nil, func() {}, false
 	}
 	polled := os.NewFile(uintptr(dup), f.Name()) // non-blocking: served by the poller
-	return polled, func() {
+	restore := func() {
 		if rc, err := polled.SyscallConn(); err == nil {
 			rc.Control(func(fd uintptr) { syscall.SetNonblock(int(fd), false) })
 		}
 		polled.Close()
-	}, true
+	}
+	rw, err := rawio.File(polled)
+	if err != nil {
+		logger.Debug("descriptor read and written by the os package", "file", f.Name(), "err", err)
+		rw = polled
+	}
+	return rw, restore, true
 }
 
 // dupNonblocking duplicates f's descriptor, close-on-exec (under

@@ -36,10 +36,12 @@ type ServeParams struct {
 	Stdout io.Writer
 	// OneProcessor serves a stdio session with the Go runtime on one
 	// processor (unless the GOMAXPROCS environment variable sets a number)
-	// and stdin read through the runtime's poller when it is a pipe or a
-	// socket: for a sidecar whose calls wait on a datastore, hand-offs
-	// between its goroutines then cost no thread wake-ups. Both are
-	// restored when the session ends. It does not apply to HTTP.
+	// and stdin and stdout read and written through the runtime's poller
+	// by raw system calls when they are pipes or sockets: for a sidecar
+	// whose calls wait on a datastore, hand-offs between its goroutines
+	// then cost no thread wake-ups, and its reads and writes do not wake
+	// the runtime's monitor (internal/rawio). All is restored when the
+	// session ends. It does not apply to HTTP.
 	OneProcessor bool
 }
 
@@ -100,13 +102,13 @@ func Serve(ctx context.Context, p ServeParams) int {
 	if web != nil {
 		return serveHTTP(ctx, srv, web, logger)
 	}
-	stdin := p.Stdin
+	stdin, stdout := p.Stdin, p.Stdout
 	if p.OneProcessor {
 		var restore func()
-		stdin, restore = oneProcessor(stdin, logger)
+		stdin, stdout, restore = oneProcessor(stdin, stdout, logger)
 		defer restore()
 	}
-	return serveStdio(ctx, srv, stdin, p.Stdout, logger)
+	return serveStdio(ctx, srv, stdin, stdout, logger)
 }
 
 const serveDoc = `Transport: --stdio serves one session on stdin/stdout (stdout carries JSON-RPC

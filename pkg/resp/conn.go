@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/mcpkit/mcpkit/internal/rawio"
 )
 
 // DefaultConnectTimeout bounds a [Dial] whose options set no ConnectTimeout.
@@ -112,6 +114,7 @@ func Dial(ctx context.Context, opts DialOptions) (*Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("resp: connect to %s: %w", opts.Addr, err)
 	}
+	nc = rawio.Conn(nc) // see internal/rawio: no monitor wake-up per round trip
 	if opts.TLS != nil {
 		cfg := opts.TLS.Clone()
 		if cfg.ServerName == "" {
