@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"regexp"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpkit/mcpkit/internal/rawio"
 	"github.com/mcpkit/mcpkit/internal/redistest"
 	"github.com/mcpkit/mcpkit/pkg/resp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -179,29 +181,44 @@ func micros(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e3,
 // rpcClient is a thin MCP client over a subprocess's stdio: one JSON-RPC
 // request line out, one reply line in, as a benchmark harness speaks it.
 type rpcClient struct {
-	in  io.WriteCloser
+	in  io.Writer
 	out *bufio.Reader
 	id  int
 	buf []byte // the request line being written, reused
 }
 
 // startRPCClient starts cmd and initializes an MCP session (2025-11-25) on
-// its stdio. The process is stopped at cleanup.
+// its stdio. Its ends of the pipes are read and written by raw system calls
+// (internal/rawio), as pkg/resp reads and writes the direct side's
+// connection, so that the two sides of the comparison do their I/O alike.
+// The process is stopped at cleanup.
 func startRPCClient(b *testing.B, cmd *exec.Cmd) *rpcClient {
 	b.Helper()
-	in, err := cmd.StdinPipe()
+	inR, inW, err := os.Pipe() // non-blocking, as os.Pipe makes them
 	if err != nil {
 		b.Fatal(err)
 	}
-	out, err := cmd.StdoutPipe()
+	outR, outW, err := os.Pipe()
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
+	cmd.Stdin, cmd.Stdout = inR, outW
+	err = cmd.Start()
+	inR.Close() // the child's ends
+	outW.Close()
+	if err != nil {
+		b.Fatal(err)
+	}
+	in, err := rawio.File(inW)
+	if err != nil {
+		b.Fatal(err)
+	}
+	out, err := rawio.File(outR)
+	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() {
-		in.Close() // EOF shuts mcpkit down
+		inW.Close() // EOF shuts mcpkit down
 		done := make(chan struct{})
 		go func() { cmd.Wait(); close(done) }()
 		select {
@@ -210,6 +227,7 @@ func startRPCClient(b *testing.B, cmd *exec.Cmd) *rpcClient {
 			cmd.Process.Kill()
 			<-done
 		}
+		outR.Close()
 	})
 	c := &rpcClient{in: in, out: bufio.NewReaderSize(out, 1<<20)}
 	c.write(b, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"`+legacyEra+`","capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}`)
