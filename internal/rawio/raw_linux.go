@@ -1,7 +1,10 @@
 package rawio
 
 import (
+	"errors"
 	"io"
+	"io/fs"
+	"net"
 	"os"
 	"syscall"
 	"unsafe"
@@ -9,7 +12,83 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-const supported = true
+func wrapConn(c net.Conn) net.Conn {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return c
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return c
+	}
+	return &conn{Conn: c, rc: rc}
+}
+
+// conn is a connection whose Read and Write are raw system calls.
+type conn struct {
+	net.Conn
+	rc syscall.RawConn
+}
+
+func (c *conn) Read(p []byte) (int, error) {
+	n, err := read(c.rc, p)
+	return n, c.opError("read", err)
+}
+
+func (c *conn) Write(p []byte) (int, error) {
+	n, err := write(c.rc, p)
+	return n, c.opError("write", err)
+}
+
+// opError wraps err as the net package wraps a read's or write's error:
+// the poller's own errors (deadline, closed) come wrapped already, named
+// after the raw call, and are renamed.
+func (c *conn) opError(op string, err error) error {
+	if err == nil || err == io.EOF {
+		return err
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) {
+		renamed := *oe
+		renamed.Op = op
+		return &renamed
+	}
+	return &net.OpError{Op: op, Net: c.LocalAddr().Network(), Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
+}
+
+func wrapFile(f *os.File) (io.ReadWriter, error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkNonblocking(rc); err != nil {
+		return nil, &fs.PathError{Op: "rawio", Path: f.Name(), Err: err}
+	}
+	return &file{name: f.Name(), rc: rc}, nil
+}
+
+// file is a non-blocking file whose Read and Write are raw system calls.
+type file struct {
+	name string
+	rc   syscall.RawConn
+}
+
+func (f *file) Read(p []byte) (int, error) {
+	n, err := read(f.rc, p)
+	return n, f.pathError("read", err)
+}
+
+func (f *file) Write(p []byte) (int, error) {
+	n, err := write(f.rc, p)
+	return n, f.pathError("write", err)
+}
+
+func (f *file) pathError(op string, err error) error {
+	if err == nil || err == io.EOF {
+		return err
+	}
+	return &fs.PathError{Op: op, Path: f.name, Err: err}
+}
 
 // read reads once into p: a raw read of the descriptor, waiting in the
 // poller while it has nothing to read.
