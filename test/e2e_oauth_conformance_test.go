@@ -62,22 +62,25 @@ func TestOAuthConformance(t *testing.T) {
 	}
 	var out strings.Builder
 	signed := make(chan error, 1)
+	sawURL := false
 	sc := bufio.NewScanner(stdout)
 	for sc.Scan() {
 		line := sc.Text()
 		out.WriteString(line + "\n")
-		if strings.HasPrefix(line, hp.base+"/oauth/authorize?") {
+		if strings.HasPrefix(line, hp.base+"/oauth/authorize?") && !sawURL {
+			sawURL = true
 			go func() { signed <- deliver(browser, line, callback) }()
 		}
 	}
 	waitErr := cmd.Wait()
-	select {
-	case err := <-signed:
-		if err != nil {
-			t.Fatalf("signing on at the suite's authorize URL: %v\n%s", err, out.String())
-		}
-	default:
+	if !sawURL {
 		t.Fatalf("the suite printed no authorize URL:\n%s", out.String())
+	}
+	// The suite may end as soon as the browser reaches its callback, before
+	// deliver has seen the browser there: wait for deliver (bounded by the
+	// browser's context).
+	if err := <-signed; err != nil {
+		t.Fatalf("signing on at the suite's authorize URL: %v\n%s", err, out.String())
 	}
 	m := regexp.MustCompile(`Total: (\d+) passed, (\d+) failed`).FindStringSubmatch(out.String())
 	if waitErr != nil || m == nil || m[1] != "2" || m[2] != "0" {
