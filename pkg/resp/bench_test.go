@@ -60,26 +60,38 @@ func BenchmarkPipeline(b *testing.B) {
 	}
 }
 
-// BenchmarkDecodeAndJSON decodes 128 replies of 64-byte bulk strings and
-// renders them as JSON, the work per reply of a pipeline served over MCP.
+// BenchmarkDecodeAndJSON decodes 128 replies and renders them as JSON, the
+// work per reply of a pipeline served over MCP: 64-byte bulk strings, and
+// the +OK of a SET.
 func BenchmarkDecodeAndJSON(b *testing.B) {
-	var wire []byte
-	for range 128 {
-		wire = AppendValue(wire, Value{Kind: KindBulkString, Str: bytes.Repeat([]byte("x"), 64)})
-	}
-	b.SetBytes(int64(len(wire)))
-	r := NewReader(&repeat{b: wire}, ReaderOptions{})
-	var js []byte
-	for b.Loop() {
-		for range 128 {
-			v, _, err := r.ReadValue()
-			if err != nil {
-				b.Fatal(err)
+	for _, reply := range []struct {
+		name  string
+		value Value
+	}{
+		{"bulk-64", Value{Kind: KindBulkString, Str: bytes.Repeat([]byte("x"), 64)}},
+		{"simple-OK", Value{Kind: KindSimpleString, Str: []byte("OK")}},
+	} {
+		b.Run(reply.name, func(b *testing.B) {
+			var wire []byte
+			for range 128 {
+				wire = AppendValue(wire, reply.value)
 			}
-			if js, err = AppendJSON(js[:0], &v); err != nil {
-				b.Fatal(err)
+			b.SetBytes(int64(len(wire)))
+			r := NewReader(&repeat{b: wire}, ReaderOptions{})
+			var js []byte
+			for b.Loop() {
+				js = js[:0]
+				for range 128 {
+					v, _, err := r.ReadValue()
+					if err != nil {
+						b.Fatal(err)
+					}
+					if js, err = AppendJSON(js, &v); err != nil {
+						b.Fatal(err)
+					}
+				}
 			}
-		}
+		})
 	}
 }
 

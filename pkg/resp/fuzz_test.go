@@ -13,7 +13,8 @@ import (
 
 // FuzzReader: the decoder never panics, stops with a typed error or io.EOF
 // on any input, and what it decodes re-encodes to frames that decode to
-// the same Values and have a JSON form.
+// the same Values and have a JSON form, whose text values are the bytes
+// received.
 func FuzzReader(f *testing.F) {
 	for _, tc := range decodeCases {
 		f.Add([]byte(tc.wire))
@@ -49,6 +50,10 @@ func FuzzReader(f *testing.F) {
 			js, err := json.Marshal(v)
 			if err != nil || !json.Valid(js) {
 				t.Fatalf("JSON of %#v: %s, %v", v, js, err)
+			}
+			var text struct{ Encoding, Value string }
+			if json.Unmarshal(js, &text) == nil && text.Encoding == "utf8" && text.Value != string(v.Str) {
+				t.Fatalf("JSON of %#v: value %q, want %q", v, text.Value, v.Str)
 			}
 		}
 		var re []byte

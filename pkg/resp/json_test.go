@@ -1,11 +1,15 @@
 package resp
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
+
+	segjson "github.com/segmentio/encoding/json"
 )
 
 func TestMarshalJSON(t *testing.T) {
@@ -105,6 +109,33 @@ func TestParseArgs(t *testing.T) {
 			t.Errorf("%s: err = %v, want *ArgError at 1 (member %q) containing %q", tc.arg, err, tc.member, tc.reason)
 		} else if !strings.HasPrefix(err.Error(), prefix) {
 			t.Errorf("%s: message %q", tc.arg, err)
+		}
+	}
+}
+
+// TestAppendTextPlain: the text of a string reply is written byte for byte
+// as the escaper writes it, whether it takes the plain fast path (every
+// printable ASCII byte but the quote and the backslash) or not: each byte
+// alone, in a run, and after a plain prefix.
+func TestAppendTextPlain(t *testing.T) {
+	escaped := func(s []byte) string {
+		if !utf8.Valid(s) {
+			return "" // base64: not the escaper's
+		}
+		return `,"encoding":"utf8","value":` + string(segjson.AppendEscape(nil, string(s), 0))
+	}
+	for c := range 256 {
+		for _, s := range [][]byte{{byte(c)}, bytes.Repeat([]byte{byte(c)}, 9), append([]byte("OK value "), byte(c))} {
+			want := escaped(s)
+			if want == "" {
+				continue
+			}
+			if got := string(appendText(nil, s)); got != want {
+				t.Errorf("byte %#x in %q: got %s, want %s", c, s, got, want)
+			}
+			if plain := plainText(s); plain != (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+				t.Errorf("plainText(%q) = %v", s, plain)
+			}
 		}
 	}
 }
