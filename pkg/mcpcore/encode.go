@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"reflect"
 	"slices"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -65,16 +67,58 @@ const contentPrefix = `{"content":null`
 
 func (r *encodedResult) MarshalJSON() ([]byte, error) { return r.appendJSON(nil) }
 
+// resultTail returns what the SDK's encoding of res writes after its
+// content when res has no _meta, content or structured content: its other
+// members and the closing brace. ok is false when that encoding does not
+// begin as contentPrefix. A result with no member but isError, most of
+// them, gets a tail the SDK encoded once (plainTails).
+func resultTail(res *mcp.CallToolResult) (tail []byte, ok bool, err error) {
+	rest := *res
+	rest.Meta, rest.Content, rest.StructuredContent = nil, nil, nil
+	isError := rest.IsError
+	rest.IsError = false
+	// IsZero covers the unexported members too (the SDK's result type).
+	if t := plainTails(); t.known && reflect.ValueOf(&rest).Elem().IsZero() {
+		if isError {
+			return t.isError, true, nil
+		}
+		return t.ok, true, nil
+	}
+	rest.IsError = isError
+	if tail, err = json.Marshal(&rest); err != nil {
+		return nil, false, err
+	}
+	tail, ok = bytes.CutPrefix(tail, []byte(contentPrefix))
+	return tail, ok, nil
+}
+
+// plainTails are resultTail of a result with no member at all and of one
+// with isError only, as the SDK encodes them; known is false if either
+// encoding does not begin as contentPrefix.
+var plainTails = sync.OnceValue(func() (t struct {
+	ok, isError []byte
+	known       bool
+}) {
+	t.known = true
+	for _, r := range []struct {
+		isError bool
+		tail    *[]byte
+	}{{false, &t.ok}, {true, &t.isError}} {
+		data, err := json.Marshal(&mcp.CallToolResult{IsError: r.isError})
+		tail, ok := bytes.CutPrefix(data, []byte(contentPrefix))
+		t.known = t.known && err == nil && ok
+		*r.tail = tail
+	}
+	return t
+})
+
 // appendJSON appends the result's JSON to b.
 func (r *encodedResult) appendJSON(b []byte) ([]byte, error) {
 	res := r.CallToolResult
-	rest := *res
-	rest.Meta, rest.Content, rest.StructuredContent = nil, nil, nil
-	tail, err := json.Marshal(&rest)
+	tail, ok, err := resultTail(res)
 	if err != nil {
 		return nil, err
 	}
-	tail, ok := bytes.CutPrefix(tail, []byte(contentPrefix))
 	if !ok {
 		all, err := json.Marshal(res) // not the layout this was written for: let the SDK encode it all
 		return append(b, all...), err

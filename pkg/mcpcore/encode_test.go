@@ -42,7 +42,8 @@ func checkEncoded(t *testing.T, r *mcp.CallToolResult) {
 
 // TestEncodedResult: the host's encoding of a tool result is the SDK's,
 // with or without metadata, error flag, structured content, any number of
-// texts, and text that needs escaping.
+// texts, and text that needs escaping; the members after the content of
+// most results are the SDK's encoding of them, kept.
 func TestEncodedResult(t *testing.T) {
 	for _, r := range []*mcp.CallToolResult{
 		{Content: []mcp.Content{}},
@@ -52,6 +53,12 @@ func TestEncodedResult(t *testing.T) {
 		{Content: []mcp.Content{&mcp.TextContent{Text: "x"}}, StructuredContent: json.RawMessage(` { "spaced" : [ 1 , 2 ] } `)},
 	} {
 		checkEncoded(t, r)
+	}
+	// The tails of results without members other than isError are encoded
+	// once: were the SDK's encoding to change shape, every result would be
+	// encoded by the SDK again (correct, but slower), which this catches.
+	if !plainTails().known {
+		t.Errorf("the SDK's encoding of a bare result does not begin %s: no result tail is reused", contentPrefix)
 	}
 	for _, r := range []*mcp.CallToolResult{
 		{Content: []mcp.Content{&mcp.ImageContent{Data: []byte{1}, MIMEType: "image/png"}}},
