@@ -279,6 +279,11 @@ const modernProtocol = "2026-07-28"
 // serve runs one direct call and writes its response.
 func (c *directConn) serve(ctx context.Context, id jsonrpc.ID, params *mcp.CallToolParamsRaw) {
 	defer c.wg.Done()
+	if c.t.srv.reuseResults {
+		var slot *resultSlot
+		ctx, slot = withResultSlot(ctx)
+		defer slot.release() // once the response is written: nothing reads the result after
+	}
 	req := &mcp.CallToolRequest{Session: c.t.session.Load(), Params: params}
 	res, err := c.t.srv.directCall(ctx, "tools/call", req)
 	resp := &jsonrpc.Response{ID: id, Error: err}

@@ -83,6 +83,10 @@ type Server struct {
 	// directCall runs a direct call (Run): Options.Middleware around the
 	// tool's handler.
 	directCall mcp.MethodHandler
+	// reuseResults: no Options.Middleware sees a direct call's result, so
+	// the memory a handler encodes it into (ResultBuffer) can be reused
+	// once the response is written.
+	reuseResults bool
 }
 
 // NewServer creates the selected plugins, configures them, attaches them and
@@ -193,6 +197,7 @@ func NewServer(ctx context.Context, opts Options) (_ *Server, err error) {
 	s.mcp.AddReceivingMiddleware(opts.Middleware...)
 	s.mcp.AddReceivingMiddleware(encodeToolResults)
 	s.directCall = s.directChain(opts.Middleware)
+	s.reuseResults = len(opts.Middleware) == 0
 	s.addInfoResource()
 	for _, h := range s.hosts {
 		for _, add := range h.pending {

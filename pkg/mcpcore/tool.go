@@ -270,16 +270,16 @@ func (c toolCall) finish(ctx context.Context, owner string, out outcome) (*mcp.C
 			return toolError(err), nil
 		}
 		reply := ToolErrorReply{Error: errorDetail(err), Partial: partial.value}
-		return c.serve(owner, reply, true)
+		return c.serve(ctx, owner, reply, true)
 	}
 	if out.err == nil {
-		return c.serve(owner, out.v, false)
+		return c.serve(ctx, owner, out.v, false)
 	}
 	s.calls.failed.Add(1)
 	var protocolErr *jsonrpc.Error
 	switch {
 	case isPartial:
-		return c.serve(owner, partial.value, true)
+		return c.serve(ctx, owner, partial.value, true)
 	case errors.As(out.err, &protocolErr):
 		// A JSON-RPC error is the plugin's deliberate protocol-level
 		// answer (e.g. a missing client capability), as in the SDK.
@@ -290,7 +290,7 @@ func (c toolCall) finish(ctx context.Context, owner string, out outcome) (*mcp.C
 
 // serve serializes v once and returns it inline or retains it for the read
 // tool.
-func (c toolCall) serve(owner string, v any, isError bool) (*mcp.CallToolResult, error) {
+func (c toolCall) serve(ctx context.Context, owner string, v any, isError bool) (*mcp.CallToolResult, error) {
 	s := c.host.srv
 	if r, ok := v.(*mcp.CallToolResult); ok {
 		return c.serveResult(owner, r, isError)
@@ -316,7 +316,11 @@ func (c toolCall) serve(owner string, v any, isError bool) (*mcp.CallToolResult,
 			return toolError(&KindError{Kind: KindInternal, Err: fmt.Errorf("tool %s: serialize result: %w", c.tool, err)}), nil
 		}
 	}
-	if int64(len(data)) <= s.limits.InlineResultBytes {
+	inline := int64(len(data)) <= s.limits.InlineResultBytes
+	if !isText {
+		servedResult(ctx, data, !inline)
+	}
+	if inline {
 		if isText {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(text)}}, IsError: isError}, nil
 		}

@@ -41,7 +41,16 @@ type ExecuteReply struct {
 // encoding/json would re-scan and compact every value's output, which
 // dominates the cost of a large batch.
 func (r ExecuteReply) MarshalJSON() ([]byte, error) {
-	b := append(make([]byte, 0, 64+64*len(r.Replies)), `{"session":`...)
+	return r.appendJSON(make([]byte, 0, r.sizeHint()))
+}
+
+// sizeHint is about the size of the reply's JSON when its values are
+// short, as most are.
+func (r ExecuteReply) sizeHint() int { return 64 + 64*(len(r.Replies)+len(r.Pushes)) }
+
+// appendJSON appends the reply's JSON (MarshalJSON) to b.
+func (r ExecuteReply) appendJSON(b []byte) ([]byte, error) {
+	b = append(b, `{"session":`...)
 	b = strconv.AppendQuote(b, r.Session) // a handle or "default": ASCII letters, digits and _
 	b = append(b, `,"outcome":"`...)
 	b = append(b, r.Outcome...)
@@ -78,9 +87,10 @@ func (r ExecuteReply) MarshalJSON() ([]byte, error) {
 
 // raw serializes the reply once, for the host to serve as it is: its
 // encoder writes only valid JSON (TestExecuteReplyJSON; FuzzReader checks
-// every value's JSON).
-func (r ExecuteReply) raw() (mcpcore.EncodedJSON, error) {
-	b, err := r.MarshalJSON()
+// every value's JSON). The memory is the host's (mcpcore.ResultBuffer),
+// reused from call to call where the host can.
+func (r ExecuteReply) raw(ctx context.Context) (mcpcore.EncodedJSON, error) {
+	b, err := r.appendJSON(mcpcore.ResultBuffer(ctx, r.sizeHint()))
 	if err != nil {
 		return nil, fmt.Errorf("serialize the replies: %w", err)
 	}
@@ -309,7 +319,7 @@ func (p *Plugin) execute(ctx context.Context, req *mcp.CallToolRequest, in Execu
 		return nil, mcpcore.ErrorResult(mcpcore.ToolErrorReply{Error: p.failure(s, err), Partial: reply})
 	}
 	p.reg.observe(s, b.cmds, reply.Replies)
-	raw, err := reply.raw()
+	raw, err := reply.raw(ctx)
 	if err != nil {
 		return nil, err
 	}
