@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/mcpkit/mcpkit/pkg/jsonscan"
+	"github.com/mcpkit/mcpkit/pkg/mcpcore/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	segjson "github.com/segmentio/encoding/json"
 )
@@ -77,6 +78,69 @@ func decodeScanned(msg []byte, depth int, owned bool) (jsonrpc.Message, bool) {
 	}
 	if !id.IsValid() {
 		return nil, false
+	}
+	res := &jsonrpc.Response{ID: id, Result: w.Result}
+	if w.Error != nil {
+		res.Error = w.Error
+	}
+	return res, true
+}
+
+// idMessage is wireMessage with the id kept as its JSON text, which the
+// wire table reads (see decodeCommon).
+type idMessage struct {
+	VersionTag string          `json:"jsonrpc"`
+	ID         json.RawMessage `json:"id,omitempty"`
+	Method     json.RawMessage `json:"method"`
+	Params     json.RawMessage `json:"params,omitempty"`
+	Result     json.RawMessage `json:"result,omitempty"`
+	Error      *jsonrpc.Error  `json:"error,omitempty"`
+}
+
+// decodeCommon decodes msg, a line without surrounding whitespace, in one
+// pass, as a connection's decode does by scanning it for the wire table
+// and then decoding it: the decoder keeps the id's JSON text for the
+// table (ids.InboundPlain), so no scan is needed. It reports false, having
+// done nothing, when msg is not the common case: not a message the SDK
+// accepts, a message the table must rewrite (an id the SDK would coerce, a
+// cancellation), or one with so many brackets that its depth must be
+// counted against the SDK's limit. Ownership is as in decodeMessage.
+func decodeCommon(msg []byte, owned bool, ids *wire.Table) (jsonrpc.Message, bool) {
+	// The nesting depth is at most the number of opening brackets.
+	if bytes.Count(msg, []byte{'{'})+bytes.Count(msg, []byte{'['}) > sdkMaxDepth {
+		return nil, false
+	}
+	flags := segjson.DontMatchCaseInsensitiveStructFields
+	if owned {
+		flags |= segjson.ZeroCopy
+	}
+	var w idMessage
+	if rest, err := segjson.Parse(msg, &w, flags); err != nil || len(rest) > 0 || w.VersionTag != "2.0" {
+		return nil, false
+	}
+	var rawID any // as the SDK decodes an id
+	if len(w.ID) > 0 {
+		if _, err := segjson.Parse(w.ID, &rawID, flags); err != nil {
+			return nil, false
+		}
+	}
+	id, err := jsonrpc.MakeID(rawID)
+	if err != nil {
+		return nil, false
+	}
+	var method string
+	if len(w.Method) > 0 {
+		if _, err := segjson.Parse(w.Method, &method, flags); err != nil {
+			return nil, false
+		}
+	} else if !id.IsValid() {
+		return nil, false
+	}
+	if !ids.InboundPlain(w.ID, len(w.Method) > 0, method == "notifications/cancelled") {
+		return nil, false
+	}
+	if len(w.Method) > 0 {
+		return &jsonrpc.Request{Method: method, ID: id, Params: w.Params}, true
 	}
 	res := &jsonrpc.Response{ID: id, Result: w.Result}
 	if w.Error != nil {

@@ -524,6 +524,14 @@ func (c *conn) decode(line []byte) (jsonrpc.Message, bool) {
 	if len(line) == 0 {
 		return nil, false
 	}
+	// Most lines are decoded in one validating pass (decodeCommon); the
+	// others are scanned for the wire table first.
+	if msg, ok := decodeCommon(line, !c.inPlace, c.ids); ok {
+		if !c.inPlace {
+			c.acc = nil // the message may hold part of it
+		}
+		return msg, true
+	}
 	var err error
 	// One pass of the scanner finds the object's end, its depth and the
 	// members Inbound needs; the decoder then validates the object.

@@ -174,6 +174,27 @@ func (t *Table) InboundScanned(s Scanned) (out []byte, rewritten bool) {
 	return out, !sameSlice(out, msg)
 }
 
+// InboundPlain serves a transport that has decoded a message already,
+// validating it: id is the JSON text of the message's last "id" member
+// (nil if it has none), hasMethod whether it has a "method" (a request or
+// a notification), cancels whether that method is
+// "notifications/cancelled". It reports whether Inbound would return the
+// message unchanged, and then does what Inbound does for it (a request
+// reusing an id that carries a mark clears the mark), so that the caller
+// need not scan the message for Inbound. Otherwise (an id the SDK would
+// coerce, a cancellation) it does nothing: call Inbound.
+func (t *Table) InboundPlain(id []byte, hasMethod, cancels bool) bool {
+	switch {
+	case !hasMethod:
+		return true // a response
+	case cancels || len(id) > 0 && needsToken(id):
+		return false
+	case len(id) > 0 && t.active.Load() > 0:
+		t.marked(id, true)
+	}
+	return true
+}
+
 // inbound is InboundScanned of msg, a request or notification scanned as m.
 func (t *Table) inbound(msg []byte, m message) []byte {
 	out := msg

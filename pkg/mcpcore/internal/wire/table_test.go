@@ -313,6 +313,47 @@ func TestStaleMarkCleared(t *testing.T) {
 	}
 }
 
+// TestInboundPlain: for a decoded message, InboundPlain says yes exactly
+// when Inbound would return it unchanged, and clears a stale mark as
+// Inbound does, so that a transport that decodes first may skip the scan.
+func TestInboundPlain(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		id                 string // "" for none
+		hasMethod, cancels bool
+		plain              bool
+	}{
+		{"5", true, false, true}, {`"s"`, true, false, true}, {"", true, false, true}, {"null", true, false, true},
+		{"5", false, false, true},   // a response
+		{"1.5", false, false, true}, // a response's id is not translated
+		{"", true, true, false},     // a cancellation
+		{"1.5", true, false, false}, {"9007199254740993", true, false, false}, {"-0", true, false, false}, {"1e2", true, false, false},
+	} {
+		var id []byte
+		if tc.id != "" {
+			id = []byte(tc.id)
+		}
+		if got := NewTable().InboundPlain(id, tc.hasMethod, tc.cancels); got != tc.plain {
+			t.Errorf("InboundPlain(%s, method %v, cancels %v) = %v, want %v", tc.id, tc.hasMethod, tc.cancels, got, tc.plain)
+		}
+		if tc.hasMethod && !tc.cancels && tc.id != "" {
+			msg := call(tc.id)
+			if unchanged := bytes.Equal(NewTable().Inbound(msg), msg); unchanged != tc.plain {
+				t.Errorf("Inbound leaves %s unchanged: %v; InboundPlain says %v", msg, unchanged, tc.plain)
+			}
+		}
+	}
+	tab := NewTable()
+	req := sdkRequest(t, tab.Inbound(call("5")))
+	tab.Inbound(cancelled("5")) // late: marks 5
+	if !tab.InboundPlain([]byte("5"), true, false) {
+		t.Fatal("a request reusing a marked id is not plain")
+	}
+	if dropped(t, tab, req.ID) {
+		t.Fatal("after InboundPlain of a request reusing the id, the stale mark still drops its response")
+	}
+}
+
 func TestRequestsWithMarkedIDsPass(t *testing.T) {
 	t.Parallel()
 	tab := NewTable()
