@@ -429,7 +429,7 @@ const keepDirectBytes = 1 << 20
 // response is always one line.
 func encodeDirect(dst []byte, res mcp.Result) (json.RawMessage, error) {
 	if r, ok := res.(*mcp.CallToolResult); ok && plainToolResult(r) {
-		data, err := (&encodedResult{r}).appendJSON(dst)
+		data, err := (&encodedResult{CallToolResult: r, direct: true}).appendJSON(dst)
 		if err != nil || bytes.IndexByte(data, '\n') < 0 && bytes.IndexByte(data, '\r') < 0 {
 			return data, err
 		}

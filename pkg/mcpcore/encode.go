@@ -19,7 +19,7 @@ func encodeToolResults(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
 		if r, ok := res.(*mcp.CallToolResult); ok && err == nil && plainToolResult(r) {
-			return &encodedResult{r}, nil
+			return &encodedResult{CallToolResult: r}, nil
 		}
 		return res, err
 	}
@@ -59,6 +59,9 @@ func plainToolResult(r *mcp.CallToolResult) bool {
 // and sees the *mcp.CallToolResult itself.
 type encodedResult struct {
 	*mcp.CallToolResult
+	// direct: the SDK never saw the result (a direct call), so it carries
+	// nothing of the SDK's own (a 2026-07-28 result type).
+	direct bool
 }
 
 // contentPrefix is how the SDK's encoding of a result without _meta
@@ -67,18 +70,20 @@ const contentPrefix = `{"content":null`
 
 func (r *encodedResult) MarshalJSON() ([]byte, error) { return r.appendJSON(nil) }
 
-// resultTail returns what the SDK's encoding of res writes after its
-// content when res has no _meta, content or structured content: its other
-// members and the closing brace. ok is false when that encoding does not
-// begin as contentPrefix. A result with no member but isError, most of
-// them, gets a tail the SDK encoded once (plainTails).
-func resultTail(res *mcp.CallToolResult) (tail []byte, ok bool, err error) {
+// resultTail returns what the SDK's encoding of res, a plain result
+// (plainToolResult), writes after its content when res has no _meta,
+// content or structured content: its other members and the closing brace.
+// ok is false when that encoding does not begin as contentPrefix. A result
+// with no member but isError, most of them, gets a tail the SDK encoded
+// once (plainTails). direct: the SDK never saw res, so that a plain result
+// has no member but isError (TestResultTailMembers); otherwise the
+// unexported members are checked too (the SDK's result type).
+func resultTail(res *mcp.CallToolResult, direct bool) (tail []byte, ok bool, err error) {
 	rest := *res
 	rest.Meta, rest.Content, rest.StructuredContent = nil, nil, nil
 	isError := rest.IsError
 	rest.IsError = false
-	// IsZero covers the unexported members too (the SDK's result type).
-	if t := plainTails(); t.known && reflect.ValueOf(&rest).Elem().IsZero() {
+	if t := plainTails(); t.known && (direct || reflect.ValueOf(&rest).Elem().IsZero()) {
 		if isError {
 			return t.isError, true, nil
 		}
@@ -115,7 +120,7 @@ var plainTails = sync.OnceValue(func() (t struct {
 // appendJSON appends the result's JSON to b.
 func (r *encodedResult) appendJSON(b []byte) ([]byte, error) {
 	res := r.CallToolResult
-	tail, ok, err := resultTail(res)
+	tail, ok, err := resultTail(res, r.direct)
 	if err != nil {
 		return nil, err
 	}

@@ -31,12 +31,33 @@ func checkEncoded(t *testing.T, r *mcp.CallToolResult) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := json.Marshal(&encodedResult{r})
-	if err != nil {
-		t.Fatal(err)
+	for _, direct := range []bool{false, true} {
+		got, err := json.Marshal(&encodedResult{CallToolResult: r, direct: direct})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sameJSON(t, got, want) {
+			t.Errorf("encoded (direct %v) %s\nthe SDK: %s", direct, got, want)
+		}
 	}
-	if !sameJSON(t, got, want) {
-		t.Errorf("encoded %s\nthe SDK: %s", got, want)
+}
+
+// TestResultTailMembers: a direct call's result takes its closing members
+// from plainTails without looking at them, which holds while a plain
+// result (plainToolResult) has no exported member that encodes but
+// _meta, content, structuredContent and isError. A member the SDK adds
+// fails this test, so that resultTail is looked at again.
+func TestResultTailMembers(t *testing.T) {
+	var names []string
+	typ := reflect.TypeFor[mcp.CallToolResult]()
+	for i := range typ.NumField() {
+		if f := typ.Field(i); f.IsExported() {
+			names = append(names, f.Name)
+		}
+	}
+	want := []string{"Meta", "Content", "StructuredContent", "IsError", "InputRequests", "RequestState"} // the last two: not plain
+	if !reflect.DeepEqual(names, want) {
+		t.Errorf("mcp.CallToolResult's exported members are %v, resultTail knows %v", names, want)
 	}
 }
 

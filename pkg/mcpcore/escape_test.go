@@ -148,7 +148,7 @@ func TestEscapeAppends(t *testing.T) {
 // holds exactly encoding/json's bytes for the text.
 func TestEncodedResultEscapesText(t *testing.T) {
 	text := "{\"k\":\"<v>&\u2028\xff\t\"} é"
-	got, err := json.Marshal(&encodedResult{&mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}})
+	got, err := json.Marshal(&encodedResult{CallToolResult: &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
