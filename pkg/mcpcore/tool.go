@@ -416,6 +416,16 @@ type Text string
 // as they are: when in doubt, return a json.RawMessage.
 type EncodedJSON []byte
 
+// MarshalJSON returns e itself, so that an EncodedJSON inside another value
+// (the partial result of a timed-out call, in [ToolErrorReply]) is written
+// as the JSON it is, as a json.RawMessage would be, not as base64 bytes.
+func (e EncodedJSON) MarshalJSON() ([]byte, error) {
+	if e == nil {
+		return []byte("null"), nil
+	}
+	return e, nil
+}
+
 // inlineResult returns data as structuredContent (when it is a JSON object)
 // and as the same JSON text. The text is a view of data, not a copy: data
 // is the result's from now on (the structured content holds it too), and

@@ -494,6 +494,11 @@ func TestEncodedJSONResult(t *testing.T) {
 	if err := json.Unmarshal([]byte(text(r.call(t, "ta_enc", sizeArgs{Size: 10 * KiB}))), &ref); err != nil || ref.Format != "json" || ref.TotalBytes != 10*KiB+8 {
 		t.Fatalf("paged reference %+v (%v)", ref, err)
 	}
+	// Inside another value (a timed-out call's partial result) it is the
+	// JSON it holds, not base64.
+	if b, err := json.Marshal(ToolErrorReply{Partial: EncodedJSON(`{"b":1}`)}); err != nil || !strings.Contains(string(b), `"partial":{"b":1}`) {
+		t.Errorf("an EncodedJSON partial marshals to %s (%v)", b, err)
+	}
 }
 
 // TestTextResult: a Text result is served as its text, as it is, with no
