@@ -194,6 +194,18 @@ var plainByte = func() (t [256]bool) {
 	return t
 }()
 
+// Plain reports whether every byte of s stands for itself inside a JSON
+// string, needing no escape (printable ASCII but the quote and the
+// backslash): such text is written into JSON as it is, between quotes.
+func Plain(s []byte) bool {
+	for _, c := range s {
+		if !plainByte[c] {
+			return false
+		}
+	}
+	return true
+}
+
 // PlainString reports whether the JSON string starting at b[i] == '"' is
 // plain: printable ASCII without escapes, so that its text is its content
 // as it is. It then returns the content (a view of b) and the index after

@@ -119,3 +119,17 @@ func TestPlainString(t *testing.T) {
 		}
 	}
 }
+
+// TestPlain: exactly the printable ASCII bytes but the quote and the
+// backslash stand for themselves in a JSON string.
+func TestPlain(t *testing.T) {
+	for c := range 256 {
+		want := c >= 0x20 && c < 0x7f && c != '"' && c != '\\'
+		if got := Plain([]byte{'a', byte(c), 'b'}); got != want {
+			t.Errorf("Plain(%q) = %v, want %v", []byte{'a', byte(c), 'b'}, got, want)
+		}
+	}
+	if !Plain(nil) {
+		t.Error("Plain(nil) = false")
+	}
+}

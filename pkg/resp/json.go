@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
+	"github.com/mcpkit/mcpkit/pkg/jsonscan"
 	segjson "github.com/segmentio/encoding/json"
 )
 
@@ -117,7 +118,8 @@ func AppendJSON(b []byte, v *Value) ([]byte, error) {
 
 // appendText appends `,"encoding":...,"value":...` for s.
 func appendText(b, s []byte) []byte {
-	if plainText(s) { // most replies: written as they are, without an escaper's pass
+	if jsonscan.Plain(s) { // most replies: written as they are, without an escaper's pass
+		// (segmentio's AppendEscape, flags 0, writes such text as it is too)
 		b = append(b, `,"encoding":"utf8","value":"`...)
 		b = append(b, s...)
 		return append(b, '"')
@@ -131,26 +133,6 @@ func appendText(b, s []byte) []byte {
 	b = base64.StdEncoding.AppendEncode(b, s)
 	return append(b, '"')
 }
-
-// plainText reports whether every byte of s stands for itself in a JSON
-// string as segmentio's AppendEscape writes it (flags 0: no HTML escaping):
-// printable ASCII other than the quote and the backslash.
-func plainText(s []byte) bool {
-	for _, c := range s {
-		if !plainByte[c] {
-			return false
-		}
-	}
-	return true
-}
-
-// plainByte marks the bytes plainText accepts.
-var plainByte = func() (t [256]bool) {
-	for c := 0x20; c < 0x7f; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
 
 // MaxSafeInteger is the largest integer a JSON number argument may carry
 // (2^53-1, the largest integer every JSON reader represents exactly); larger

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/mcpkit/mcpkit/pkg/jsonscan"
 	segjson "github.com/segmentio/encoding/json"
 )
 
@@ -133,8 +134,8 @@ func TestAppendTextPlain(t *testing.T) {
 			if got := string(appendText(nil, s)); got != want {
 				t.Errorf("byte %#x in %q: got %s, want %s", c, s, got, want)
 			}
-			if plain := plainText(s); plain != (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
-				t.Errorf("plainText(%q) = %v", s, plain)
+			if plain := jsonscan.Plain(s); plain != (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+				t.Errorf("jsonscan.Plain(%q) = %v", s, plain)
 			}
 		}
 	}
