@@ -14,17 +14,6 @@ import (
 // sdkMaxDepth is the deepest nesting the SDK's decoder accepts.
 const sdkMaxDepth = 1000
 
-// wireMessage is the form in which the SDK decodes a JSON-RPC message (its
-// jsonrpc2.wireDecode): "method" stays raw so that its presence shows.
-type wireMessage struct {
-	VersionTag string          `json:"jsonrpc"`
-	ID         any             `json:"id,omitempty"`
-	Method     json.RawMessage `json:"method"`
-	Params     json.RawMessage `json:"params,omitempty"`
-	Result     json.RawMessage `json:"result,omitempty"`
-	Error      *jsonrpc.Error  `json:"error,omitempty"`
-}
-
 // decodeMessage decodes msg, one JSON object and nothing after it, as
 // jsonrpc.DecodeMessage does: the same decoder (segmentio's, which the SDK
 // wraps) with the same flags, depth limit and checks. What it saves is the
@@ -54,40 +43,14 @@ func decodeScanned(msg []byte, depth int, owned bool) (jsonrpc.Message, bool) {
 	if depth > sdkMaxDepth {
 		return nil, false
 	}
-	flags := segjson.DontMatchCaseInsensitiveStructFields
-	if owned {
-		flags |= segjson.ZeroCopy
-	}
-	var w wireMessage
-	if rest, err := segjson.Parse(msg, &w, flags); err != nil || jsonscan.SkipWS(rest, 0) != len(rest) {
-		return nil, false
-	}
-	if w.VersionTag != "2.0" {
-		return nil, false
-	}
-	id, err := jsonrpc.MakeID(w.ID)
-	if err != nil {
-		return nil, false
-	}
-	if len(w.Method) > 0 {
-		var method string
-		if _, err := segjson.Parse(w.Method, &method, flags); err != nil {
-			return nil, false
-		}
-		return &jsonrpc.Request{Method: method, ID: id, Params: w.Params}, true
-	}
-	if !id.IsValid() {
-		return nil, false
-	}
-	res := &jsonrpc.Response{ID: id, Result: w.Result}
-	if w.Error != nil {
-		res.Error = w.Error
-	}
-	return res, true
+	msgOut, _, ok := parseMessage(msg, owned)
+	return msgOut, ok
 }
 
-// idMessage is wireMessage with the id kept as its JSON text, which the
-// wire table reads (see decodeCommon).
+// idMessage is the form in which the SDK decodes a JSON-RPC message (its
+// jsonrpc2.wireDecode; "method" stays raw so that its presence shows),
+// but with the id kept as its JSON text, which the wire table reads; it is
+// then decoded as the SDK decodes it.
 type idMessage struct {
 	VersionTag string          `json:"jsonrpc"`
 	ID         json.RawMessage `json:"id,omitempty"`
@@ -95,6 +58,46 @@ type idMessage struct {
 	Params     json.RawMessage `json:"params,omitempty"`
 	Result     json.RawMessage `json:"result,omitempty"`
 	Error      *jsonrpc.Error  `json:"error,omitempty"`
+}
+
+// parseMessage decodes msg, one JSON object, with the SDK's decoder and
+// flags and its checks but the depth limit (the callers check it), and
+// returns the message and the JSON text of its id (nil if it has none);
+// false when the SDK would refuse msg. Ownership is as in decodeMessage.
+func parseMessage(msg []byte, owned bool) (jsonrpc.Message, json.RawMessage, bool) {
+	flags := segjson.DontMatchCaseInsensitiveStructFields
+	if owned {
+		flags |= segjson.ZeroCopy
+	}
+	var w idMessage
+	if rest, err := segjson.Parse(msg, &w, flags); err != nil || jsonscan.SkipWS(rest, 0) != len(rest) || w.VersionTag != "2.0" {
+		return nil, nil, false
+	}
+	var rawID any // as the SDK decodes an id
+	if len(w.ID) > 0 {
+		if _, err := segjson.Parse(w.ID, &rawID, flags); err != nil {
+			return nil, nil, false
+		}
+	}
+	id, err := jsonrpc.MakeID(rawID)
+	if err != nil {
+		return nil, nil, false
+	}
+	if len(w.Method) > 0 {
+		var method string
+		if _, err := segjson.Parse(w.Method, &method, flags); err != nil {
+			return nil, nil, false
+		}
+		return &jsonrpc.Request{Method: method, ID: id, Params: w.Params}, w.ID, true
+	}
+	if !id.IsValid() {
+		return nil, nil, false
+	}
+	res := &jsonrpc.Response{ID: id, Result: w.Result}
+	if w.Error != nil {
+		res.Error = w.Error
+	}
+	return res, w.ID, true
 }
 
 // decodeCommon decodes msg, a line without surrounding whitespace, in one
@@ -110,43 +113,15 @@ func decodeCommon(msg []byte, owned bool, ids *wire.Table) (jsonrpc.Message, boo
 	if bytes.Count(msg, []byte{'{'})+bytes.Count(msg, []byte{'['}) > sdkMaxDepth {
 		return nil, false
 	}
-	flags := segjson.DontMatchCaseInsensitiveStructFields
-	if owned {
-		flags |= segjson.ZeroCopy
-	}
-	var w idMessage
-	if rest, err := segjson.Parse(msg, &w, flags); err != nil || len(rest) > 0 || w.VersionTag != "2.0" {
+	m, id, ok := parseMessage(msg, owned)
+	if !ok {
 		return nil, false
 	}
-	var rawID any // as the SDK decodes an id
-	if len(w.ID) > 0 {
-		if _, err := segjson.Parse(w.ID, &rawID, flags); err != nil {
-			return nil, false
-		}
-	}
-	id, err := jsonrpc.MakeID(rawID)
-	if err != nil {
+	req, isReq := m.(*jsonrpc.Request)
+	if !ids.InboundPlain(id, isReq, isReq && req.Method == "notifications/cancelled") {
 		return nil, false
 	}
-	var method string
-	if len(w.Method) > 0 {
-		if _, err := segjson.Parse(w.Method, &method, flags); err != nil {
-			return nil, false
-		}
-	} else if !id.IsValid() {
-		return nil, false
-	}
-	if !ids.InboundPlain(w.ID, len(w.Method) > 0, method == "notifications/cancelled") {
-		return nil, false
-	}
-	if len(w.Method) > 0 {
-		return &jsonrpc.Request{Method: method, ID: id, Params: w.Params}, true
-	}
-	res := &jsonrpc.Response{ID: id, Result: w.Result}
-	if w.Error != nil {
-		res.Error = w.Error
-	}
-	return res, true
+	return m, true
 }
 
 // appendMessage appends msg to dst as jsonrpc.EncodeMessage encodes it. A
