@@ -104,8 +104,6 @@ func logText(t *testing.T, r ProcessLogsReply) string {
 	return r.Data
 }
 
-// procGone reports whether pid has left the process table (exited and
-// reaped: no zombie either).
 // procState returns the state letter of process pid (/proc/PID/stat: R,
 // S, T for stopped, Z, ...), or 0.
 func procState(pid int) byte {
@@ -116,6 +114,8 @@ func procState(pid int) byte {
 	return 0
 }
 
+// procGone reports whether pid has left the process table (exited and
+// reaped: no zombie either).
 func procGone(pid int) bool {
 	_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
 	return os.IsNotExist(err)
