@@ -69,11 +69,20 @@ func (r respRounds) stats(batch int) (perSec float64, p50, p95 time.Duration) {
 // latency and the MCP/direct ratio, with `redis-benchmark -P <batch> -c 1` on
 // the same server as the ceiling of one connection, and the MCP floor (a
 // call that does no datastore I/O); it fails when a target is missed.
+//
+// Beside mcpkit it measures the lower bound of any Go sidecar on the same
+// machine: test/internal/respbound, which answers the same calls with the
+// same bytes and does nothing else (no decoding, validation, session or
+// limit), through the same thin client, its rounds alternating with
+// direct rounds of their own after mcpkit's. Its ratio says how much of
+// the gap to direct RESP is the MCP exchange itself (two more pipe hops,
+// a JSON request and response) rather than mcpkit.
 func BenchmarkRespSidecar(b *testing.B) {
 	srv := redistest.Start(b, redistest.Options{})
 	args := []string{"resp", "--port", strconv.Itoa(srv.Port), "--log-level", "warn"}
 	thin := startRPCClient(b, exec.Command(binary(b), args...))
 	sdk := connectCommand(b, exec.Command(binary(b), args...), "")
+	bound := startRPCClient(b, exec.Command(buildInternal(b, "respbound"), "--port", strconv.Itoa(srv.Port)))
 	direct, err := resp.Dial(b.Context(), resp.DialOptions{Addr: srv.Addr})
 	if err != nil {
 		b.Fatal(err)
@@ -81,15 +90,20 @@ func BenchmarkRespSidecar(b *testing.B) {
 	b.Cleanup(func() { direct.Close() })
 
 	// The MCP floor: a round trip of the sidecar that does no datastore I/O.
-	floor := make(respRounds, 0, 200)
-	for i := range 220 {
-		start := time.Now()
-		thin.call(b, "resp_session", `{"action":"list"}`, -1)
-		if i >= 20 {
-			floor = append(floor, time.Since(start))
+	floor := func(c *rpcClient) (p50, p95 time.Duration) {
+		rounds := make(respRounds, 0, 200)
+		for i := range 220 {
+			start := time.Now()
+			c.call(b, "resp_session", `{"action":"list"}`, -1)
+			if i >= 20 {
+				rounds = append(rounds, time.Since(start))
+			}
 		}
+		_, p50, p95 = rounds.stats(1)
+		return p50, p95
 	}
-	_, floorP50, floorP95 := floor.stats(1)
+	floorP50, floorP95 := floor(thin)
+	boundFloorP50, _ := floor(bound)
 
 	var table []string
 	for _, batch := range respBatchSizes {
@@ -106,6 +120,7 @@ func BenchmarkRespSidecar(b *testing.B) {
 		}
 		params := &mcp.CallToolParams{Name: "resp_execute", Arguments: map[string]any{"commands": jsonCmds}}
 		viaThin := func() { thin.call(b, "resp_execute", string(arguments), batch) }
+		viaBound := func() { bound.call(b, "resp_execute", string(arguments), batch) }
 		viaSDK := func() {
 			res, err := sdk.CallTool(b.Context(), params)
 			if err != nil || res.IsError {
@@ -121,8 +136,9 @@ func BenchmarkRespSidecar(b *testing.B) {
 		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
 			// The two compared sides alternate, so noise hits both alike; the
 			// SDK client's rounds follow, apart, so that its process does not
-			// disturb them.
-			ops := []func(){viaThin, viaRESP, viaSDK}
+			// disturb them, and then the lower bound's, alternating with
+			// direct rounds of their own.
+			ops := []func(){viaThin, viaRESP, viaSDK, viaBound, viaRESP}
 			// Warm-up, unmeasured: both sides are persistent sessions, and
 			// a process's first few hundred calls (allocator, stacks, caches)
 			// run up to twice as slow as its later ones.
@@ -146,9 +162,15 @@ func BenchmarkRespSidecar(b *testing.B) {
 			for range b.N {
 				measure(2)
 			}
+			for range b.N {
+				measure(3)
+				measure(4)
+			}
 			mcpRate, mcpP50, mcpP95 := rounds[0].stats(batch)
 			respRate, respP50, respP95 := rounds[1].stats(batch)
 			_, sdkP50, _ := rounds[2].stats(batch)
+			boundRate, _, _ := rounds[3].stats(batch)
+			boundRespRate, _, _ := rounds[4].stats(batch)
 			b.ReportMetric(mcpRate, "mcp-cmd/s")
 			b.ReportMetric(respRate, "direct-cmd/s")
 			b.ReportMetric(mcpRate/respRate, "ratio")
@@ -156,9 +178,10 @@ func BenchmarkRespSidecar(b *testing.B) {
 				return // calibration
 			}
 			ceiling := redisBenchmark(b, srv, batch)
-			table = append(table, fmt.Sprintf("%5d  %6d  %9.0f  %9.0f  %5.2f  %9.0f  %7s  %7s  %7s  %7s  %7s",
+			table = append(table, fmt.Sprintf("%5d  %6d  %9.0f  %9.0f  %5.2f  %9.0f  %7s  %7s  %7s  %7s  %7s  %9.0f  %9.0f  %7.2f",
 				batch, b.N, mcpRate, respRate, mcpRate/respRate, ceiling,
-				micros(mcpP50), micros(respP50), micros(mcpP95), micros(respP95), micros(sdkP50)))
+				micros(mcpP50), micros(respP50), micros(mcpP95), micros(respP95), micros(sdkP50),
+				boundRate, boundRespRate, boundRate/boundRespRate))
 			if batch == 128 && mcpRate < respMinThroughputRatio*respRate {
 				b.Errorf("batch 128: MCP %.0f commands/s is under %.0f%% of direct RESP's %.0f", mcpRate, respMinThroughputRatio*100, respRate)
 			}
@@ -169,10 +192,33 @@ func BenchmarkRespSidecar(b *testing.B) {
 	}
 	if len(table) > 0 {
 		b.Logf("RESP sidecar over MCP stdio vs direct RESP (commands/s; round latency in µs; ceiling: redis-benchmark -P batch -c 1;\n"+
-			"sdk p50: the same call through the Go SDK's client):\n"+
-			"batch  rounds      mcp/s   direct/s  ratio    ceiling  mcp p50  dir p50  mcp p95  dir p95  sdk p50\n%s\n"+
-			"MCP floor (resp_session list, no datastore I/O, 200 calls): p50 %s µs, p95 %s µs",
-			strings.Join(table, "\n"), micros(floorP50), micros(floorP95))
+			"sdk p50: the same call through the Go SDK's client; bound/s: test/internal/respbound, the least any sidecar\n"+
+			"does, against direct rounds of its own, bdir/s):\n"+
+			"batch  rounds      mcp/s   direct/s  ratio    ceiling  mcp p50  dir p50  mcp p95  dir p95  sdk p50    bound/s     bdir/s  b-ratio\n%s\n"+
+			"MCP floor (resp_session list, no datastore I/O, 200 calls): p50 %s µs, p95 %s µs; the bound's: p50 %s µs",
+			strings.Join(table, "\n"), micros(floorP50), micros(floorP95), micros(boundFloorP50))
+	}
+}
+
+// TestRespBound holds test/internal/respbound, the lower bound
+// BenchmarkRespSidecar measures, to answering resp_execute with the very
+// bytes bin/mcpkit answers, so that the two are compared on the same work.
+func TestRespBound(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{})
+	port := strconv.Itoa(srv.Port)
+	sidecar := startRPCClient(t, exec.Command(binary(t), "resp", "--port", port, "--log-level", "warn"))
+	bound := startRPCClient(t, exec.Command(buildInternal(t, "respbound"), "--port", port))
+	for _, batch := range []int{1, 3, 128} {
+		cmds := make([]string, batch)
+		for i := range cmds {
+			cmds[i] = fmt.Sprintf(`["SET","bound:%d","value-%d"]`, i, i)
+		}
+		arguments := `{"commands":[` + strings.Join(cmds, ",") + `]}`
+		sidecar.call(t, "resp_execute", arguments, batch)
+		bound.call(t, "resp_execute", arguments, batch)
+		if !bytes.Equal(bound.line, sidecar.line) {
+			t.Errorf("batch %d: respbound answered\n%s\nwhere mcpkit answered\n%s", batch, bound.line, sidecar.line)
+		}
 	}
 }
 
@@ -183,8 +229,9 @@ func micros(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e3,
 type rpcClient struct {
 	in  io.Writer
 	out *bufio.Reader
-	id  int
-	buf []byte // the request line being written, reused
+	id   int
+	buf  []byte // the request line being written, reused
+	line []byte // the last reply line read, valid until the next read
 }
 
 // startRPCClient starts cmd and initializes an MCP session (2025-11-25) on
@@ -192,7 +239,7 @@ type rpcClient struct {
 // (internal/rawio), as pkg/resp reads and writes the direct side's
 // connection, so that the two sides of the comparison do their I/O alike.
 // The process is stopped at cleanup.
-func startRPCClient(b *testing.B, cmd *exec.Cmd) *rpcClient {
+func startRPCClient(b testing.TB, cmd *exec.Cmd) *rpcClient {
 	b.Helper()
 	inR, inW, err := os.Pipe() // non-blocking, as os.Pipe makes them
 	if err != nil {
@@ -238,7 +285,7 @@ func startRPCClient(b *testing.B, cmd *exec.Cmd) *rpcClient {
 
 // write writes the concatenation of parts and a newline as one line,
 // in one write, from a buffer kept for the next line.
-func (c *rpcClient) write(b *testing.B, parts ...string) {
+func (c *rpcClient) write(b testing.TB, parts ...string) {
 	c.buf = c.buf[:0]
 	for _, p := range parts {
 		c.buf = append(c.buf, p...)
@@ -263,7 +310,7 @@ type rpcReply struct {
 }
 
 // read reads lines up to the reply to id, skipping notifications.
-func (c *rpcClient) read(b *testing.B, id int) rpcReply {
+func (c *rpcClient) read(b testing.TB, id int) rpcReply {
 	for {
 		// The line is read in place when it fits the reader's buffer (1 MiB)
 		// and decoded without copies (its raw replies alias it): it is
@@ -291,13 +338,14 @@ func (c *rpcClient) read(b *testing.B, id int) rpcReply {
 		if *r.ID != id || r.Error != nil || r.Result.IsError {
 			b.Fatalf("reply to %d: %.300s", id, line)
 		}
+		c.line = line
 		return r
 	}
 }
 
 // call calls tool with arguments (a JSON object) and checks the reply: for
 // replies >= 0, outcome ok and that many replies.
-func (c *rpcClient) call(b *testing.B, tool, arguments string, replies int) {
+func (c *rpcClient) call(b testing.TB, tool, arguments string, replies int) {
 	c.id++
 	c.write(b, `{"jsonrpc":"2.0","id":`, strconv.Itoa(c.id), `,"method":"tools/call","params":{"name":"`, tool, `","arguments":`, arguments, `}}`)
 	r := c.read(b, c.id)

@@ -16,7 +16,7 @@ import (
 // StdioTransport (internal/sdkpeer), in one run. The target is ratio <= 1.10:
 // mcpkit's framing may cost at most 10% over the SDK's.
 func BenchmarkStdioRoundTrip(b *testing.B) {
-	peer := buildPeer(b)
+	peer := buildInternal(b, "sdkpeer") // the SDK-only server measured against
 	mcpkit := connectCommand(b, exec.Command(binary(b), "serve", "--stdio", "--plugins", "diag", "--log-level", "warn"), "")
 	sdk := connectCommand(b, exec.Command(peer), "")
 	if ratio := compareRoundTrips(b, mcpkit, sdk); b.N >= 1000 && ratio > 1.10 {
@@ -29,7 +29,7 @@ func BenchmarkStdioRoundTrip(b *testing.B) {
 // tracking) with the SDK's own StreamableHTTPHandler serving the same tool,
 // in each protocol era. It reports the ratio; no target is set for HTTP.
 func BenchmarkHTTPRoundTrip(b *testing.B) {
-	peer := buildPeer(b)
+	peer := buildInternal(b, "sdkpeer") // the SDK-only server measured against
 	for _, era := range eras {
 		b.Run(era, func(b *testing.B) {
 			hp := startHTTP(b, "--plugins", "diag")
@@ -59,14 +59,15 @@ func compareRoundTrips(b *testing.B, mcpkit, sdk *mcp.ClientSession) float64 {
 	return benchpair.Compare(b, [2]string{"mcpkit", "sdk"}, [2]func(){call(mcpkit), call(sdk)})
 }
 
-// buildPeer builds internal/sdkpeer, the SDK-only server measured against.
-func buildPeer(b *testing.B) string {
+// buildInternal builds the command test/internal/<name> (a peer a
+// benchmark measures against) and returns its path.
+func buildInternal(b testing.TB, name string) string {
 	b.Helper()
-	peer := filepath.Join(b.TempDir(), "sdkpeer")
-	if out, err := exec.Command("go", "build", "-o", peer, "./internal/sdkpeer").CombinedOutput(); err != nil {
-		b.Fatalf("build sdkpeer: %v\n%s", err, out)
+	bin := filepath.Join(b.TempDir(), name)
+	if out, err := exec.Command("go", "build", "-o", bin, "./internal/"+name).CombinedOutput(); err != nil {
+		b.Fatalf("build %s: %v\n%s", name, err, out)
 	}
-	return peer
+	return bin
 }
 
 // connectCommand connects a client over a subprocess's stdio.

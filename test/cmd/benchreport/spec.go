@@ -179,6 +179,13 @@ func Areas() []Area {
 				{"p95", logged(sidecar, "batch", batch, "mcp p95", us), logged(sidecar, "batch", batch, "dir p95", us)},
 			}}
 	}
+	// boundRow is a batch size of BenchmarkRespSidecar's lower bound
+	// (test/internal/respbound) against its own direct rounds.
+	boundRow := func(batch string) Row {
+		return Row{Name: "lower bound (test/internal/respbound) over stdio, batch " + batch + " (SET)", Kind: Rate, Per: "cmd/s",
+			Mine: logged(sidecar, "batch", batch, "bound/s", 0), Peer: logged(sidecar, "batch", batch, "bdir/s", 0),
+			PeerName: "direct RESP"}
+	}
 	// storeRow is a row of a store benchmark's logged table, where
 	// docstore and the peer have a rate, a p50 and a p95 each.
 	storeRow := func(name, bench, row, per, peer, peerCol, peerQ string, checks ...Check) Row {
@@ -230,7 +237,8 @@ func Areas() []Area {
 	}, {
 		ID: "resp", Title: "RESP sidecar against direct RESP", Command: "make bench-resp, make bench",
 		About: "A persistent MCP stdio session through `bin/mcpkit resp` against a direct persistent RESP connection " +
-			"(`pkg/resp`) on the same disposable redis-server, 100 rounds of each batch size; the management gateway " +
+			"(`pkg/resp`) on the same disposable redis-server, 100 rounds of each batch size, with the lower bound of any " +
+			"sidecar (`test/internal/respbound`: the same answers, nothing else done) against direct rounds of its own; the management gateway " +
 			"(`mcpkit resp admin`) against the RESP commands it wraps; the plugin in memory; `pkg/resp` against go-redis.",
 		Benches: []string{sidecar, "BenchmarkRespAdmin"},
 		Rows: append([]Row{
@@ -240,6 +248,9 @@ func Areas() []Area {
 				PeerName: "direct RESP", Checks: []Check{{Of: OfAdded, Op: "≤", Limit: 150 * us}}},
 			sidecarRow("16"),
 			sidecarRow("128", Check{Of: OfRatio, Op: "≥", Limit: 0.5}),
+			boundRow("1"),
+			boundRow("16"),
+			boundRow("128"),
 			adminRow("gateway GET /metrics (p50)", "metrics", "INFO ALL"),
 			adminRow("gateway GET /api/keys?count=100 (p50)", "keys100", "SCAN + TYPE/PTTL/MEMORY"),
 		}, append(perBatch(func(batch string) Row {
