@@ -227,8 +227,8 @@ func micros(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e3,
 // rpcClient is a thin MCP client over a subprocess's stdio: one JSON-RPC
 // request line out, one reply line in, as a benchmark harness speaks it.
 type rpcClient struct {
-	in  io.Writer
-	out *bufio.Reader
+	in   io.Writer
+	out  *bufio.Reader
 	id   int
 	buf  []byte // the request line being written, reused
 	line []byte // the last reply line read, valid until the next read
