@@ -296,13 +296,26 @@ func (s *batchScanner) commands(bufs *batchBufs) (Commands, bool) {
 			return nil, false // not a command, or one without its name
 		}
 		first := len(args)
-		for more := true; more; more = s.expect(',') {
+		for {
 			start := len(buf)
-			var ok bool
-			if buf, ok = s.arg(buf); !ok {
-				return nil, false
+			if content, end := jsonscan.PlainString(s.b, s.i); end > 0 {
+				// The common argument, a plain string right after the
+				// bracket or comma, without arg's checks for the others.
+				buf, s.i = append(buf, content...), end
+			} else {
+				var ok bool
+				if buf, ok = s.arg(buf); !ok {
+					return nil, false
+				}
 			}
 			args = append(args, buf[start:len(buf):len(buf)])
+			if s.i < len(s.b) && s.b[s.i] == ',' { // the common separator, without space
+				s.i++
+				continue
+			}
+			if !s.expect(',') {
+				break
+			}
 		}
 		if !s.expect(']') {
 			return nil, false
