@@ -40,6 +40,25 @@ func tcpPair(t *testing.T) (wrapped, peer net.Conn) {
 	return wrapped, peer
 }
 
+// writeWhole writes size bytes to w in one Write while r is read
+// concurrently, and fails unless the Write reports them all and r carries
+// every byte in order.
+func writeWhole(t *testing.T, w io.Writer, r io.Reader, size int) {
+	t.Helper()
+	big := bytes.Repeat([]byte("0123456789abcdef"), size/16)
+	got := make(chan []byte)
+	go func() {
+		b, _ := io.ReadAll(io.LimitReader(r, int64(len(big))))
+		got <- b
+	}()
+	if n, err := w.Write(big); err != nil || n != len(big) {
+		t.Fatalf("write: %d of %d bytes, %v", n, len(big), err)
+	}
+	if b := <-got; !bytes.Equal(b, big) {
+		t.Fatalf("read %d bytes, not the %d written", len(b), len(big))
+	}
+}
+
 // TestConn: a wrapped TCP connection carries bytes both ways, including a
 // write far beyond what the socket buffers and one raw write hold, and its
 // errors are the net package's: a read past its deadline times out, a read
@@ -59,18 +78,7 @@ func TestConn(t *testing.T) {
 		t.Fatalf("read %q, %v", buf, err)
 	}
 
-	big := bytes.Repeat([]byte("0123456789abcdef"), 1<<20) // 16 MiB: many raw writes, waits in the poller
-	got := make(chan []byte)
-	go func() {
-		b, _ := io.ReadAll(io.LimitReader(peer, int64(len(big))))
-		got <- b
-	}()
-	if n, err := c.Write(big); err != nil || n != len(big) {
-		t.Fatalf("write: %d of %d bytes, %v", n, len(big), err)
-	}
-	if b := <-got; !bytes.Equal(b, big) {
-		t.Fatalf("the peer read %d bytes, not the %d written", len(b), len(big))
-	}
+	writeWhole(t, c, peer, 16<<20) // many raw writes, waits in the poller
 
 	c.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
 	_, err := c.Read(buf)
@@ -153,18 +161,7 @@ func TestFile(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	big := bytes.Repeat([]byte("0123456789abcdef"), 64<<10) // 1 MiB, sixteen pipes full
-	got := make(chan []byte)
-	go func() {
-		b, _ := io.ReadAll(io.LimitReader(rr, int64(len(big))))
-		got <- b
-	}()
-	if n, err := ww.Write(big); err != nil || n != len(big) {
-		t.Fatalf("write: %d of %d bytes, %v", n, len(big), err)
-	}
-	if b := <-got; !bytes.Equal(b, big) {
-		t.Fatalf("read %d bytes, not the %d written", len(b), len(big))
-	}
+	writeWhole(t, ww, rr, 1<<20) // sixteen pipes full
 
 	w.Close()
 	if n, err := rr.Read(make([]byte, 8)); n != 0 || err != io.EOF {

@@ -414,10 +414,10 @@ func (s *Server) directChain(middleware []mcp.Middleware) mcp.MethodHandler {
 	return h
 }
 
-// directBuffers holds the memory of direct calls' encoded results, reused
-// once their response is written (a transport's Write does not keep the
-// message: it encodes it before returning); keepDirectBytes is the
-// largest kept.
+// directBuffers holds the memory of direct calls' encoded results and of
+// their handlers' results (ResultBuffer), reused once the response is
+// written (a transport's Write does not keep the message: it encodes it
+// before returning); keepDirectBytes is the largest kept.
 var directBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
 const keepDirectBytes = 1 << 20

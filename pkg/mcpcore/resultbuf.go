@@ -29,7 +29,7 @@ func ResultBuffer(ctx context.Context, n int) []byte {
 	if slot.given != nil || slot.done {
 		return make([]byte, 0, n)
 	}
-	slot.given = resultBuffers.Get().(*[]byte)
+	slot.given = directBuffers.Get().(*[]byte)
 	if cap(*slot.given) < n {
 		*slot.given = make([]byte, 0, n)
 	}
@@ -42,7 +42,7 @@ func ResultBuffer(ctx context.Context, n int) []byte {
 // itself (served) and then released the slot (release).
 type resultSlot struct {
 	mu     sync.Mutex
-	given  *[]byte // handed out by ResultBuffer, from resultBuffers
+	given  *[]byte // handed out by ResultBuffer, from directBuffers
 	served bool    // the host served the call's result and no longer needs given
 	done   bool    // released: ResultBuffer hands out nothing more
 }
@@ -54,12 +54,6 @@ func withResultSlot(ctx context.Context) (context.Context, *resultSlot) {
 	slot := new(resultSlot)
 	return context.WithValue(ctx, resultSlotKey{}, slot), slot
 }
-
-// resultBuffers holds the buffers of results served (resultSlot);
-// keepResultBytes is the largest kept.
-var resultBuffers = sync.Pool{New: func() any { return new([]byte) }}
-
-const keepResultBytes = 1 << 20
 
 // servedResult records that the host has encoded the result data of the call
 // whose context is ctx, data being what the handler returned; paged: data
@@ -90,15 +84,15 @@ func overlap(a, b []byte) bool {
 }
 
 // release ends the slot once the call's response is written (or dropped):
-// the buffer goes back to resultBuffers if the host served the result.
+// the buffer goes back to directBuffers if the host served the result.
 func (slot *resultSlot) release() {
 	slot.mu.Lock()
 	defer slot.mu.Unlock()
 	slot.done = true
-	if slot.given == nil || !slot.served || cap(*slot.given) > keepResultBytes {
+	if slot.given == nil || !slot.served || cap(*slot.given) > keepDirectBytes {
 		return
 	}
 	*slot.given = (*slot.given)[:0]
-	resultBuffers.Put(slot.given)
+	directBuffers.Put(slot.given)
 	slot.given = nil
 }
