@@ -95,8 +95,12 @@ func (c *Conn) Pipeline(ctx context.Context, cmds [][][]byte, opts PipelineOptio
 				break
 			}
 		}
-		v, n, cost, rerr := c.rd.read(limit, true)
+		// Decoded in place, in the slot it will keep when it is a reply.
+		res.Replies = append(res.Replies, Value{})
+		v := &res.Replies[len(res.Replies)-1]
+		n, cost, rerr := c.rd.read(limit, true, v)
 		if rerr != nil {
+			res.Replies = res.Replies[:len(res.Replies)-1]
 			var le *LimitError
 			if errors.As(rerr, &le) && le.Limit == "reply_bytes" {
 				rerr = &LimitError{Limit: "reply_bytes", Max: opts.MaxReplyBytes}
@@ -107,9 +111,9 @@ func (c *Conn) Pipeline(ctx context.Context, cmds [][][]byte, opts PipelineOptio
 		res.ReplyBytes += n
 		spent += cost
 		if v.Kind == KindPush {
-			res.Pushes = append(res.Pushes, v)
-		} else {
-			res.Replies = append(res.Replies, v)
+			res.Pushes = append(res.Pushes, *v)
+			*v = Value{}
+			res.Replies = res.Replies[:len(res.Replies)-1]
 		}
 	}
 	if err != nil {
@@ -233,7 +237,8 @@ func (c *Conn) Receive(ctx context.Context, opts ReceiveOptions) (ReceiveResult,
 	defer release()
 	stop := c.watch(ctx, time.Now().Add(opts.Wait), true, false)
 	defer stop()
-	v, n, spent, err := c.rd.read(opts.MaxBytes, true)
+	var v Value
+	n, spent, err := c.rd.read(opts.MaxBytes, true, &v)
 	if err != nil {
 		if isTimeout(err) {
 			if ended := ctxEnded(ctx, err); ended != nil {
@@ -253,7 +258,7 @@ func (c *Conn) Receive(ctx context.Context, opts ReceiveOptions) (ReceiveResult,
 				break
 			}
 		}
-		v, n, cost, err := c.rd.read(limit, false)
+		n, cost, err := c.rd.read(limit, false, &v)
 		if err != nil {
 			var le *LimitError
 			if err == errNotBuffered || errors.As(err, &le) {

@@ -24,6 +24,10 @@ const (
 	// bufSize is the read buffer's usual size; it grows to hold one larger
 	// bulk payload and shrinks back after the value.
 	bufSize = 64 << 10
+	// slabSize is the size of the slabs short strings are copied into, and
+	// slabMaxString the longest string copied into one.
+	slabSize      = 4 << 10
+	slabMaxString = 256
 )
 
 // ReaderOptions bounds what a [Reader] accepts. A frame beyond a bound is
@@ -97,6 +101,7 @@ type Reader struct {
 	n       int64   // wire bytes of the current top-level value decoded so far
 	cost    int64   // its decoded size so far: n plus valueCost per value
 	err     error
+	slab    []byte // memory for short decoded strings (see clone)
 }
 
 // valueCost is what one decoded value costs in memory beyond its payload
@@ -122,24 +127,26 @@ func NewReader(r io.Reader, opts ReaderOptions) *Reader {
 // the frame's size on the wire. At the end of input between frames it
 // returns io.EOF, inside a frame io.ErrUnexpectedEOF.
 func (r *Reader) ReadValue() (v Value, wireBytes int64, err error) {
-	v, wireBytes, _, err = r.read(0, true)
+	wireBytes, _, err = r.read(0, true, &v)
 	return v, wireBytes, err
 }
 
-// read decodes the next frame and returns it with its wire size and its
-// decoded size (see valueCost). limit > 0 bounds the decoded size
+// read decodes the next frame into *dst (left zero on an error) and returns
+// its wire size and its decoded size (see valueCost). Decoding in place
+// rather than returning the Value spares a copy of it per element. limit > 0 bounds the decoded size
 // ("reply_bytes"), so that a budget bounds memory.
 // Without block it does not read from the source, and it is all or nothing:
 // when the buffered bytes do not complete the frame (errNotBuffered) or the
 // frame exceeds limit (a *LimitError), the frame is left unread for a later
 // call. It must then be called between frames.
-func (r *Reader) read(limit int64, block bool) (Value, int64, int64, error) {
+func (r *Reader) read(limit int64, block bool, dst *Value) (int64, int64, error) {
+	*dst = Value{}
 	if r.err != nil {
-		return Value{}, 0, 0, r.err
+		return 0, 0, r.err
 	}
 	start := r.r
 	for {
-		v, ok, need, err := r.next(limit)
+		ok, need, err := r.next(limit, dst)
 		if !block && (need > 0 || isLimit(err)) {
 			r.r, r.n, r.cost, r.scanned = start, 0, 0, 0
 			clear(r.stack)
@@ -147,33 +154,36 @@ func (r *Reader) read(limit int64, block bool) (Value, int64, int64, error) {
 			if err == nil {
 				err = errNotBuffered
 			}
-			return Value{}, 0, 0, err
+			*dst = Value{}
+			return 0, 0, err
 		}
 		if err != nil {
 			r.err = err
-			return Value{}, 0, 0, err
+			*dst = Value{}
+			return 0, 0, err
 		}
 		if need > 0 {
 			if err := r.fill(need); err != nil {
+				*dst = Value{}
 				if isTimeout(err) {
-					return Value{}, 0, 0, err
+					return 0, 0, err
 				}
 				if errors.Is(err, io.EOF) && (len(r.stack) > 0 || r.w > r.r) {
 					err = io.ErrUnexpectedEOF
 				}
 				r.err = err
-				return Value{}, 0, 0, err
+				return 0, 0, err
 			}
 			continue
 		}
 		if !ok {
 			continue
 		}
-		if top, done := r.deliver(v); done {
+		if r.deliver(dst) {
 			n, cost := r.n, r.cost
 			r.n, r.cost = 0, 0
 			r.shrink()
-			return top, n, cost, nil
+			return n, cost, nil
 		}
 	}
 }
@@ -241,50 +251,51 @@ func (r *Reader) shrink() {
 	}
 }
 
-// next decodes one element from the buffer. ok: v is a complete element;
-// need > 0: at least need bytes must be buffered from r.r first; neither:
-// an aggregate header was consumed.
-func (r *Reader) next(limit int64) (v Value, ok bool, need int, err error) {
+// next decodes one element from the buffer into *v, which is zero. ok: *v
+// is a complete element; need > 0: at least need bytes must be buffered
+// from r.r first; neither: an aggregate header was consumed (and *v is
+// zero again).
+func (r *Reader) next(limit int64, v *Value) (ok bool, need int, err error) {
 	b := r.buf[r.r:r.w]
 	i := bytes.IndexByte(b[r.scanned:], '\n')
 	if i < 0 {
 		r.scanned = len(b)
 		if len(b) >= maxLineLen {
-			return v, false, 0, &LimitError{Limit: "line_length", Max: maxLineLen}
+			return false, 0, &LimitError{Limit: "line_length", Max: maxLineLen}
 		}
 		n, err := r.need(limit, len(b)+1)
-		return v, false, n, err
+		return false, n, err
 	}
 	i += r.scanned
 	if i < 2 || b[i-1] != '\r' {
-		return v, false, 0, &ProtocolError{Msg: fmt.Sprintf("line %q does not end in CRLF", clip(b[:i+1]))}
+		return false, 0, &ProtocolError{Msg: fmt.Sprintf("line %q does not end in CRLF", clip(b[:i+1]))}
 	}
 	t, line, size := Kind(b[0]), b[1:i-1], i+1
 	if bytes.IndexByte(line, '\r') >= 0 {
-		return v, false, 0, &ProtocolError{Msg: fmt.Sprintf("CR inside line %q", clip(b[:i+1]))}
+		return false, 0, &ProtocolError{Msg: fmt.Sprintf("CR inside line %q", clip(b[:i+1]))}
 	}
 	v.Kind = t
 	switch t {
 	case KindSimpleString, KindSimpleError:
-		v.Str = clone(line)
+		v.Str = r.clone(line)
 	case KindInteger:
 		var ok bool
 		if v.Int, ok = parseInt(line); !ok {
-			return v, false, 0, &ProtocolError{Msg: fmt.Sprintf("integer %q", clip(line))}
+			return false, 0, &ProtocolError{Msg: fmt.Sprintf("integer %q", clip(line))}
 		}
 	case KindDouble:
 		if _, err := strconv.ParseFloat(string(line), 64); err != nil && !errors.Is(err, strconv.ErrRange) {
-			return v, false, 0, &ProtocolError{Msg: fmt.Sprintf("double %q", clip(line))}
+			return false, 0, &ProtocolError{Msg: fmt.Sprintf("double %q", clip(line))}
 		}
-		v.Str = clone(line)
+		v.Str = r.clone(line)
 	case KindBigNumber:
 		if !isBigNumber(line) {
-			return v, false, 0, &ProtocolError{Msg: fmt.Sprintf("big number %q", clip(line))}
+			return false, 0, &ProtocolError{Msg: fmt.Sprintf("big number %q", clip(line))}
 		}
-		v.Str = clone(line)
+		v.Str = r.clone(line)
 	case KindNull:
 		if len(line) != 0 {
-			return v, false, 0, &ProtocolError{Msg: fmt.Sprintf("null with payload %q", clip(line))}
+			return false, 0, &ProtocolError{Msg: fmt.Sprintf("null with payload %q", clip(line))}
 		}
 	case KindBoolean:
 		switch string(line) {
@@ -292,12 +303,12 @@ func (r *Reader) next(limit int64) (v Value, ok bool, need int, err error) {
 			v.Bool = true
 		case "f":
 		default:
-			return v, false, 0, &ProtocolError{Msg: fmt.Sprintf("boolean %q", clip(line))}
+			return false, 0, &ProtocolError{Msg: fmt.Sprintf("boolean %q", clip(line))}
 		}
 	case KindBulkString, KindBulkError, KindVerbatim:
 		n, err := r.length(t, line, r.opts.MaxBulkLen, "bulk_length")
 		if err != nil {
-			return v, false, 0, err
+			return false, 0, err
 		}
 		if n < 0 {
 			v.Nil = true
@@ -306,50 +317,51 @@ func (r *Reader) next(limit int64) (v Value, ok bool, need int, err error) {
 		size += int(n) + 2
 		if len(b) < size {
 			n, err := r.need(limit, size)
-			return v, false, n, err
+			return false, n, err
 		}
 		if b[size-2] != '\r' || b[size-1] != '\n' {
-			return v, false, 0, &ProtocolError{Msg: fmt.Sprintf("%s of length %d not followed by CRLF", t, n)}
+			return false, 0, &ProtocolError{Msg: fmt.Sprintf("%s of length %d not followed by CRLF", t, n)}
 		}
 		payload := b[i+1 : size-2]
 		if t == KindVerbatim {
 			if len(payload) < 4 || payload[3] != ':' || !printable(payload[:3]) {
-				return v, false, 0, &ProtocolError{Msg: fmt.Sprintf("verbatim string %q without a format prefix", clip(payload))}
+				return false, 0, &ProtocolError{Msg: fmt.Sprintf("verbatim string %q without a format prefix", clip(payload))}
 			}
 			v.Format, payload = string(payload[:3]), payload[4:]
 		}
-		v.Str = clone(payload)
+		v.Str = r.clone(payload)
 	case KindArray, KindSet, KindPush, KindMap, KindAttribute:
 		n, err := r.length(t, line, r.opts.MaxAggregateLen, "aggregate_length")
 		if err != nil {
-			return v, false, 0, err
+			return false, 0, err
 		}
 		if n < 0 {
 			v.Nil = true
 			break
 		}
 		if len(r.stack) >= r.opts.MaxDepth {
-			return v, false, 0, &LimitError{Limit: "depth", Max: int64(r.opts.MaxDepth)}
+			return false, 0, &LimitError{Limit: "depth", Max: int64(r.opts.MaxDepth)}
 		}
 		if err := r.consume(limit, size); err != nil {
-			return v, false, 0, err
+			return false, 0, err
 		}
 		want := n
 		if t == KindMap || t == KindAttribute {
 			want *= 2
 		}
 		if want == 0 && t != KindAttribute {
-			return v, true, 0, nil
+			return true, 0, nil
 		}
 		if want > 0 {
 			v.Elems = make([]Value, 0, min(want, 64))
 		}
-		r.stack = append(r.stack, frame{v: v, want: want, wrapping: want == 0})
-		return Value{}, false, 0, nil
+		r.stack = append(r.stack, frame{v: *v, want: want, wrapping: want == 0})
+		*v = Value{}
+		return false, 0, nil
 	default:
-		return v, false, 0, &ProtocolError{Msg: fmt.Sprintf("unknown type byte %q", byte(t))}
+		return false, 0, &ProtocolError{Msg: fmt.Sprintf("unknown type byte %q", byte(t))}
 	}
-	return v, true, 0, r.consume(limit, size)
+	return true, 0, r.consume(limit, size)
 }
 
 // need returns n as the bytes to buffer, or a LimitError when they would
@@ -387,30 +399,33 @@ func (r *Reader) length(t Kind, line []byte, max int64, limit string) (int64, er
 	return n, nil
 }
 
-// deliver adds a complete element to the aggregate being decoded; done
-// reports that it completed the top-level value top.
-func (r *Reader) deliver(v Value) (top Value, done bool) {
+// deliver adds the complete element *v to the aggregate being decoded; done
+// reports that it completed the top-level value, which is then in *v;
+// otherwise *v is zero again, for the next element.
+func (r *Reader) deliver(v *Value) (done bool) {
 	for len(r.stack) > 0 {
 		f := &r.stack[len(r.stack)-1]
 		if f.wrapping {
-			w := v
+			w := *v
 			f.v.Wrapped = &w
 		} else {
-			f.v.Elems = append(f.v.Elems, v)
+			f.v.Elems = append(f.v.Elems, *v)
 			f.want--
 			if f.want > 0 {
-				return Value{}, false
+				*v = Value{} // for the next element
+				return false
 			}
 			if f.v.Kind == KindAttribute {
 				f.wrapping = true
-				return Value{}, false
+				*v = Value{}
+				return false
 			}
 		}
-		v = f.v
+		*v = f.v
 		r.stack[len(r.stack)-1] = frame{}
 		r.stack = r.stack[:len(r.stack)-1]
 	}
-	return v, true
+	return true
 }
 
 // parseInt parses a signed decimal int64: an optional + or -, then 1 to 19
@@ -465,11 +480,23 @@ func printable(s []byte) bool {
 }
 
 // clone copies a decoded string out of the read buffer (nil when empty).
-func clone(s []byte) []byte {
+// Short strings are copied into a shared slab rather than allocated one by
+// one (a pipeline's replies are mostly "+OK" and small bulks); each copy's
+// capacity ends at its length, so appending to one never writes over the
+// next. A slab lives as long as any value copied into it.
+func (r *Reader) clone(s []byte) []byte {
 	if len(s) == 0 {
 		return nil
 	}
-	return bytes.Clone(s)
+	if len(s) > slabMaxString {
+		return bytes.Clone(s)
+	}
+	if cap(r.slab)-len(r.slab) < len(s) {
+		r.slab = make([]byte, 0, slabSize)
+	}
+	at := len(r.slab)
+	r.slab = append(r.slab, s...)
+	return r.slab[at:len(r.slab):len(r.slab)]
 }
 
 // clip shortens s for an error message.

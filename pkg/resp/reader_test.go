@@ -125,6 +125,35 @@ func (t *timeoutReader) Read(p []byte) (int, error) {
 	return t.r.Read(p[:1])
 }
 
+// Short strings share a slab (Reader.clone): appending to one decoded
+// string must not write over the next, and a long one gets memory of its
+// own.
+func TestReadSlabStringsStayApart(t *testing.T) {
+	long := strings.Repeat("L", slabMaxString+1)
+	wire := "+ab\r\n$2\r\ncd\r\n*2\r\n+ef\r\n$" + strconv.Itoa(len(long)) + "\r\n" + long + "\r\n"
+	r := NewReader(strings.NewReader(wire), ReaderOptions{})
+	var got []Value
+	for range 3 {
+		v, _, err := r.ReadValue()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, v)
+	}
+	for i, v := range []*Value{&got[0], &got[1], &got[2].Elems[0]} {
+		if cap(v.Str) != len(v.Str) {
+			t.Errorf("string %d: capacity %d beyond its length %d", i, cap(v.Str), len(v.Str))
+		}
+		v.Str = append(v.Str, "XYZ"...)
+	}
+	if string(got[0].Str) != "abXYZ" || string(got[1].Str) != "cdXYZ" || string(got[2].Elems[0].Str) != "efXYZ" {
+		t.Errorf("after appends: %q %q %q", got[0].Str, got[1].Str, got[2].Elems[0].Str)
+	}
+	if s := got[2].Elems[1].Str; string(s) != long || cap(s) > len(s)+64 {
+		t.Errorf("long string: %d bytes, capacity %d", len(s), cap(s))
+	}
+}
+
 func TestReadValueSequence(t *testing.T) {
 	var wire bytes.Buffer
 	for _, tc := range decodeCases {
@@ -234,17 +263,17 @@ func TestReadReplyBudget(t *testing.T) {
 	wire := "*2\r\n$3\r\nabc\r\n$3\r\ndef\r\n" // 22 bytes, 3 values
 	decoded := 22 + 3*valueCost
 	for _, limit := range []int64{4, 12, 21, decoded - 1} {
-		_, _, _, err := NewReader(strings.NewReader(wire), ReaderOptions{}).read(limit, true)
+		_, _, err := NewReader(strings.NewReader(wire), ReaderOptions{}).read(limit, true, new(Value))
 		var le *LimitError
 		if !errors.As(err, &le) || le.Limit != "reply_bytes" || le.Max != limit {
 			t.Errorf("limit %d: err = %v, want reply_bytes limit", limit, err)
 		}
 	}
-	if _, n, cost, err := NewReader(strings.NewReader(wire), ReaderOptions{}).read(decoded, true); err != nil || n != 22 || cost != decoded {
+	if n, cost, err := NewReader(strings.NewReader(wire), ReaderOptions{}).read(decoded, true, new(Value)); err != nil || n != 22 || cost != decoded {
 		t.Errorf("limit %d: wire %d, decoded %d, %v", decoded, n, cost, err)
 	}
 	// A huge announced bulk is refused from its header, before it is buffered.
-	_, _, _, err := NewReader(strings.NewReader("$100000000\r\n"), ReaderOptions{}).read(1000, true)
+	_, _, err := NewReader(strings.NewReader("$100000000\r\n"), ReaderOptions{}).read(1000, true, new(Value))
 	var le *LimitError
 	if !errors.As(err, &le) || le.Limit != "reply_bytes" {
 		t.Errorf("huge bulk: err = %v, want reply_bytes limit", err)
@@ -253,18 +282,19 @@ func TestReadReplyBudget(t *testing.T) {
 
 // TestReplyBudgetBoundsMemory: a reply of many tiny elements, far under
 // the budget on the wire, is refused once its decoded values would exceed
-// it, so that the budget bounds memory (a Value is about 100 bytes, ":1"
+// it, so that the budget bounds memory (a Value is about 90 bytes, ":1"
 // is 4 on the wire).
 func TestReplyBudgetBoundsMemory(t *testing.T) {
 	const n = 10_000
 	wire := "*" + strconv.Itoa(n) + "\r\n" + strings.Repeat(":1\r\n", n)
 	limit := int64(len(wire)) * 4
-	_, _, _, err := NewReader(strings.NewReader(wire), ReaderOptions{}).read(limit, true)
+	_, _, err := NewReader(strings.NewReader(wire), ReaderOptions{}).read(limit, true, new(Value))
 	var le *LimitError
 	if !errors.As(err, &le) || le.Limit != "reply_bytes" || le.Max != limit {
 		t.Fatalf("%d tiny integers (%d wire bytes) within %d: err = %v, want the reply_bytes limit", n, len(wire), limit, err)
 	}
-	v, wireN, cost, err := NewReader(strings.NewReader(wire), ReaderOptions{}).read(int64(len(wire))+(n+1)*valueCost, true)
+	var v Value
+	wireN, cost, err := NewReader(strings.NewReader(wire), ReaderOptions{}).read(int64(len(wire))+(n+1)*valueCost, true, &v)
 	if err != nil || len(v.Elems) != n || wireN != int64(len(wire)) {
 		t.Fatalf("within the decoded size: %d elements, wire %d, cost %d, %v", len(v.Elems), wireN, cost, err)
 	}
@@ -274,14 +304,14 @@ func TestReadNotBuffered(t *testing.T) {
 	pr, pw := io.Pipe()
 	r := NewReader(pr, ReaderOptions{})
 	go func() { pw.Write([]byte("*2\r\n:1\r\n")); pw.Write([]byte(":2\r\n+x\r\n")); pw.Close() }()
-	if _, _, _, err := r.read(0, false); err != errNotBuffered {
+	if _, _, err := r.read(0, false, new(Value)); err != errNotBuffered {
 		t.Fatalf("non-blocking read of nothing: %v", err)
 	}
 	v, _, err := r.ReadValue()
 	if err != nil || len(v.Elems) != 2 {
 		t.Fatalf("%#v, %v", v, err)
 	}
-	v, _, _, err = r.read(0, false)
+	_, _, err = r.read(0, false, &v)
 	if err != nil || string(v.Str) != "x" {
 		t.Fatalf("buffered frame: %#v, %v", v, err)
 	}
@@ -296,7 +326,7 @@ func TestReadBufferedRewinds(t *testing.T) {
 	if v, _, err := r.ReadValue(); err != nil || string(v.Str) != "a" {
 		t.Fatalf("%#v, %v", v, err)
 	}
-	if _, _, _, err := r.read(0, false); err != errNotBuffered {
+	if _, _, err := r.read(0, false, new(Value)); err != errNotBuffered {
 		t.Fatalf("incomplete frame: %v", err)
 	}
 	if !r.betweenFrames() {
@@ -311,10 +341,10 @@ func TestReadBufferedRewinds(t *testing.T) {
 	go func() { pw2.Write([]byte("+a\r\n+abcdef\r\n")); pw2.Close() }()
 	r.ReadValue()
 	var le *LimitError
-	if _, _, _, err := r.read(5, false); !errors.As(err, &le) {
+	if _, _, err := r.read(5, false, new(Value)); !errors.As(err, &le) {
 		t.Fatalf("over the limit: %v", err)
 	}
-	if v, _, _, err := r.read(0, false); err != nil || string(v.Str) != "abcdef" {
+	if _, _, err := r.read(0, false, &v); err != nil || string(v.Str) != "abcdef" {
 		t.Fatalf("after a refused non-blocking read: %#v, %v", v, err)
 	}
 }

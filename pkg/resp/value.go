@@ -67,19 +67,19 @@ func (k Kind) String() string {
 // [AppendValue] gives a frame that decodes to an equal Value.
 type Value struct {
 	Kind Kind
+	// Bool is a boolean's value.
+	Bool bool
+	// Nil marks a RESP2 null: a null bulk string ($-1, Kind KindBulkString)
+	// or a null array (*-1, Kind KindArray).
+	Nil bool
 	// Str holds the text of simple and bulk strings, errors, verbatim
 	// strings (without the "fmt:" prefix), big-number digits and doubles
 	// exactly as received ("3.14", "inf", "nan").
 	Str []byte
 	// Int is an integer's value.
 	Int int64
-	// Bool is a boolean's value.
-	Bool bool
 	// Format is a verbatim string's three-byte format ("txt", "mkd").
 	Format string
-	// Nil marks a RESP2 null: a null bulk string ($-1, Kind KindBulkString)
-	// or a null array (*-1, Kind KindArray).
-	Nil bool
 	// Elems holds the items of an array, set or push, and the entries of a
 	// map or attribute flattened in order: key, value, key, value, ...
 	// Duplicate keys are kept.
