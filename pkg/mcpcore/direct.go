@@ -279,8 +279,8 @@ const modernProtocol = "2026-07-28"
 // serve runs one direct call and writes its response.
 func (c *directConn) serve(ctx context.Context, id jsonrpc.ID, params *mcp.CallToolParamsRaw) {
 	defer c.wg.Done()
+	var slot *resultSlot
 	if c.t.srv.reuseResults {
-		var slot *resultSlot
 		ctx, slot = withResultSlot(ctx)
 		defer slot.release() // once the response is written: nothing reads the result after
 	}
@@ -299,7 +299,7 @@ func (c *directConn) serve(ctx context.Context, id jsonrpc.ID, params *mcp.CallT
 				directBuffers.Put(buf)
 			}
 		}()
-		if resp.Result, err = encodeDirect((*buf)[:0], res); err != nil {
+		if resp.Result, err = encodeDirect((*buf)[:0], res, slot); err != nil {
 			resp.Error = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("tool %s returned a result that does not encode: %v", params.Name, err)}
 		}
 	}
@@ -427,9 +427,9 @@ const keepDirectBytes = 1 << 20
 // else with encoding/json without HTML escaping. The result is compact: a
 // structured content that holds line breaks is compacted, so that a
 // response is always one line.
-func encodeDirect(dst []byte, res mcp.Result) (json.RawMessage, error) {
+func encodeDirect(dst []byte, res mcp.Result, slot *resultSlot) (json.RawMessage, error) {
 	if r, ok := res.(*mcp.CallToolResult); ok && plainToolResult(r) {
-		data, err := (&encodedResult{CallToolResult: r, direct: true}).appendJSON(dst)
+		data, err := (&encodedResult{CallToolResult: r, direct: true, slot: slot}).appendJSON(dst)
 		if err != nil || bytes.IndexByte(data, '\n') < 0 && bytes.IndexByte(data, '\r') < 0 {
 			return data, err
 		}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/mcpkit/mcpkit/pkg/jsonesc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -47,7 +48,7 @@ func plainToolResult(r *mcp.CallToolResult) bool {
 // SDK's own encoding validates and compacts the structured content, the
 // text content and the whole result once each at every level of
 // marshalling, which for a large result costs more than the call. Here the
-// text is escaped once (by appendJSONString, byte for byte as
+// text is escaped once (by jsonesc.AppendQuoted, byte for byte as
 // encoding/json), the structured content appended as it is (the host
 // validated it), and encoding/json compacts the whole once. The other
 // members (isError, resultType, ...) are the SDK's own encoding of them, and
@@ -62,6 +63,9 @@ type encodedResult struct {
 	// direct: the SDK never saw the result (a direct call), so it carries
 	// nothing of the SDK's own (a 2026-07-28 result type).
 	direct bool
+	// slot is a direct call's result slot: the escaped form of a text
+	// content the handler wrote itself (EncodedJSONText), if any.
+	slot *resultSlot
 }
 
 // contentPrefix is how the SDK's encoding of a result without _meta
@@ -150,10 +154,18 @@ func (r *encodedResult) appendJSON(b []byte) ([]byte, error) {
 			b = append(b, ',')
 		}
 		b = append(b, `{"type":"text","text":`...)
-		// Byte for byte what encoding/json writes for a string (HTML
-		// characters, U+2028/9 and invalid UTF-8 included), faster than
-		// encoding/json and segmentio's encoder on JSON text (escape.go).
-		b = appendJSONString(b, c.(*mcp.TextContent).Text)
+		text := c.(*mcp.TextContent).Text
+		if escaped, ok := r.slot.escapedText(text); ok {
+			// The handler's encoder escaped it as jsonesc does.
+			b = append(b, '"')
+			b = append(b, escaped...)
+			b = append(b, '"')
+		} else {
+			// Byte for byte what encoding/json writes for a string (HTML
+			// characters, U+2028/9 and invalid UTF-8 included), faster than
+			// encoding/json and segmentio's encoder on JSON text (package jsonesc).
+			b = jsonesc.AppendQuoted(b, text)
+		}
 		b = append(b, '}')
 	}
 	b = append(b, ']')

@@ -101,3 +101,21 @@ func FuzzEncodedResult(f *testing.F) {
 		checkEncoded(t, &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, IsError: isError})
 	})
 }
+
+// TestEncodedResultEscapesText: the text member of an encoded tool result
+// holds exactly encoding/json's bytes for the text.
+func TestEncodedResultEscapesText(t *testing.T) {
+	text := "{\"k\":\"<v>&\u2028\xff\t\"} é"
+	quoted, err := json.Marshal(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := json.Marshal(&encodedResult{CallToolResult: &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"content":[{"type":"text","text":` + string(quoted) + `}]}`
+	if string(got) != want {
+		t.Errorf("encoded %s\n   want %s", got, want)
+	}
+}

@@ -8,17 +8,18 @@ import (
 
 // ResultBuffer returns an empty buffer with room for at least n bytes, for
 // a handler to encode its result into and return as [EncodedJSON] (append
-// to the buffer, return what append gave). On a direct call
-// ([ToolOptions.Direct], served by [Server.Run]) of a server without
+// to the buffer, return what append gave), or its result and its text
+// form, each into a buffer of its own, as [EncodedJSONText]. On a direct
+// call ([ToolOptions.Direct], served by [Server.Run]) of a server without
 // [Options.Middleware], where nothing but the host sees the result, the
-// buffer is memory kept from an earlier call, and the host keeps it again
-// once the call's response is written, so that a tool with large results
-// does not allocate one per call; elsewhere it is a new buffer.
+// first two buffers of a call are memory kept from earlier calls, and the
+// host keeps them again once the call's response is written, so that a
+// tool with large results does not allocate one per call; elsewhere, and
+// from the third on, it is a new buffer.
 //
-// The handler must keep no reference to the buffer once it returns. A
+// The handler must keep no reference to the buffers once it returns. A
 // result encoded past n into memory append allocated, or retained for
-// paging, is not reused. A second call of ResultBuffer in the same call
-// returns a new buffer.
+// paging, is not reused.
 func ResultBuffer(ctx context.Context, n int) []byte {
 	slot, _ := ctx.Value(resultSlotKey{}).(*resultSlot)
 	if slot == nil {
@@ -26,25 +27,35 @@ func ResultBuffer(ctx context.Context, n int) []byte {
 	}
 	slot.mu.Lock()
 	defer slot.mu.Unlock()
-	if slot.given != nil || slot.done {
+	if slot.given[len(slot.given)-1] != nil || slot.done {
 		return make([]byte, 0, n)
 	}
-	slot.given = directBuffers.Get().(*[]byte)
-	if cap(*slot.given) < n {
-		*slot.given = make([]byte, 0, n)
+	buf := directBuffers.Get().(*[]byte)
+	if cap(*buf) < n {
+		*buf = make([]byte, 0, n)
 	}
-	return (*slot.given)[:0]
+	for i := range slot.given {
+		if slot.given[i] == nil {
+			slot.given[i] = buf
+			break
+		}
+	}
+	return (*buf)[:0]
 }
 
-// resultSlot is a direct call's buffer for its result (ResultBuffer). The
-// handler may be abandoned by the host (a timeout) and go on using what it
-// was given, so the slot is only reused when the host served the result
-// itself (served) and then released the slot (release).
+// resultSlot is a direct call's buffers for its result (ResultBuffer), and
+// the text form of its result when the handler wrote it (EncodedJSONText).
+// The handler may be abandoned by the host (a timeout) and go on using what
+// it was given, so the buffers are only reused when the host served the
+// result itself (served) and then released the slot (release).
 type resultSlot struct {
 	mu     sync.Mutex
-	given  *[]byte // handed out by ResultBuffer, from directBuffers
-	served bool    // the host served the call's result and no longer needs given
-	done   bool    // released: ResultBuffer hands out nothing more
+	given  [2]*[]byte // handed out by ResultBuffer, from directBuffers
+	served bool       // the host served the call's result and no longer needs given
+	done   bool       // released: ResultBuffer hands out nothing more
+	// text is the escaped form of the text content whose bytes are
+	// textOf (EncodedJSONText), for the host to write as it is.
+	text, textOf []byte
 }
 
 type resultSlotKey struct{}
@@ -55,11 +66,40 @@ func withResultSlot(ctx context.Context) (context.Context, *resultSlot) {
 	return context.WithValue(ctx, resultSlotKey{}, slot), slot
 }
 
+// servedText records, for the direct call whose context is ctx, that the
+// text content whose bytes are of, a result served inline, is written as
+// text, its escaped form (see escapedText).
+func servedText(ctx context.Context, of, text []byte) {
+	slot, _ := ctx.Value(resultSlotKey{}).(*resultSlot)
+	if slot == nil || len(of) == 0 {
+		return
+	}
+	slot.mu.Lock()
+	defer slot.mu.Unlock()
+	slot.textOf, slot.text = of, text
+}
+
+// escapedText returns the escaped form of t recorded by servedText, when
+// t is that text content: the same bytes in memory, which nothing writes
+// to while the slot holds them, so that a text content a middleware
+// replaced is escaped anew. A nil slot has none.
+func (slot *resultSlot) escapedText(t string) ([]byte, bool) {
+	if slot == nil || len(t) == 0 {
+		return nil, false
+	}
+	slot.mu.Lock()
+	defer slot.mu.Unlock()
+	if len(slot.textOf) != len(t) || unsafe.SliceData(slot.textOf) != unsafe.StringData(t) {
+		return nil, false
+	}
+	return slot.text, true
+}
+
 // servedResult records that the host has encoded the result data of the call
 // whose context is ctx, data being what the handler returned; paged: data
-// is retained for the read tool. The buffer the handler was given may then
-// be reused once the response is written, unless data is that buffer's
-// memory and retained.
+// is retained for the read tool. The buffers the handler was given may
+// then be reused once the response is written, unless data is one's memory
+// and retained.
 func servedResult(ctx context.Context, data []byte, paged bool) {
 	slot, _ := ctx.Value(resultSlotKey{}).(*resultSlot)
 	if slot == nil {
@@ -67,10 +107,12 @@ func servedResult(ctx context.Context, data []byte, paged bool) {
 	}
 	slot.mu.Lock()
 	defer slot.mu.Unlock()
-	if slot.given == nil {
-		return
+	slot.served = true
+	for _, g := range slot.given {
+		if g != nil && paged && overlap(data, *g) {
+			slot.served = false
+		}
 	}
-	slot.served = !paged || !overlap(data, *slot.given)
 }
 
 // overlap reports whether the memory of a and b (to their capacities)
@@ -84,15 +126,18 @@ func overlap(a, b []byte) bool {
 }
 
 // release ends the slot once the call's response is written (or dropped):
-// the buffer goes back to directBuffers if the host served the result.
+// the buffers go back to directBuffers if the host served the result.
 func (slot *resultSlot) release() {
 	slot.mu.Lock()
 	defer slot.mu.Unlock()
 	slot.done = true
-	if slot.given == nil || !slot.served || cap(*slot.given) > keepDirectBytes {
-		return
+	slot.text, slot.textOf = nil, nil
+	for i, g := range slot.given {
+		if g == nil || !slot.served || cap(*g) > keepDirectBytes {
+			continue
+		}
+		*g = (*g)[:0]
+		directBuffers.Put(g)
+		slot.given[i] = nil
 	}
-	*slot.given = (*slot.given)[:0]
-	directBuffers.Put(slot.given)
-	slot.given = nil
 }

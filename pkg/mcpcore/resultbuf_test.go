@@ -10,6 +10,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/mcpkit/mcpkit/pkg/jsonesc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -21,11 +22,13 @@ type bufRig struct {
 	srv *Server
 	cs  *mcp.ClientSession
 
-	mu    sync.Mutex
-	seen  map[uintptr]int // fill's buffers by address: how many calls got each
-	enter chan struct{}   // late has its buffer
-	go_   chan struct{}   // late may scribble
-	done  chan struct{}   // late has scribbled
+	mu   sync.Mutex
+	seen map[uintptr]int // fill's buffers by address: how many calls got each
+	// seenText: pair's text buffers by address.
+	seenText map[uintptr]int
+	enter    chan struct{} // late has its buffer
+	go_      chan struct{} // late may scribble
+	done     chan struct{} // late has scribbled
 }
 
 type fillArgs struct {
@@ -33,9 +36,15 @@ type fillArgs struct {
 	N int    `json:"n"`
 }
 
+type pairArgs struct {
+	C     string `json:"c"`
+	N     int    `json:"n"`
+	Wrong bool   `json:"wrong"` // the text form of another result
+}
+
 func newBufRig(t *testing.T, middleware ...mcp.Middleware) *bufRig {
 	t.Helper()
-	r := &bufRig{seen: map[uintptr]int{}, enter: make(chan struct{}), go_: make(chan struct{}), done: make(chan struct{})}
+	r := &bufRig{seen: map[uintptr]int{}, seenText: map[uintptr]int{}, enter: make(chan struct{}), go_: make(chan struct{}), done: make(chan struct{})}
 	attach := func(h *Host) {
 		AddTool(h, &mcp.Tool{Name: "fill"}, func(ctx context.Context, _ *mcp.CallToolRequest, in fillArgs) (any, error) {
 			buf := ResultBuffer(ctx, in.N+16)
@@ -45,6 +54,21 @@ func newBufRig(t *testing.T, middleware ...mcp.Middleware) *bufRig {
 			buf = append(buf, `{"v":"`...)
 			buf = append(buf, strings.Repeat(in.C, in.N)...)
 			return EncodedJSON(append(buf, `"}`...)), nil
+		}, ToolOptions{Direct: true})
+		AddTool(h, &mcp.Tool{Name: "pair"}, func(ctx context.Context, _ *mcp.CallToolRequest, in pairArgs) (any, error) {
+			p := jsonesc.Pair{JSON: ResultBuffer(ctx, in.N+16), Text: ResultBuffer(ctx, in.N+32)}
+			r.mu.Lock()
+			r.seenText[uintptr(unsafe.Pointer(unsafe.SliceData(p.Text[:1])))]++
+			r.mu.Unlock()
+			p.Lit(jsonesc.Lit(`{"v":`))
+			from := len(p.JSON)
+			p.JSON = jsonesc.AppendQuoted(p.JSON, strings.Repeat(in.C, in.N))
+			p.Mirror(from)
+			p.Lit(jsonesc.Lit(`}`))
+			if in.Wrong {
+				p.Text = jsonesc.Append(p.Text[:0], `{"v":"wrong"}`)
+			}
+			return EncodedJSONText{JSON: p.JSON, Text: p.Text}, nil
 		}, ToolOptions{Direct: true})
 		AddTool(h, &mcp.Tool{Name: "late"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (any, error) {
 			buf := append(ResultBuffer(ctx, 4096), `{"v":"late"}`...)
@@ -177,5 +201,57 @@ func TestResultBufferElsewhere(t *testing.T) {
 	}
 	if b := ResultBuffer(t.Context(), 100); len(b) != 0 || cap(b) < 100 {
 		t.Errorf("ResultBuffer outside a call: len %d cap %d, want 0 and at least 100", len(b), cap(b))
+	}
+}
+
+// pair calls rb_pair and returns the result's text and structured content.
+func (r *bufRig) pair(t *testing.T, in pairArgs) (text_, structured string) {
+	t.Helper()
+	res, err := r.cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "rb_pair", Arguments: in})
+	if err != nil || res.IsError {
+		t.Fatalf("pair %+v: %v %v", in, err, res)
+	}
+	sc, _ := json.Marshal(res.StructuredContent)
+	return text(res), string(sc)
+}
+
+// TestResultBufferText: a direct call's EncodedJSONText is served with
+// the handler's own text form, written as it is (a text that is not the
+// JSON's shows it), both buffers reused from call to call; with
+// Options.Middleware, which may replace the content, the host escapes the
+// JSON itself.
+func TestResultBufferText(t *testing.T) {
+	r := newBufRig(t)
+	for i, c := range []string{"a", `"`, `\`, "<&>", "é", "\u2028", "\x01", "日本"} {
+		in := pairArgs{C: c, N: 10 + i*12} // inline: under 1 KiB escaped
+		want, _ := json.Marshal(map[string]string{"v": strings.Repeat(c, in.N)})
+		for range 4 {
+			if text, structured := r.pair(t, in); text != string(want) || structured != string(want) {
+				t.Errorf("pair %q×%d: text %.80s, structured %.80s, want %.80s", c, in.N, text, structured, want)
+			}
+		}
+	}
+	r.mu.Lock()
+	if len(r.seenText) >= 32 {
+		t.Errorf("32 calls got %d different text buffers: none was reused", len(r.seenText))
+	}
+	r.mu.Unlock()
+	if text, structured := r.pair(t, pairArgs{C: "x", N: 3, Wrong: true}); text != `{"v":"wrong"}` || structured != `{"v":"xxx"}` {
+		t.Errorf("a direct call's text form was not written as the handler wrote it: text %s, structured %s", text, structured)
+	}
+
+	// Over inline_result_bytes the JSON is paged, its text form unused.
+	var ref pagedResult
+	if text, _ := r.pair(t, pairArgs{C: "P", N: 3000}); json.Unmarshal([]byte(text), &ref) != nil || ref.ResultID == "" {
+		t.Fatalf("a 3 KB result was not paged: %.80s", text)
+	}
+	r.pair(t, pairArgs{C: "q", N: 900})
+	if got, want := string((&rig{srv: r.srv, cs: r.cs}).readPaged(t, "rb_result", ref)), `{"v":"`+strings.Repeat("P", 3000)+`"}`; got != want {
+		t.Errorf("the paged result reads back as %.80s..., want %.80s...", got, want)
+	}
+
+	mw := newBufRig(t, func(next mcp.MethodHandler) mcp.MethodHandler { return next })
+	if text, _ := mw.pair(t, pairArgs{C: "x", N: 3, Wrong: true}); text != `{"v":"xxx"}` {
+		t.Errorf("with middleware the host served the handler's text form %s, want its own escaping of the JSON", text)
 	}
 }

@@ -295,12 +295,14 @@ func (c toolCall) serve(ctx context.Context, owner string, v any, isError bool) 
 	if r, ok := v.(*mcp.CallToolResult); ok {
 		return c.serveResult(owner, r, isError)
 	}
-	var data []byte
+	var data, escaped []byte
 	text, isText := v.(Text)
 	if isText {
 		data = []byte(text)
 	} else if enc, ok := v.(EncodedJSON); ok {
 		data = enc
+	} else if enc, ok := v.(EncodedJSONText); ok {
+		data, escaped = enc.JSON, enc.Text
 	} else if raw, ok := v.(json.RawMessage); ok {
 		// segmentio's validator accepts what encoding/json's does, about
 		// ten times faster: this check is on every call's path.
@@ -323,6 +325,9 @@ func (c toolCall) serve(ctx context.Context, owner string, v any, isError bool) 
 	if inline {
 		if isText {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(text)}}, IsError: isError}, nil
+		}
+		if escaped != nil {
+			servedText(ctx, data, escaped)
 		}
 		return inlineResult(data, isError), nil
 	}
@@ -415,6 +420,21 @@ type Text string
 // every byte of a large result. Invalid bytes here would reach the client
 // as they are: when in doubt, return a json.RawMessage.
 type EncodedJSON []byte
+
+// EncodedJSONText is an [EncodedJSON] result with its text form, written
+// by the same encoder: Text is JSON escaped as the contents of a JSON
+// string, byte for byte what Append of package pkg/jsonesc writes for it
+// (its Pair writes the two at once). Where the host serves the result inline on a
+// direct call, it writes Text as the text content instead of escaping the
+// JSON itself; elsewhere it serves JSON as an EncodedJSON. Text is trusted
+// as JSON is: other bytes would reach the client as they are.
+type EncodedJSONText struct {
+	JSON EncodedJSON
+	Text []byte
+}
+
+// MarshalJSON returns the JSON, as [EncodedJSON.MarshalJSON] does.
+func (e EncodedJSONText) MarshalJSON() ([]byte, error) { return e.JSON.MarshalJSON() }
 
 // MarshalJSON returns e itself, so that an EncodedJSON inside another value
 // (the partial result of a timed-out call, in [ToolErrorReply]) is written

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mcpkit/mcpkit/internal/redistest"
+	"github.com/mcpkit/mcpkit/pkg/jsonesc"
 )
 
 // BenchmarkPipeline pipelines batches of SET and GET through Conn and
@@ -71,11 +72,11 @@ func BenchmarkDecodeAndJSON(b *testing.B) {
 		{"bulk-64", Value{Kind: KindBulkString, Str: bytes.Repeat([]byte("x"), 64)}},
 		{"simple-OK", Value{Kind: KindSimpleString, Str: []byte("OK")}},
 	} {
+		var wire []byte
+		for range 128 {
+			wire = AppendValue(wire, reply.value)
+		}
 		b.Run(reply.name, func(b *testing.B) {
-			var wire []byte
-			for range 128 {
-				wire = AppendValue(wire, reply.value)
-			}
 			b.SetBytes(int64(len(wire)))
 			r := NewReader(&repeat{b: wire}, ReaderOptions{})
 			var js []byte
@@ -87,6 +88,24 @@ func BenchmarkDecodeAndJSON(b *testing.B) {
 						b.Fatal(err)
 					}
 					if js, err = AppendJSON(js, &v); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+		// The same with the text form written beside the JSON.
+		b.Run(reply.name+"/pair", func(b *testing.B) {
+			b.SetBytes(int64(len(wire)))
+			r := NewReader(&repeat{b: wire}, ReaderOptions{})
+			var p jsonesc.Pair
+			for b.Loop() {
+				p.JSON, p.Text = p.JSON[:0], p.Text[:0]
+				for range 128 {
+					v, _, err := r.ReadValue()
+					if err != nil {
+						b.Fatal(err)
+					}
+					if err := AppendJSONPair(&p, &v); err != nil {
 						b.Fatal(err)
 					}
 				}

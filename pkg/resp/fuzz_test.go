@@ -51,6 +51,7 @@ func FuzzReader(f *testing.F) {
 			if err != nil || !json.Valid(js) {
 				t.Fatalf("JSON of %#v: %s, %v", v, js, err)
 			}
+			checkPair(t, &v)
 			var text struct{ Encoding, Value string }
 			if json.Unmarshal(js, &text) == nil && text.Encoding == "utf8" && text.Value != string(v.Str) {
 				t.Fatalf("JSON of %#v: value %q, want %q", v, text.Value, v.Str)

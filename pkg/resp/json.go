@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
+	"github.com/mcpkit/mcpkit/pkg/jsonesc"
 	"github.com/mcpkit/mcpkit/pkg/jsonscan"
 	segjson "github.com/segmentio/encoding/json"
 )
@@ -45,93 +46,148 @@ func (v Value) MarshalJSON() ([]byte, error) {
 // buffer without an allocation each. It fails, returning nil, as
 // MarshalJSON does.
 func AppendJSON(b []byte, v *Value) ([]byte, error) {
-	if v.Nil {
-		return append(b, `{"type":"null"}`...), nil
+	p := jsonesc.Pair{JSON: b, JSONOnly: true}
+	if err := AppendJSONPair(&p, v); err != nil {
+		return nil, err
 	}
-	b = append(b, `{"type":"`...)
-	b = append(b, v.Kind.String()...)
-	b = append(b, '"')
-	var err error
-	switch v.Kind {
-	case KindSimpleString, KindSimpleError, KindBulkString, KindBulkError, KindBigNumber:
-		b = appendText(b, v.Str)
-	case KindVerbatim:
-		b = append(b, `,"format":`...)
-		b = segjson.AppendEscape(b, v.Format, 0)
-		b = appendText(b, v.Str)
-	case KindInteger:
-		b = append(b, `,"value":"`...)
-		b = strconv.AppendInt(b, v.Int, 10)
-		b = append(b, '"')
-	case KindDouble:
-		b = append(b, `,"value":`...)
-		b = segjson.AppendEscape(b, string(v.Str), 0)
-	case KindNull:
-	case KindBoolean:
-		b = append(b, `,"value":`...)
-		b = strconv.AppendBool(b, v.Bool)
-	case KindArray, KindSet, KindPush:
-		b = append(b, `,"items":[`...)
-		for i := range v.Elems {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			if b, err = AppendJSON(b, &v.Elems[i]); err != nil {
-				return nil, err
-			}
-		}
-		b = append(b, ']')
-	case KindMap, KindAttribute:
-		if len(v.Elems)%2 != 0 {
-			return nil, fmt.Errorf("resp: %s with %d elements (want key/value pairs)", v.Kind, len(v.Elems))
-		}
-		b = append(b, `,"entries":[`...)
-		for i := 0; i < len(v.Elems); i += 2 {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, '[')
-			if b, err = AppendJSON(b, &v.Elems[i]); err != nil {
-				return nil, err
-			}
-			b = append(b, ',')
-			if b, err = AppendJSON(b, &v.Elems[i+1]); err != nil {
-				return nil, err
-			}
-			b = append(b, ']')
-		}
-		b = append(b, ']')
-		if v.Kind == KindAttribute {
-			if v.Wrapped == nil {
-				return nil, fmt.Errorf("resp: attribute without the reply it annotates")
-			}
-			b = append(b, `,"value":`...)
-			if b, err = AppendJSON(b, v.Wrapped); err != nil {
-				return nil, err
-			}
-		}
-	default:
-		return nil, fmt.Errorf("resp: cannot marshal %s", v.Kind)
-	}
-	return append(b, '}'), nil
+	return p.JSON, nil
 }
 
+// AppendJSONPair appends the JSON form of v to p.JSON, as AppendJSON does,
+// and its text form (the JSON escaped as a JSON string's contents) to
+// p.Text, the two at once: a tool result's structured content and its
+// text copy without a second pass of the escaper over the JSON. On an
+// error what p holds is unspecified.
+func AppendJSONPair(p *jsonesc.Pair, v *Value) error {
+	if v.Nil {
+		p.Lit(litNull)
+		return nil
+	}
+	if int(v.Kind) >= len(litType) || litType[v.Kind] == (jsonesc.Literal{}) {
+		return fmt.Errorf("resp: cannot marshal %s", v.Kind)
+	}
+	p.Lit(litType[v.Kind])
+	switch v.Kind {
+	case KindSimpleString, KindSimpleError, KindBulkString, KindBulkError, KindBigNumber:
+		appendText(p, v.Str)
+	case KindVerbatim:
+		p.Lit(litFormat)
+		from := len(p.JSON)
+		p.JSON = segjson.AppendEscape(p.JSON, v.Format, 0)
+		p.Mirror(from)
+		appendText(p, v.Str)
+	case KindInteger:
+		p.Lit(litQuotedValue)
+		from := len(p.JSON)
+		p.JSON = strconv.AppendInt(p.JSON, v.Int, 10)
+		p.Mirror(from)
+		p.Lit(litQuote)
+	case KindDouble:
+		p.Lit(litValue)
+		from := len(p.JSON)
+		p.JSON = segjson.AppendEscape(p.JSON, string(v.Str), 0)
+		p.Mirror(from)
+	case KindNull:
+	case KindBoolean:
+		p.Lit(litValue)
+		if v.Bool {
+			p.Lit(litTrue)
+		} else {
+			p.Lit(litFalse)
+		}
+	case KindArray, KindSet, KindPush:
+		p.Lit(litItems)
+		for i := range v.Elems {
+			if i > 0 {
+				p.Lit(litComma)
+			}
+			if err := AppendJSONPair(p, &v.Elems[i]); err != nil {
+				return err
+			}
+		}
+		p.Lit(litCloseBracket)
+	case KindMap, KindAttribute:
+		if len(v.Elems)%2 != 0 {
+			return fmt.Errorf("resp: %s with %d elements (want key/value pairs)", v.Kind, len(v.Elems))
+		}
+		p.Lit(litEntries)
+		for i := 0; i < len(v.Elems); i += 2 {
+			if i > 0 {
+				p.Lit(litComma)
+			}
+			p.Lit(litOpenBracket)
+			if err := AppendJSONPair(p, &v.Elems[i]); err != nil {
+				return err
+			}
+			p.Lit(litComma)
+			if err := AppendJSONPair(p, &v.Elems[i+1]); err != nil {
+				return err
+			}
+			p.Lit(litCloseBracket)
+		}
+		p.Lit(litCloseBracket)
+		if v.Kind == KindAttribute {
+			if v.Wrapped == nil {
+				return fmt.Errorf("resp: attribute without the reply it annotates")
+			}
+			p.Lit(litValue)
+			if err := AppendJSONPair(p, v.Wrapped); err != nil {
+				return err
+			}
+		}
+	}
+	p.Lit(litCloseBrace)
+	return nil
+}
+
+// The fixed pieces of the JSON form, each with its escaped form.
+var (
+	litNull         = jsonesc.Lit(`{"type":"null"}`)
+	litFormat       = jsonesc.Lit(`,"format":`)
+	litValue        = jsonesc.Lit(`,"value":`)
+	litQuotedValue  = jsonesc.Lit(`,"value":"`)
+	litQuote        = jsonesc.Lit(`"`)
+	litTrue         = jsonesc.Lit(`true`)
+	litFalse        = jsonesc.Lit(`false`)
+	litItems        = jsonesc.Lit(`,"items":[`)
+	litEntries      = jsonesc.Lit(`,"entries":[`)
+	litComma        = jsonesc.Lit(`,`)
+	litOpenBracket  = jsonesc.Lit(`[`)
+	litCloseBracket = jsonesc.Lit(`]`)
+	litCloseBrace   = jsonesc.Lit(`}`)
+	litUTF8Plain    = jsonesc.Lit(`,"encoding":"utf8","value":"`)
+	litUTF8         = jsonesc.Lit(`,"encoding":"utf8","value":`)
+	litBase64       = jsonesc.Lit(`,"encoding":"base64","value":"`)
+	litType         = func() (t [256]jsonesc.Literal) {
+		for _, k := range []Kind{KindSimpleString, KindSimpleError, KindBulkString, KindBulkError, KindBigNumber, KindVerbatim,
+			KindInteger, KindDouble, KindNull, KindBoolean, KindArray, KindSet, KindPush, KindMap, KindAttribute} {
+			t[k] = jsonesc.Lit(`{"type":"` + k.String() + `"`)
+		}
+		return t
+	}()
+)
+
 // appendText appends `,"encoding":...,"value":...` for s.
-func appendText(b, s []byte) []byte {
-	if jsonscan.Plain(s) { // most replies: written as they are, without an escaper's pass
+func appendText(p *jsonesc.Pair, s []byte) {
+	switch {
+	case jsonscan.Plain(s): // most replies: written as they are, without an escaper's pass
 		// (segmentio's AppendEscape, flags 0, writes such text as it is too)
-		b = append(b, `,"encoding":"utf8","value":"`...)
-		b = append(b, s...)
-		return append(b, '"')
-	}
-	if utf8.Valid(s) {
-		b = append(b, `,"encoding":"utf8","value":`...)
+		p.Lit(litUTF8Plain)
+		p.Write(s)
+		p.Lit(litQuote)
+	case utf8.Valid(s):
+		p.Lit(litUTF8)
+		from := len(p.JSON)
 		// A view of s, not a copy: AppendEscape only reads it, during the call.
-		return segjson.AppendEscape(b, unsafe.String(unsafe.SliceData(s), len(s)), 0)
+		p.JSON = segjson.AppendEscape(p.JSON, unsafe.String(unsafe.SliceData(s), len(s)), 0)
+		p.Mirror(from)
+	default:
+		p.Lit(litBase64)
+		from := len(p.JSON)
+		p.JSON = base64.StdEncoding.AppendEncode(p.JSON, s)
+		p.Mirror(from)
+		p.Lit(litQuote)
 	}
-	b = append(b, `,"encoding":"base64","value":"`...)
-	b = base64.StdEncoding.AppendEncode(b, s)
-	return append(b, '"')
 }
 
 // MaxSafeInteger is the largest integer a JSON number argument may carry

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/mcpkit/mcpkit/pkg/jsonesc"
 	"github.com/mcpkit/mcpkit/pkg/jsonscan"
 	segjson "github.com/segmentio/encoding/json"
 )
@@ -51,6 +52,7 @@ func TestMarshalJSON(t *testing.T) {
 		if err != nil || string(got) != tc.want {
 			t.Errorf("%q:\n got  %s (%v)\n want %s", tc.wire, got, err, tc.want)
 		}
+		checkPair(t, &v)
 	}
 	for _, bad := range []Value{
 		{Kind: 'x'},
@@ -61,6 +63,27 @@ func TestMarshalJSON(t *testing.T) {
 		if b, err := bad.MarshalJSON(); err == nil {
 			t.Errorf("%#v marshalled to %s, want an error", bad, b)
 		}
+	}
+}
+
+// checkPair: AppendJSONPair writes v's JSON form, as AppendJSON does, and
+// its text form, that JSON escaped as a JSON string's contents by the
+// host's escaper.
+func checkPair(t *testing.T, v *Value) {
+	t.Helper()
+	json, err := AppendJSON(nil, v)
+	if err != nil {
+		t.Fatalf("AppendJSON(%#v): %v", v, err)
+	}
+	p := jsonesc.Pair{JSON: []byte("pre"), Text: []byte("pre")}
+	if err := AppendJSONPair(&p, v); err != nil {
+		t.Fatalf("AppendJSONPair(%#v): %v", v, err)
+	}
+	if string(p.JSON) != "pre"+string(json) {
+		t.Errorf("AppendJSONPair JSON %s, want %s", p.JSON[3:], json)
+	}
+	if want := jsonesc.Append([]byte("pre"), string(json)); string(p.Text) != string(want) {
+		t.Errorf("AppendJSONPair text\n got %s\nwant %s", p.Text[3:], want[3:])
 	}
 }
 
@@ -131,8 +154,13 @@ func TestAppendTextPlain(t *testing.T) {
 			if want == "" {
 				continue
 			}
-			if got := string(appendText(nil, s)); got != want {
+			var p jsonesc.Pair
+			appendText(&p, s)
+			if got := string(p.JSON); got != want {
 				t.Errorf("byte %#x in %q: got %s, want %s", c, s, got, want)
+			}
+			if text := jsonesc.Append(nil, string(p.JSON)); string(p.Text) != string(text) {
+				t.Errorf("byte %#x in %q: text %s, want %s", c, s, p.Text, text)
 			}
 			if plain := jsonscan.Plain(s); plain != (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
 				t.Errorf("jsonscan.Plain(%q) = %v", s, plain)

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/mcpkit/mcpkit/pkg/jsonesc"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
 	"github.com/mcpkit/mcpkit/pkg/resp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -41,60 +42,87 @@ type ExecuteReply struct {
 // encoding/json would re-scan and compact every value's output, which
 // dominates the cost of a large batch.
 func (r ExecuteReply) MarshalJSON() ([]byte, error) {
-	return r.appendJSON(make([]byte, 0, r.sizeHint()))
+	p := jsonesc.Pair{JSON: make([]byte, 0, r.sizeHint()), JSONOnly: true}
+	if err := r.appendJSON(&p); err != nil {
+		return nil, err
+	}
+	return p.JSON, nil
 }
 
 // sizeHint is about the size of the reply's JSON when its values are
 // short, as most are.
 func (r ExecuteReply) sizeHint() int { return 64 + 64*(len(r.Replies)+len(r.Pushes)) }
 
-// appendJSON appends the reply's JSON (MarshalJSON) to b.
-func (r ExecuteReply) appendJSON(b []byte) ([]byte, error) {
-	b = append(b, `{"session":`...)
-	b = strconv.AppendQuote(b, r.Session) // a handle or "default": ASCII letters, digits and _
-	b = append(b, `,"outcome":"`...)
-	b = append(b, r.Outcome...)
-	b = append(b, '"')
-	var err error
-	for _, list := range []struct {
-		key    string
-		values []resp.Value
-	}{{`,"replies":[`, r.Replies}, {`,"pushes":[`, r.Pushes}} {
-		b = append(b, list.key...)
-		for i := range list.values {
+var (
+	litSession  = jsonesc.Lit(`{"session":`)
+	litOutcome  = jsonesc.Lit(`,"outcome":"`)
+	litQuote    = jsonesc.Lit(`"`)
+	litReplies  = jsonesc.Lit(`,"replies":[`)
+	litPushes   = jsonesc.Lit(`],"pushes":[`)
+	litComma    = jsonesc.Lit(`,`)
+	litEndList  = jsonesc.Lit(`]`)
+	litUnknown  = jsonesc.Lit(`,"unknown":`)
+	litRedirect = jsonesc.Lit(`,"redirects":`)
+	litEnd      = jsonesc.Lit(`}`)
+)
+
+// appendJSON appends the reply's JSON (MarshalJSON) to p.JSON and, unless
+// p.JSONOnly, its text form to p.Text.
+func (r ExecuteReply) appendJSON(p *jsonesc.Pair) error {
+	p.Lit(litSession)
+	from := len(p.JSON)
+	p.JSON = strconv.AppendQuote(p.JSON, r.Session) // a handle or "default": ASCII letters, digits and _
+	p.Mirror(from)
+	p.Lit(litOutcome)
+	p.Write([]byte(r.Outcome))
+	p.Lit(litQuote)
+	for l, list := range [][]resp.Value{r.Replies, r.Pushes} {
+		if l == 0 {
+			p.Lit(litReplies)
+		} else {
+			p.Lit(litPushes)
+		}
+		for i := range list {
 			if i > 0 {
-				b = append(b, ',')
+				p.Lit(litComma)
 			}
-			if b, err = resp.AppendJSON(b, &list.values[i]); err != nil {
-				return nil, err
+			if err := resp.AppendJSONPair(p, &list[i]); err != nil {
+				return err
 			}
 		}
-		b = append(b, ']')
 	}
+	p.Lit(litEndList)
 	if r.Unknown > 0 {
-		b = append(b, `,"unknown":`...)
-		b = strconv.AppendInt(b, int64(r.Unknown), 10)
+		p.Lit(litUnknown)
+		from := len(p.JSON)
+		p.JSON = strconv.AppendInt(p.JSON, int64(r.Unknown), 10)
+		p.Mirror(from)
 	}
 	if len(r.Redirects) > 0 {
 		rb, err := json.Marshal(r.Redirects)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		b = append(append(b, `,"redirects":`...), rb...)
+		p.Lit(litRedirect)
+		p.Write(rb)
 	}
-	return append(b, '}'), nil
+	p.Lit(litEnd)
+	return nil
 }
 
-// raw serializes the reply once, for the host to serve as it is: its
-// encoder writes only valid JSON (TestExecuteReplyJSON; FuzzReader checks
-// every value's JSON). The memory is the host's (mcpcore.ResultBuffer),
-// reused from call to call where the host can.
-func (r ExecuteReply) raw(ctx context.Context) (mcpcore.EncodedJSON, error) {
-	b, err := r.appendJSON(mcpcore.ResultBuffer(ctx, r.sizeHint()))
-	if err != nil {
-		return nil, fmt.Errorf("serialize the replies: %w", err)
+// raw serializes the reply once, with its text form, for the host to serve
+// as they are: its encoder writes only valid JSON (TestExecuteReplyJSON;
+// FuzzReader checks every value's JSON) and the text as the host escapes
+// it (pkg/resp's TestMarshalJSON and FuzzReader). The memory is the
+// host's (mcpcore.ResultBuffer), reused from call to call where the host
+// can.
+func (r ExecuteReply) raw(ctx context.Context) (mcpcore.EncodedJSONText, error) {
+	n := r.sizeHint()
+	p := jsonesc.Pair{JSON: mcpcore.ResultBuffer(ctx, n), Text: mcpcore.ResultBuffer(ctx, n+n/4)}
+	if err := r.appendJSON(&p); err != nil {
+		return mcpcore.EncodedJSONText{}, fmt.Errorf("serialize the replies: %w", err)
 	}
-	return b, nil
+	return mcpcore.EncodedJSONText{JSON: p.JSON, Text: p.Text}, nil
 }
 
 // refused lists the commands whose replies do not follow the

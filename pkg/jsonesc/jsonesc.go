@@ -1,31 +1,54 @@
-package mcpcore
+// Package jsonesc writes text as a JSON string, byte for byte as
+// encoding/json does (json.Marshal of a Go string, HTML escaping on), and
+// faster, most on JSON text, whose quotes a tool result's text copy is
+// dense in: [AppendQuoted] writes a string with its quotes, [Append] its
+// contents only. [Pair] writes a JSON text and, beside it, the same text
+// escaped as a JSON string's contents, for an encoder that serves both
+// (the host's structured content and its text copy) without escaping the
+// whole text again.
+package jsonesc
 
 import (
 	"encoding/binary"
 	"math/bits"
 	"slices"
 	"unicode/utf8"
+	"unsafe"
 )
 
-// appendJSONString appends s to dst as a JSON string, quotes included, and
+// AppendQuoted appends s to dst as a JSON string, quotes included, and
 // returns the extended buffer. The bytes are exactly those encoding/json
 // writes for a Go string with HTML escaping on (json.Marshal(s)): `\"`,
 // `\\`, `\b`, `\f`, `\n`, `\r`, `\t`; the other control characters and `<`,
 // `>`, `&` as `\u00XX`; U+2028 and U+2029 as `\u2028` and `\u2029`; each
 // byte of invalid UTF-8 as `\ufffd`; every other byte as it is.
 //
-// It is faster than encoding/json and segmentio's encoder, most on the
-// host's tool results, whose text is JSON dense in quotes: it reads eight
-// bytes at a time, writes them whole and then each `\"` or `\\` in place,
-// with no copy call per run between escapes; long runs without escapes
-// are copied at once. Other escapes and multi-byte characters go one at a
-// time.
-func appendJSONString(dst []byte, s string) []byte {
+// It is faster than encoding/json and segmentio's encoder, most on JSON
+// text, dense in quotes: it reads eight bytes at a time, writes them whole
+// and then each `\"` or `\\` in place, with no copy call per run between
+// escapes; long runs without escapes are copied at once. Other escapes and
+// multi-byte characters go one at a time.
+func AppendQuoted(dst []byte, s string) []byte {
+	return appendEscaped(dst, s, true)
+}
+
+// Append appends the contents of the JSON string [AppendQuoted] writes for
+// s, without its quotes. Escaping is per character, so the contents for a
+// concatenation are the concatenation of the contents for its parts, when
+// they are split between characters.
+func Append(dst []byte, s string) []byte {
+	return appendEscaped(dst, s, false)
+}
+
+// appendEscaped writes s escaped, between quotes when quoted.
+func appendEscaped(dst []byte, s string, quoted bool) []byte {
 	n := len(dst)
 	buf := slices.Grow(dst, len(s)+escapeRoom)
 	buf = buf[:cap(buf)]
-	buf[n] = '"'
-	n++
+	if quoted {
+		buf[n] = '"'
+		n++
+	}
 	for i := 0; ; {
 		// Eight bytes at a time while they are ASCII written as they are
 		// or with a backslash before them, as much as the room left
@@ -102,8 +125,11 @@ func appendJSONString(dst []byte, s string) []byte {
 		}
 		buf, n = appendRun(buf, n, s[start:i], len(s)-i)
 	}
-	buf[n] = '"'
-	return buf[:n+1]
+	if quoted {
+		buf[n] = '"'
+		n++
+	}
+	return buf[:n]
 }
 
 // shortChar returns the length of the character that begins at s[i], a
@@ -138,7 +164,7 @@ func shortChar(s string, i int) int {
 }
 
 // escapeWords writes the whole words of eight bytes of s to dst, as
-// appendJSONString does, as long as every byte is written as it is or is a
+// appendEscaped does, as long as every byte is written as it is or is a
 // `"` or `\`, which gets a backslash before it. It returns how many bytes
 // it wrote and read: all of s, or up to the first byte written otherwise,
 // or up to the fourth word in a row without escapes (the caller copies
@@ -184,7 +210,7 @@ func escapeWords(dst []byte, s string) (n, i int) {
 	return n, i
 }
 
-// escapeRoom is the free space appendJSONString keeps after its output:
+// escapeRoom is the free space appendEscaped keeps after its output:
 // what escapeWords sees of a word's output (it writes up to 24 bytes
 // from its start), or one escape after a run.
 const escapeRoom = 32
@@ -249,7 +275,7 @@ func plainWord(x uint64) bool {
 	return (x|^(quoteAmp&angle&backslash&below))&eachHigh == 0
 }
 
-// escapes[c] says how appendJSONString writes the byte c: 0 as it is;
+// escapes[c] says how appendEscaped writes the byte c: 0 as it is;
 // with escapeTwo, as the entry's low two bytes, a backslash and a letter;
 // with escapeOther, as \u00XX, or, for a byte >= 0x80, as its character
 // decodes.
@@ -280,3 +306,72 @@ func twoByteEscape(letter byte) uint32 {
 }
 
 const hexDigits = "0123456789abcdef"
+
+// Pair is a JSON text being written together with its text form: the same
+// JSON escaped as the contents of a JSON string, what [Append] writes for
+// it. An encoder that serves both (a tool result's structured content and
+// its text copy) writes its fixed pieces as [Literal]s, escaped once when
+// made, and the rest with Write or Mirror, which escape only those bytes:
+// the text is then not escaped again as a whole, and its quotes, most of
+// the escaping work on JSON, come ready-made with the literals.
+//
+// With JSONOnly, Text is left as it is: one encoder serves callers that
+// want the JSON alone.
+type Pair struct {
+	JSON, Text []byte
+	JSONOnly   bool
+}
+
+// Literal is a fixed piece of JSON text and its escaped form.
+type Literal struct{ json, text string }
+
+// Lit returns the Literal of json, a piece of JSON text that splits a
+// text between characters (as every piece between tokens does).
+func Lit(json string) Literal {
+	return Literal{json: json, text: string(Append(nil, json))}
+}
+
+// Lit appends l.
+func (p *Pair) Lit(l Literal) {
+	p.JSON = append(p.JSON, l.json...)
+	if !p.JSONOnly {
+		p.Text = append(p.Text, l.text...)
+	}
+}
+
+// Write appends b, a piece of JSON text split between characters, to JSON,
+// and its escaped form to Text.
+func (p *Pair) Write(b []byte) {
+	p.JSON = append(p.JSON, b...)
+	if !p.JSONOnly {
+		p.Text = appendEscapedBytes(p.Text, b)
+	}
+}
+
+// Mirror appends to Text the escaped form of JSON[from:], what an encoder
+// appended to JSON itself since JSON held from bytes (a number, a string
+// another encoder escaped); it must end between characters.
+func (p *Pair) Mirror(from int) {
+	if !p.JSONOnly {
+		p.Text = appendEscapedBytes(p.Text, p.JSON[from:])
+	}
+}
+
+// appendEscapedBytes appends Append's escaped form of b. A short b whose
+// bytes are all written as they are (a word, a number) is copied without
+// the escaper's setup.
+func appendEscapedBytes(dst, b []byte) []byte {
+	if len(b) <= shortPiece {
+		for _, c := range b {
+			if escapes[c] != 0 {
+				return appendEscaped(dst, unsafe.String(unsafe.SliceData(b), len(b)), false)
+			}
+		}
+		return append(dst, b...)
+	}
+	return appendEscaped(dst, unsafe.String(unsafe.SliceData(b), len(b)), false)
+}
+
+// shortPiece is the longest piece appendEscapedBytes checks byte by byte
+// before it calls the escaper.
+const shortPiece = 32

@@ -1,4 +1,4 @@
-package mcpcore
+package jsonesc
 
 import (
 	"bytes"
@@ -8,7 +8,6 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	segjson "github.com/segmentio/encoding/json"
 )
 
@@ -22,14 +21,18 @@ func marshalString(t testing.TB, s string) []byte {
 	return want
 }
 
-// checkEscape: appendJSONString writes what json.Marshal writes for s,
-// after what dst held.
+// checkEscape: AppendQuoted writes what json.Marshal writes for s, after
+// what dst held, and Append the same without the quotes.
 func checkEscape(t *testing.T, dst []byte, s string) {
 	t.Helper()
 	prefix := string(dst)
-	got := appendJSONString(dst, s)
-	if want := prefix + string(marshalString(t, s)); string(got) != want {
-		t.Errorf("appendJSONString(%q, %q)\n got %q\nwant %q", prefix, s, got, want)
+	want := string(marshalString(t, s))
+	if got := AppendQuoted(dst, s); string(got) != prefix+want {
+		t.Errorf("AppendQuoted(%q, %q)\n got %q\nwant %q", prefix, s, got, prefix+want)
+	}
+	unquoted := want[1 : len(want)-1]
+	if got := Append(dst[:len(prefix):len(prefix)], s); string(got) != prefix+unquoted {
+		t.Errorf("Append(%q, %q)\n got %q\nwant %q", prefix, s, got, prefix+unquoted)
 	}
 }
 
@@ -61,8 +64,8 @@ func TestEscapeClasses(t *testing.T) {
 		{`{"type":"simple_string","encoding":"utf8","value":"OK"}`,
 			`"{\"type\":\"simple_string\",\"encoding\":\"utf8\",\"value\":\"OK\"}"`},
 	} {
-		if got := appendJSONString(nil, c.in); string(got) != c.want {
-			t.Errorf("appendJSONString(%q) = %s, want %s", c.in, got, c.want)
+		if got := AppendQuoted(nil, c.in); string(got) != c.want {
+			t.Errorf("AppendQuoted(%q) = %s, want %s", c.in, got, c.want)
 		}
 		checkEscape(t, nil, c.in)
 	}
@@ -144,23 +147,42 @@ func TestEscapeAppends(t *testing.T) {
 	}
 }
 
-// TestEncodedResultEscapesText: the text member of an encoded tool result
-// holds exactly encoding/json's bytes for the text.
-func TestEncodedResultEscapesText(t *testing.T) {
-	text := "{\"k\":\"<v>&\u2028\xff\t\"} é"
-	got, err := json.Marshal(&encodedResult{CallToolResult: &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := `{"content":[{"type":"text","text":` + string(marshalString(t, text)) + `}]}`
-	if string(got) != want {
-		t.Errorf("encoded %s\n   want %s", got, want)
+// TestPair: a Pair's Text is Append of its JSON, whichever way each piece
+// was written (literal, Write, Mirror, short or long, plain or not), and
+// JSONOnly writes the JSON alone.
+func TestPair(t *testing.T) {
+	open, closeQuote := Lit(`{"value":"`), Lit(`"}`)
+	pieces := []string{"OK", "", "x<y&z", "é日", strings.Repeat("a", 100), strings.Repeat(`\"`, 40), "\u2028", "12345"}
+	for _, jsonOnly := range []bool{false, true} {
+		p := Pair{JSON: []byte("pre"), Text: []byte("pre"), JSONOnly: jsonOnly}
+		for i, piece := range pieces {
+			p.Lit(open)
+			if i%2 == 0 {
+				p.Write([]byte(piece))
+			} else {
+				from := len(p.JSON)
+				p.JSON = append(p.JSON, piece...)
+				p.Mirror(from)
+			}
+			p.Lit(closeQuote)
+		}
+		json := p.JSON[3:]
+		if !jsonOnly {
+			if want := Append([]byte("pre"), string(json)); string(p.Text) != string(want) {
+				t.Errorf("text\n got %s\nwant %s", p.Text, want)
+			}
+		} else if string(p.Text) != "pre" {
+			t.Errorf("JSONOnly wrote text %q", p.Text)
+		}
+		if !strings.HasPrefix(string(json), `{"value":"OK"}{"value":""}{"value":"x<y&z"}`) {
+			t.Errorf("json %s", json)
+		}
 	}
 }
 
-// FuzzAppendJSONString: for any string and any spare capacity after a
-// prefix, appendJSONString writes json.Marshal's bytes after the prefix.
-func FuzzAppendJSONString(f *testing.F) {
+// FuzzAppendQuoted: for any string and any spare capacity after a
+// prefix, AppendQuoted writes json.Marshal's bytes after the prefix.
+func FuzzAppendQuoted(f *testing.F) {
 	for _, s := range []string{
 		"", "plain", `{"a":"b"}`, "\x00\x1f\x7f", "<>&", "\u2028\u2029", "é日🙂", "\xff\xc3\xe2\x80",
 		jsonTextSample(3), "0123456789abcdef\"0123456789abcdef",
@@ -191,11 +213,11 @@ func jsonTextSample(n int) string {
 	return b.String()
 }
 
-// BenchmarkAppendJSONString compares appendJSONString with segmentio's
+// BenchmarkAppendQuoted compares AppendQuoted with segmentio's
 // AppendEscape (EscapeHTML, what encode.go used before) and encoding/json
 // on texts of about 7 KB: JSON text (a resp_execute result of 128
 // replies), ASCII prose, and prose in several scripts. MB/s is the input's.
-func BenchmarkAppendJSONString(b *testing.B) {
+func BenchmarkAppendQuoted(b *testing.B) {
 	prose := "The quick brown fox jumps over the lazy dog; a tool result may hold a paragraph of prose, " +
 		"with some punctuation (commas, colons: and the like) and digits 0123456789, but rarely quotes. "
 	mixed := "Съешь же ещё этих мягких французских булок, да выпей чаю. 敏捷的棕色狐狸跳过了懒狗。" +
@@ -214,7 +236,7 @@ func BenchmarkAppendJSONString(b *testing.B) {
 		b.Run(sample.name+"/mcpkit", func(b *testing.B) {
 			b.SetBytes(int64(len(s)))
 			for b.Loop() {
-				buf = appendJSONString(buf[:0], s)
+				buf = AppendQuoted(buf[:0], s)
 			}
 		})
 		b.Run(sample.name+"/segjson", func(b *testing.B) {
@@ -234,8 +256,8 @@ func BenchmarkAppendJSONString(b *testing.B) {
 				}
 			}
 		})
-		if got, want := appendJSONString(nil, s), marshalString(b, s); !bytes.Equal(got, want) {
-			b.Fatal(fmt.Sprintf("%s: appendJSONString differs from encoding/json", sample.name))
+		if got, want := AppendQuoted(nil, s), marshalString(b, s); !bytes.Equal(got, want) {
+			b.Fatal(fmt.Sprintf("%s: AppendQuoted differs from encoding/json", sample.name))
 		}
 	}
 }
