@@ -66,6 +66,13 @@ func AppendJSONPair(p *jsonesc.Pair, v *Value) error {
 	if int(v.Kind) >= len(litType) || litType[v.Kind] == (jsonesc.Literal{}) {
 		return fmt.Errorf("resp: cannot marshal %s", v.Kind)
 	}
+	if v.Kind.isText() && jsonscan.Plain(v.Str) {
+		// Most replies: the whole frame around the text is two literals.
+		p.Lit(litPlainText[v.Kind])
+		p.Write(v.Str)
+		p.Lit(litQuoteBrace)
+		return nil
+	}
 	p.Lit(litType[v.Kind])
 	switch v.Kind {
 	case KindSimpleString, KindSimpleError, KindBulkString, KindBulkError, KindBigNumber:
@@ -158,7 +165,16 @@ var (
 	litUTF8Plain    = jsonesc.Lit(`,"encoding":"utf8","value":"`)
 	litUTF8         = jsonesc.Lit(`,"encoding":"utf8","value":`)
 	litBase64       = jsonesc.Lit(`,"encoding":"base64","value":"`)
-	litType         = func() (t [256]jsonesc.Literal) {
+	litQuoteBrace   = jsonesc.Lit(`"}`)
+	// litPlainText is, for each kind of text, the JSON form up to a text
+	// written as it is (appendText's plain case).
+	litPlainText = func() (t [256]jsonesc.Literal) {
+		for _, k := range []Kind{KindSimpleString, KindSimpleError, KindBulkString, KindBulkError, KindBigNumber} {
+			t[k] = jsonesc.Lit(`{"type":"` + k.String() + `","encoding":"utf8","value":"`)
+		}
+		return t
+	}()
+	litType = func() (t [256]jsonesc.Literal) {
 		for _, k := range []Kind{KindSimpleString, KindSimpleError, KindBulkString, KindBulkError, KindBigNumber, KindVerbatim,
 			KindInteger, KindDouble, KindNull, KindBoolean, KindArray, KindSet, KindPush, KindMap, KindAttribute} {
 			t[k] = jsonesc.Lit(`{"type":"` + k.String() + `"`)
@@ -166,6 +182,15 @@ var (
 		return t
 	}()
 )
+
+// isText reports whether k's JSON form is its type and appendText's.
+func (k Kind) isText() bool {
+	switch k {
+	case KindSimpleString, KindSimpleError, KindBulkString, KindBulkError, KindBigNumber:
+		return true
+	}
+	return false
+}
 
 // appendText appends `,"encoding":...,"value":...` for s.
 func appendText(p *jsonesc.Pair, s []byte) {
