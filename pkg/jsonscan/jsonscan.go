@@ -60,6 +60,15 @@ func NewMembers(b []byte) Members {
 // continue as an object (not an object, truncated, or malformed as far as
 // the scanner looks); End tells the two apart.
 func (m *Members) Next() bool {
+	return m.NextKey() && m.SkipValue()
+}
+
+// NextKey advances to the next member as Next does, but stops at the start
+// of its value, ValueAt, without finding where the value ends: Value is
+// nil. Before the next call of Next or NextKey the caller either has the
+// scanner find the end (SkipValue) or reports it (ValueEnds), having
+// parsed the value its own way.
+func (m *Members) NextKey() bool {
 	b, i := m.b, m.i
 	switch m.st {
 	case stDone:
@@ -104,14 +113,30 @@ func (m *Members) Next() bool {
 	if i >= len(b) {
 		return m.fail()
 	}
-	valEnd, depth := Extent(b, i)
+	m.Key, m.Value, m.ValueAt = key, nil, i
+	m.i, m.st = i, stMember
+	return true
+}
+
+// SkipValue finds the end of the value NextKey stopped at and sets Value,
+// as Next does; it reports false, ending the walk, where the value does
+// not end inside the slice.
+func (m *Members) SkipValue() bool {
+	i := m.ValueAt
+	valEnd, depth := Extent(m.b, i)
 	if valEnd <= i { // truncated, or no value at all (`"id":,`)
 		return m.fail()
 	}
 	m.depth = max(m.depth, 1+depth)
-	m.Key, m.Value, m.ValueAt = key, b[i:valEnd], i
-	m.i, m.st = valEnd, stMember
+	m.Value, m.i = m.b[i:valEnd], valEnd
 	return true
+}
+
+// ValueEnds records that the value NextKey stopped at ends just before
+// end, as the caller found by parsing it, and sets Value. Depth does not
+// count that value.
+func (m *Members) ValueEnds(end int) {
+	m.Value, m.i = m.b[m.ValueAt:end], end
 }
 
 func (m *Members) fail() bool {
@@ -134,7 +159,8 @@ func (m *Members) End() int { return m.end }
 // `{"a":1}`, 2 for `{"a":[1]}`), so a caller that walks the members need
 // not pass over the object again to check a depth limit. Before that it
 // covers the members walked so far, and it is 0 before the opening brace
-// is found. Member values are measured as [Extent] measures them.
+// is found. Member values are measured as [Extent] measures them, but for
+// those ended with ValueEnds.
 func (m *Members) Depth() int { return m.depth }
 
 // KeyIs reports whether key, a raw JSON string, decodes to exactly name.

@@ -108,6 +108,41 @@ type ArgumentsDecoder interface {
 	DecodeArguments(raw json.RawMessage) error
 }
 
+// ArgumentsPrefixDecoder is an [ArgumentsDecoder] that also decodes the
+// arguments at the start of a longer text: DecodeArgumentsPrefix decodes
+// the JSON object that b begins with (no space before it), as
+// DecodeArguments would decode that object, and returns the index just
+// after it; for anything else it reports false, keeping nothing, and the
+// host then isolates the arguments and calls DecodeArguments, which says
+// what is wrong. On a direct call ([ToolOptions.Direct]) of a server
+// without [Options.Middleware], the host decodes the arguments with it as
+// it reads the call's params, rather than first finding where they end and
+// then decoding them: one pass over a large argument instead of two.
+type ArgumentsPrefixDecoder interface {
+	ArgumentsDecoder
+	DecodeArgumentsPrefix(b []byte) (end int, ok bool)
+}
+
+// decodePrefix is an [ArgumentsPrefixDecoder]'s DecodeArgumentsPrefix for
+// a tool's argument type, returning the decoded value.
+type decodePrefix func(b []byte) (end int, args any, ok bool)
+
+// prefixDecoder returns decodePrefix for In, or nil when *In is not an
+// ArgumentsPrefixDecoder.
+func prefixDecoder[In any]() decodePrefix {
+	if _, ok := any(new(In)).(ArgumentsPrefixDecoder); !ok {
+		return nil
+	}
+	return func(b []byte) (int, any, bool) {
+		var in In
+		end, ok := any(&in).(ArgumentsPrefixDecoder).DecodeArgumentsPrefix(b)
+		if !ok {
+			return 0, nil, false
+		}
+		return end, in, true
+	}
+}
+
 // StrictDecode decodes raw into v as the host decodes tool arguments: exact
 // (case-sensitive) member names, no unknown member. A failure is a
 // [*ParamError], with the member's path when the decoder names it. It is

@@ -182,7 +182,7 @@ func doNothing() {}
 // id is a direct call's in flight (as the SDK drops a request whose id is
 // in use); it returns nil when req is the SDK's to answer.
 func (c *directConn) accept(req *jsonrpc.Request) func() {
-	params, handler := c.direct(req) // parsed before locking: answers being written wait for the lock
+	params, args, handler := c.direct(req) // parsed before locking: answers being written wait for the lock
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, dup := c.calls[req.ID]; dup {
@@ -196,33 +196,39 @@ func (c *directConn) accept(req *jsonrpc.Request) func() {
 	ctx, cancel := context.WithCancelCause(c.t.ctx)
 	c.calls[req.ID] = cancel
 	c.wg.Add(1)
-	return func() { c.serve(ctx, req.ID, params) }
+	return func() { c.serve(ctx, req.ID, params, args) }
 }
 
 // direct returns the params and handler of req when it is a direct call:
 // tools/call of a direct tool on a legacy-era session, with params the
-// SDK would decode the same way and no multi-round-trip fields.
-func (c *directConn) direct(req *jsonrpc.Request) (*mcp.CallToolParamsRaw, mcp.ToolHandler) {
+// SDK would decode the same way and no multi-round-trip fields; and the
+// arguments decoded as the params were read, if they were (see
+// directParams).
+func (c *directConn) direct(req *jsonrpc.Request) (*mcp.CallToolParamsRaw, any, mcp.ToolHandler) {
 	ss := c.t.session.Load()
 	if req.Method != "tools/call" || ss == nil || len(req.Params) == 0 || req.Params[0] != '{' {
-		return nil, nil
+		return nil, nil, nil
 	}
 	init := ss.InitializeParams()
 	if init == nil || init.ProtocolVersion >= modernProtocol {
-		return nil, nil
+		return nil, nil, nil
 	}
-	p, ok := directParams(req.Params)
+	var prefixOf func(string) decodePrefix
+	if c.t.srv.reuseResults { // nothing but the host sees the request: decoded arguments cannot go stale
+		prefixOf = c.t.srv.directPrefix
+	}
+	p, args, ok := directParams(req.Params, prefixOf)
 	if !ok || p.InputResponses != nil || p.RequestState != "" {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if _, modern := p.Meta[mcp.MetaKeyProtocolVersion]; modern {
-		return nil, nil // a per-request 2026-07-28 call: the SDK's
+		return nil, nil, nil // a per-request 2026-07-28 call: the SDK's
 	}
-	h := c.t.srv.directTool(p.Name)
+	h := c.t.srv.directTool(p.Name).handler
 	if h == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
-	return p, h
+	return p, args, h
 }
 
 // directParams reads tools/call params, valid JSON (the transport decoded
@@ -232,11 +238,27 @@ func (c *directConn) direct(req *jsonrpc.Request) (*mcp.CallToolParamsRaw, mcp.T
 // over the arguments, which alias params. It reports false for params it
 // leaves to the SDK: not an object, a member twice, a member of the wrong
 // type.
-func directParams(params json.RawMessage) (*mcp.CallToolParamsRaw, bool) {
-	var p mcp.CallToolParamsRaw
+//
+// With prefixOf, when the arguments come after the name and the tool's
+// argument type is an [ArgumentsPrefixDecoder] (prefixOf returns its
+// decodePrefix), the arguments are decoded as they are read, which finds
+// where they end, and returned as args; otherwise args is nil.
+func directParams(params json.RawMessage, prefixOf func(name string) decodePrefix) (p *mcp.CallToolParamsRaw, args any, ok bool) {
+	p = new(mcp.CallToolParamsRaw)
 	var seen [5]bool // name, arguments, _meta, inputResponses, requestState
+	var prefix decodePrefix
 	m := jsonscan.NewMembers(params)
-	for m.Next() {
+	for m.NextKey() {
+		if prefix != nil && !seen[1] && jsonscan.KeyIs(m.Key, "arguments") {
+			if end, a, ok := prefix(params[m.ValueAt:]); ok {
+				m.ValueEnds(m.ValueAt + end)
+				args = a
+			} else if !m.SkipValue() {
+				break
+			}
+		} else if !m.SkipValue() {
+			break
+		}
 		var field int
 		var into any
 		switch {
@@ -257,19 +279,22 @@ func directParams(params json.RawMessage) (*mcp.CallToolParamsRaw, bool) {
 			continue
 		}
 		if seen[field] {
-			return nil, false
+			return nil, nil, false
 		}
 		seen[field] = true
 		if into != nil {
 			if _, err := segjson.Parse(m.Value, into, segjson.DontMatchCaseInsensitiveStructFields|segjson.ZeroCopy); err != nil {
-				return nil, false
+				return nil, nil, false
 			}
+		}
+		if field == 0 && prefixOf != nil {
+			prefix = prefixOf(p.Name)
 		}
 	}
 	if end := m.End(); end < 0 || jsonscan.SkipWS(params, end) != len(params) {
-		return nil, false
+		return nil, nil, false
 	}
-	return &p, true
+	return p, args, true
 }
 
 // modernProtocol is the first protocol version of the 2026-07-28 era,
@@ -277,11 +302,12 @@ func directParams(params json.RawMessage) (*mcp.CallToolParamsRaw, bool) {
 const modernProtocol = "2026-07-28"
 
 // serve runs one direct call and writes its response.
-func (c *directConn) serve(ctx context.Context, id jsonrpc.ID, params *mcp.CallToolParamsRaw) {
+func (c *directConn) serve(ctx context.Context, id jsonrpc.ID, params *mcp.CallToolParamsRaw, args any) {
 	defer c.wg.Done()
 	var slot *resultSlot
 	if c.t.srv.reuseResults {
 		ctx, slot = withResultSlot(ctx)
+		slot.args = args     // directParams decoded them only here
 		defer slot.release() // once the response is written: nothing reads the result after
 	}
 	req := &mcp.CallToolRequest{Session: c.t.session.Load(), Params: params}
@@ -373,12 +399,22 @@ func (c *directConn) stop(cause error) {
 	c.wg.Wait()
 }
 
-// directTool returns the handler of a direct tool, or nil.
-func (s *Server) directTool(name string) mcp.ToolHandler {
+// directEntry is a direct tool: its handler, and its argument type's
+// decodePrefix if it has one.
+type directEntry struct {
+	handler mcp.ToolHandler
+	prefix  decodePrefix
+}
+
+// directTool returns a direct tool, or the zero entry.
+func (s *Server) directTool(name string) directEntry {
 	s.regMu.RLock()
 	defer s.regMu.RUnlock()
 	return s.direct[name]
 }
+
+// directPrefix returns the decodePrefix of a direct tool, or nil.
+func (s *Server) directPrefix(name string) decodePrefix { return s.directTool(name).prefix }
 
 // directChain builds the handler of direct calls: the receiving middleware
 // of Options.Middleware (the first outermost) and the host's session
@@ -388,7 +424,7 @@ func (s *Server) directTool(name string) mcp.ToolHandler {
 func (s *Server) directChain(middleware []mcp.Middleware) mcp.MethodHandler {
 	var h mcp.MethodHandler = func(ctx context.Context, _ string, req mcp.Request) (mcp.Result, error) {
 		r := req.(*mcp.CallToolRequest)
-		tool := s.directTool(r.Params.Name)
+		tool := s.directTool(r.Params.Name).handler
 		if tool == nil { // removed since it was read
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", r.Params.Name)}
 		}

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/mcpkit/mcpkit/pkg/jsonscan"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	segjson "github.com/segmentio/encoding/json"
 )
@@ -17,6 +18,8 @@ var directParamsInputs = []struct {
 	take   bool
 }{
 	{`{"name":"t","arguments":{"a":[1,"x"]}}`, true},
+	{`{"name":"t","arguments":{"a":"}"} ,"_meta":{}}`, true},
+	{`{"arguments":{"a":1},"name":"t"}`, true},
 	{` { "arguments" : null , "name" : "t" } `, true},
 	{`{"name":"t"}`, true},
 	{`{"name":"t\u0031","arguments":{}}`, true},
@@ -62,10 +65,38 @@ func FuzzDirectParams(f *testing.F) {
 }
 
 // checkDirectParams compares directParams with the SDK's decoding of
-// params and reports whether directParams took them.
+// params and reports whether directParams took them; the same with tool
+// "t" decoding its arguments as they are read (a test decoder that takes
+// an object and keeps its text, and one that takes nothing).
 func checkDirectParams(t *testing.T, params []byte) bool {
 	t.Helper()
-	got, ok := directParams(params)
+	took := checkDirectParamsWith(t, params, nil)
+	keep := func(b []byte) (int, any, bool) {
+		if b[0] != '{' {
+			return 0, nil, false
+		}
+		end := jsonscan.SkipValue(b, 0)
+		return end, string(b[:end]), end > 0
+	}
+	refuse := func([]byte) (int, any, bool) { return 0, nil, false }
+	for _, prefix := range []decodePrefix{keep, refuse} {
+		if checkDirectParamsWith(t, params, func(name string) decodePrefix {
+			if name == "t" {
+				return prefix
+			}
+			return nil
+		}) != took {
+			t.Fatalf("%s: taken %v without decoding the arguments as read, not with", params, took)
+		}
+	}
+	return took
+}
+
+// checkDirectParamsWith is checkDirectParams with prefixOf: arguments
+// decoded as read are those the SDK's decoder finds.
+func checkDirectParamsWith(t *testing.T, params []byte, prefixOf func(string) decodePrefix) bool {
+	t.Helper()
+	got, args, ok := directParams(params, prefixOf)
 	if !ok {
 		return false
 	}
@@ -76,6 +107,9 @@ func checkDirectParams(t *testing.T, params []byte) bool {
 	}
 	if !bytes.Equal(got.Arguments, want.Arguments) {
 		t.Fatalf("%s: arguments %q, the SDK's decoder %q", params, got.Arguments, want.Arguments)
+	}
+	if args != nil && (prefixOf == nil || args.(string) != string(want.Arguments)) {
+		t.Fatalf("%s: arguments decoded as read %q, the SDK's decoder %q", params, args, want.Arguments)
 	}
 	got.Arguments, want.Arguments = nil, nil
 	if !reflect.DeepEqual(*got, want) {

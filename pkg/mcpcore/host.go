@@ -72,11 +72,11 @@ type Server struct {
 	// names and templates) once the server is serving, when a plugin may
 	// still add tools, resources and prompts.
 	regMu   sync.RWMutex
-	serving atomic.Bool                // NewServer has returned: additions go to the SDK at once
-	tools   map[string]string          // tool name → owning plugin
-	direct  map[string]mcp.ToolHandler // direct tools (ToolOptions.Direct) → handler, as the SDK has it
-	uris    map[string]string          // resource URI or template → owning plugin
-	prompts map[string]string          // prompt name → owning plugin
+	serving atomic.Bool            // NewServer has returned: additions go to the SDK at once
+	tools   map[string]string      // tool name → owning plugin
+	direct  map[string]directEntry // direct tools (ToolOptions.Direct) → handler, as the SDK has it
+	uris    map[string]string      // resource URI or template → owning plugin
+	prompts map[string]string      // prompt name → owning plugin
 	http    HTTPContributions
 	// The plugins that set the single-owner HTTP contributions.
 	verifierOwner, storeOwner string
@@ -120,7 +120,7 @@ func NewServer(ctx context.Context, opts Options) (_ *Server, err error) {
 		slots:     make(chan struct{}, lim.ConcurrentToolCalls),
 		workers:   newWorkers(workerIdle),
 		tools:     map[string]string{},
-		direct:    map[string]mcp.ToolHandler{},
+		direct:    map[string]directEntry{},
 		uris:      map[string]string{},
 		prompts:   map[string]string{},
 	}

@@ -53,7 +53,7 @@ func (h *Host) addResultTool() {
 		InputSchema: args.schema,
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: false, IdempotentHint: true, OpenWorldHint: new(false)},
 	}
-	h.addTool(tool, true, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	h.addTool(tool, true, nil, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		in, err := decodeArgs[ResultReadArgs](args, req.Params.Arguments)
 		if err != nil {
 			return toolError(err), nil

@@ -56,6 +56,9 @@ type resultSlot struct {
 	// text is the escaped form of the text content whose bytes are
 	// textOf (EncodedJSONText), for the host to write as it is.
 	text, textOf []byte
+	// args are the call's arguments, decoded as its params were read
+	// (directParams), until the tool's handler takes them (decodedArgs).
+	args any
 }
 
 type resultSlotKey struct{}
@@ -64,6 +67,23 @@ type resultSlotKey struct{}
 func withResultSlot(ctx context.Context) (context.Context, *resultSlot) {
 	slot := new(resultSlot)
 	return context.WithValue(ctx, resultSlotKey{}, slot), slot
+}
+
+// decodedArgs returns, once, the arguments of the direct call whose context
+// is ctx when they were decoded as its params were read, and true; for a
+// call whose arguments were not, or not into In, false.
+func decodedArgs[In any](ctx context.Context) (In, bool) {
+	slot, _ := ctx.Value(resultSlotKey{}).(*resultSlot)
+	if slot == nil {
+		var zero In
+		return zero, false
+	}
+	slot.mu.Lock()
+	args := slot.args
+	slot.args = nil
+	slot.mu.Unlock()
+	in, ok := args.(In)
+	return in, ok
 }
 
 // servedText records, for the direct call whose context is ctx, that the

@@ -96,11 +96,22 @@ func AddTool[In any](h *Host, t *mcp.Tool, fn ToolFunc[In], opts ...ToolOptions)
 		}
 	}
 	call := toolCall{host: h, tool: tool.Name, timeout: timeout, ownTimeout: opt.Timeout != 0}
-	h.addTool(&tool, opt.Direct, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var prefix decodePrefix
+	if opt.Direct {
+		prefix = prefixDecoder[In]()
+	}
+	h.addTool(&tool, opt.Direct, prefix, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return call.run(ctx, req, func(ctx context.Context) (any, error) {
-			in, err := decodeArgs[In](args, req.Params.Arguments)
-			if err != nil {
-				return nil, err
+			var in In
+			ok := false
+			if prefix != nil {
+				in, ok = decodedArgs[In](ctx)
+			}
+			if !ok {
+				var err error
+				if in, err = decodeArgs[In](args, req.Params.Arguments); err != nil {
+					return nil, err
+				}
 			}
 			return fn(ctx, req, in)
 		})
@@ -109,7 +120,7 @@ func AddTool[In any](h *Host, t *mcp.Tool, fn ToolFunc[In], opts ...ToolOptions)
 
 // addTool checks the tool's name, claims it and adds it through the SDK;
 // a direct tool's handler is also what Server.Run calls.
-func (h *Host) addTool(tool *mcp.Tool, direct bool, handler mcp.ToolHandler) {
+func (h *Host) addTool(tool *mcp.Tool, direct bool, prefix decodePrefix, handler mcp.ToolHandler) {
 	if err := checkToolName(tool.Name); err != nil {
 		h.fail(fmt.Errorf("tool %q: %w", tool.Name, err))
 		return
@@ -120,7 +131,7 @@ func (h *Host) addTool(tool *mcp.Tool, direct bool, handler mcp.ToolHandler) {
 		h.queue("tool", tool.Name, func(m *mcp.Server) {
 			m.AddTool(tool, handler)
 			if direct {
-				h.srv.direct[tool.Name] = handler
+				h.srv.direct[tool.Name] = directEntry{handler: handler, prefix: prefix}
 			} else {
 				delete(h.srv.direct, tool.Name) // replaced by a tool that is not direct
 			}

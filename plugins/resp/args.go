@@ -74,6 +74,19 @@ func (a *ExecuteArgs) DecodeArguments(raw json.RawMessage) error {
 	return a.decodeStrictly(raw)
 }
 
+// DecodeArgumentsPrefix implements [mcpcore.ArgumentsPrefixDecoder]: the
+// arguments that decodeBatch takes, at the start of b.
+func (a *ExecuteArgs) DecodeArgumentsPrefix(b []byte) (int, bool) {
+	bufs := batchPool.Get().(*batchBufs)
+	cmds, session, end, ok := decodeBatchPrefix(b, bufs)
+	if !ok {
+		batchPool.Put(bufs)
+		return 0, false
+	}
+	a.Commands, a.Session, a.bufs = cmds, session, bufs
+	return end, true
+}
+
 // decodeStrictly is DecodeArguments' second path, for the arguments
 // decodeBatch does not take: the host's strict decoding, then the batch,
 // each saying what is wrong with the argument's path.
@@ -188,49 +201,59 @@ func jsonTypeOf(v json.RawMessage) string {
 // keeping nothing, and the strict path decodes raw and says what is wrong
 // (FuzzDecodeBatch compares the two).
 func decodeBatch(raw []byte, bufs *batchBufs) (cmds Commands, session string, ok bool) {
-	s := batchScanner{b: raw}
-	if !s.expect('{') {
+	cmds, session, end, ok := decodeBatchPrefix(raw, bufs)
+	if !ok || jsonscan.SkipWS(raw, end) != len(raw) {
 		return nil, "", false
+	}
+	return cmds, session, true
+}
+
+// decodeBatchPrefix is decodeBatch of the object b begins with, whatever
+// follows it: it returns the index just after the object.
+func decodeBatchPrefix(b []byte, bufs *batchBufs) (cmds Commands, session string, end int, ok bool) {
+	s := batchScanner{b: b}
+	if !s.expect('{') {
+		return nil, "", 0, false
 	}
 	var seenCommands, seenSession bool
 	for closed := s.expect('}'); !closed; {
 		key, ok := s.plainString()
 		if !ok || !s.expect(':') {
-			return nil, "", false
+			return nil, "", 0, false
 		}
 		switch string(key) {
 		case "commands":
 			if seenCommands {
-				return nil, "", false
+				return nil, "", 0, false
 			}
 			seenCommands = true
 			if cmds, ok = s.commands(bufs); !ok {
-				return nil, "", false
+				return nil, "", 0, false
 			}
 		case "session":
 			if seenSession {
-				return nil, "", false
+				return nil, "", 0, false
 			}
 			seenSession = true
 			sess, ok := s.plainString()
 			if !ok {
-				return nil, "", false
+				return nil, "", 0, false
 			}
 			session = string(sess)
 		default:
-			return nil, "", false
+			return nil, "", 0, false
 		}
 		if !s.expect(',') {
 			if !s.expect('}') {
-				return nil, "", false
+				return nil, "", 0, false
 			}
 			closed = true
 		}
 	}
-	if !seenCommands || s.skipSpace() != len(raw) {
-		return nil, "", false
+	if !seenCommands {
+		return nil, "", 0, false
 	}
-	return cmds, session, true
+	return cmds, session, s.i, true
 }
 
 // batchScanner is decodeBatch's position in its JSON.

@@ -75,6 +75,15 @@ func checkDecodeBatch(t *testing.T, in string) bool {
 	t.Helper()
 	raw := []byte(strings.TrimSpace(in))
 	cmds, session, ok := decodeBatch(raw, new(batchBufs))
+	// As the host reads it among the params, whatever follows: what
+	// decodeBatch takes, ending where raw ends; or an object that raw
+	// begins with and that something follows.
+	var prefix ExecuteArgs
+	end, prefixOK := prefix.DecodeArgumentsPrefix(append(raw[:len(raw):len(raw)], ` ,"_meta":{"k":"}"}}`...))
+	same := prefixOK && end == len(raw) && fmt.Sprintf("%q %q", prefix.Commands, prefix.Session) == fmt.Sprintf("%q %q", cmds, session)
+	if ok && !same || !ok && prefixOK && end == len(raw) {
+		t.Fatalf("%q: as a prefix %v (end %d of %d) %q %q; alone %v %q %q", in, prefixOK, end, len(raw), prefix.Commands, prefix.Session, ok, cmds, session)
+	}
 	if !ok {
 		return false
 	}
