@@ -83,7 +83,7 @@ type directTransport struct {
 // reads to a function on its reader goroutine, which may claim it and have
 // its work run there (package stdio's: [github.com/mcpkit/mcpkit/pkg/mcpcore/stdio.Transport.ConnectTaking]).
 type takingTransport interface {
-	ConnectTaking(ctx context.Context, take func(jsonrpc.Message) func()) (mcp.Connection, error)
+	ConnectTaking(ctx context.Context, take func(jsonrpc.Message) func() bool) (mcp.Connection, error)
 }
 
 func (t *directTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -161,7 +161,8 @@ func (c *directConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 // take returns the work of msg when it is a direct call (or nothing to do,
 // when its id is a direct call's in flight), and nil when msg is the SDK's;
 // a notifications/cancelled cancels the direct call it names on the way.
-func (c *directConn) take(msg jsonrpc.Message) func() {
+// The work reports whether msg is done with (see serve).
+func (c *directConn) take(msg jsonrpc.Message) func() bool {
 	req, ok := msg.(*jsonrpc.Request)
 	if !ok {
 		return nil
@@ -176,12 +177,12 @@ func (c *directConn) take(msg jsonrpc.Message) func() {
 }
 
 // doNothing is the work of a request refused without an answer.
-func doNothing() {}
+func doNothing() bool { return true }
 
 // accept returns the work of req as a direct call, or doNothing when its
 // id is a direct call's in flight (as the SDK drops a request whose id is
 // in use); it returns nil when req is the SDK's to answer.
-func (c *directConn) accept(req *jsonrpc.Request) func() {
+func (c *directConn) accept(req *jsonrpc.Request) func() bool {
 	params, args, handler := c.direct(req) // parsed before locking: answers being written wait for the lock
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -196,7 +197,7 @@ func (c *directConn) accept(req *jsonrpc.Request) func() {
 	ctx, cancel := context.WithCancelCause(c.t.ctx)
 	c.calls[req.ID] = cancel
 	c.wg.Add(1)
-	return func() { c.serve(ctx, req.ID, params, args) }
+	return func() bool { return c.serve(ctx, req.ID, params, args) }
 }
 
 // direct returns the params and handler of req when it is a direct call:
@@ -301,14 +302,22 @@ func directParams(params json.RawMessage, prefixOf func(name string) decodePrefi
 // whose calls the SDK answers (result types, server identity).
 const modernProtocol = "2026-07-28"
 
-// serve runs one direct call and writes its response.
-func (c *directConn) serve(ctx context.Context, id jsonrpc.ID, params *mcp.CallToolParamsRaw, args any) {
+// serve runs one direct call and writes its response. It reports whether
+// the call is done with its params: on a server without
+// Options.Middleware, when the handler returned a result the host served
+// inline (it returned: it was not abandoned; and it keeps nothing of its
+// arguments, as ToolOptions.Direct requires; nothing retained aliases
+// them).
+func (c *directConn) serve(ctx context.Context, id jsonrpc.ID, params *mcp.CallToolParamsRaw, args any) (done bool) {
 	defer c.wg.Done()
 	var slot *resultSlot
 	if c.t.srv.reuseResults {
 		ctx, slot = withResultSlot(ctx)
-		slot.args = args     // directParams decoded them only here
-		defer slot.release() // once the response is written: nothing reads the result after
+		slot.args = args // directParams decoded them only here
+		defer func() {
+			done = slot.servedInline()
+			slot.release() // once the response is written: nothing reads the result after
+		}()
 	}
 	req := &mcp.CallToolRequest{Session: c.t.session.Load(), Params: params}
 	res, err := c.t.srv.directCall(ctx, "tools/call", req)
@@ -339,12 +348,13 @@ func (c *directConn) serve(ctx context.Context, id jsonrpc.ID, params *mcp.CallT
 		// As the SDK: once reading or writing failed, or the connection
 		// was closed, no response is written.
 		c.t.srv.logger.Debug("a direct call's response was not written", "tool", params.Name, "err", broken)
-		return
+		return false
 	}
 	if err := c.inner.Write(context.WithoutCancel(ctx), resp); err != nil {
 		c.t.srv.logger.Debug("writing a direct call's response", "tool", params.Name, "err", err)
 		c.fail(err)
 	}
+	return false // unless the slot says otherwise (deferred)
 }
 
 // fail records that the connection cannot carry responses any more and

@@ -52,6 +52,7 @@ type resultSlot struct {
 	mu     sync.Mutex
 	given  [2]*[]byte // handed out by ResultBuffer, from directBuffers
 	served bool       // the host served the call's result and no longer needs given
+	inline bool       // the host served the handler's result inline: the handler returned, nothing is retained
 	done   bool       // released: ResultBuffer hands out nothing more
 	// text is the escaped form of the text content whose bytes are
 	// textOf (EncodedJSONText), for the host to write as it is.
@@ -127,7 +128,7 @@ func servedResult(ctx context.Context, data []byte, paged bool) {
 	}
 	slot.mu.Lock()
 	defer slot.mu.Unlock()
-	slot.served = true
+	slot.served, slot.inline = true, !paged
 	for _, g := range slot.given {
 		if g != nil && paged && overlap(data, *g) {
 			slot.served = false
@@ -143,6 +144,14 @@ func overlap(a, b []byte) bool {
 	}
 	a0, b0 := uintptr(unsafe.Pointer(unsafe.SliceData(a))), uintptr(unsafe.Pointer(unsafe.SliceData(b)))
 	return a0 < b0+uintptr(cap(b)) && b0 < a0+uintptr(cap(a))
+}
+
+// servedInline reports whether the host served the handler's result
+// inline (see servedResult).
+func (slot *resultSlot) servedInline() bool {
+	slot.mu.Lock()
+	defer slot.mu.Unlock()
+	return slot.inline
 }
 
 // release ends the slot once the call's response is written (or dropped):

@@ -40,7 +40,11 @@ type ToolOptions struct {
 	// *mcp.CallToolResult with InputRequests or RequestState), so that
 	// [Server.Run] may answer its calls itself rather than through the
 	// SDK's request path: the same answers at about half the cost of a
-	// small call.
+	// small call. It also declares that the handler keeps nothing of the
+	// request's raw arguments (req.Params.Arguments) once it returns, nor
+	// returns memory that aliases them: they may alias a buffer the
+	// transport reuses for a later line once the result is served. (The
+	// decoded In never aliases them.)
 	Direct bool
 }
 

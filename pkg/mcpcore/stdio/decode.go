@@ -22,9 +22,12 @@ const sdkMaxDepth = 1000
 // small call that costs more than the decoding itself, and it drives the
 // garbage collector.
 //
-// When owned, msg belongs to the message: its strings and its params or
-// result alias msg instead of being copied, so a large frame is not
-// copied at all. Otherwise they are copied (msg is the read buffer).
+// When owned, msg belongs to the message: its params or result (and the
+// strings of an error) alias msg instead of being copied, so a large frame
+// is not copied at all; its method and id are copied, so that they outlive
+// a buffer the transport reuses once a taken call is done with its params
+// (see Transport.ConnectTaking). Otherwise everything is copied (msg is
+// the read buffer).
 //
 // It reports false when msg is not a message the SDK accepts; the caller
 // then decodes it with DecodeMessage, which says why (and would decide
@@ -73,9 +76,10 @@ func parseMessage(msg []byte, owned bool) (jsonrpc.Message, json.RawMessage, boo
 	if rest, err := segjson.Parse(msg, &w, flags); err != nil || jsonscan.SkipWS(rest, 0) != len(rest) || w.VersionTag != "2.0" {
 		return nil, nil, false
 	}
-	var rawID any // as the SDK decodes an id
+	own := flags &^ segjson.ZeroCopy // the method and id, which outlive msg
+	var rawID any                    // as the SDK decodes an id
 	if len(w.ID) > 0 {
-		if _, err := segjson.Parse(w.ID, &rawID, flags); err != nil {
+		if _, err := segjson.Parse(w.ID, &rawID, own); err != nil {
 			return nil, nil, false
 		}
 	}
@@ -85,7 +89,7 @@ func parseMessage(msg []byte, owned bool) (jsonrpc.Message, json.RawMessage, boo
 	}
 	if len(w.Method) > 0 {
 		var method string
-		if _, err := segjson.Parse(w.Method, &method, flags); err != nil {
+		if _, err := segjson.Parse(w.Method, &method, own); err != nil {
 			return nil, nil, false
 		}
 		return &jsonrpc.Request{Method: method, ID: id, Params: w.Params}, w.ID, true

@@ -45,6 +45,10 @@ const (
 	// keepWriteBytes is the largest write buffer kept between messages.
 	keepWriteBytes = 1 << 20
 
+	// keepLineBytes is the longest line decoded in a reused buffer
+	// (lineBufs) when a taker may claim it.
+	keepLineBytes = 64 << 10
+
 	// maxIdleReaders is how many reader goroutines that ran taken work are
 	// kept to read again (see Transport.ConnectTaking): a new goroutine
 	// would grow its stack, by copying, to the depth of a call again, which
@@ -107,7 +111,13 @@ func (t *Transport) Connect(ctx context.Context) (mcp.Connection, error) {
 // once, without waking another goroutine. The function's response, written
 // with Write, releases the call's pending slot as any other. A nil take is
 // Connect.
-func (t *Transport) ConnectTaking(ctx context.Context, take func(jsonrpc.Message) func()) (mcp.Connection, error) {
+//
+// The function reports whether the message is done with: true when
+// nothing refers to its params any more, so that their memory, a buffer
+// the connection decoded the line in, is reused for a later line rather
+// than left to the garbage collector (a request's method and id never
+// alias it).
+func (t *Transport) ConnectTaking(ctx context.Context, take func(jsonrpc.Message) func() bool) (mcp.Connection, error) {
 	if !t.connected.CompareAndSwap(false, true) {
 		return nil, errConnected
 	}
@@ -140,7 +150,8 @@ type conn struct {
 
 	ids *wire.Table // id translation and cancellations
 
-	take      func(jsonrpc.Message) func() // see Transport.ConnectTaking; nil: none
+	take      func(jsonrpc.Message) func() bool // see Transport.ConnectTaking; nil: none
+	lineBuf   *[]byte                           // the buffer (lineBufs) the last line was decoded in, if any
 	idleMu    sync.Mutex
 	idle      []chan bool // idle reader goroutines (see readLoop): true: read next; false: exit
 	readEnded bool        // reading ended: no more idle readers
@@ -343,7 +354,7 @@ func (c *conn) Close() error {
 func (c *conn) readLoop() {
 	wake := make(chan bool, 1) // this goroutine's, while idle
 	for {
-		run, err := c.readMessages()
+		run, buf, err := c.readMessages()
 		if run == nil {
 			c.endReading(err)
 			return
@@ -358,7 +369,10 @@ func (c *conn) readLoop() {
 			c.idleMu.Unlock()
 			go c.readLoop()
 		}
-		run()
+		if run() && buf != nil {
+			*buf = (*buf)[:0]
+			lineBufs.Put(buf)
+		}
 		c.idleMu.Lock()
 		if c.readEnded || len(c.idle) >= maxIdleReaders {
 			c.idleMu.Unlock()
@@ -392,10 +406,11 @@ func (c *conn) endReading(err error) {
 
 // readMessages reads lines, answers bad ones and hands decoded messages to
 // Read, until r fails or the connection closes (err), or take claims a
-// message (run, its work).
-func (c *conn) readMessages() (run func(), err error) {
+// message (run, its work; buf, the buffer its line was decoded in, if it
+// was decoded in one of lineBufs).
+func (c *conn) readMessages() (run func() bool, buf *[]byte, err error) {
 	if c.readAfter != nil {
-		return nil, c.readAfter
+		return nil, nil, c.readAfter
 	}
 	for {
 		var (
@@ -411,33 +426,39 @@ func (c *conn) readMessages() (run func(), err error) {
 			c.rejectOversized(line, size)
 		} else if len(line) > 0 {
 			msg, ok := c.decode(line)
+			buf := c.lineBuf
+			c.lineBuf = nil // the message's from now on: reused only if taken and done with
 			if req, isReq := msg.(*jsonrpc.Request); ok && isReq && req.IsCall() && !c.admit(req, size) {
-				return nil, io.EOF
+				return nil, nil, io.EOF
 			}
 			if ok && c.take != nil {
 				if run := c.take(msg); run != nil {
 					c.readAfter = err // the last line, without a newline: the next reader ends with err
-					return run, nil
+					return run, buf, nil
 				}
 			}
 			if ok {
 				select {
 				case c.incoming <- msg:
 				case <-c.closed:
-					return nil, io.EOF
+					return nil, nil, io.EOF
 				}
 			}
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		select {
 		case <-c.closed:
-			return nil, io.EOF
+			return nil, nil, io.EOF
 		default:
 		}
 	}
 }
+
+// lineBufs holds the buffers lines are decoded in when a taker may claim
+// them (see decode), each at most keepLineBytes plus what append rounds up.
+var lineBufs = sync.Pool{New: func() any { return new([]byte) }}
 
 // readLine reads the next line. For a line within the cap it returns the
 // line without its newline or trailing "\r", valid until the next call. For
@@ -525,7 +546,20 @@ func (c *conn) decode(line []byte) (jsonrpc.Message, bool) {
 		return nil, false
 	}
 	// Most lines are decoded in one validating pass (decodeCommon); the
-	// others are scanned for the wire table first.
+	// others are scanned for the wire table first. A line in the read
+	// buffer that a taker may claim is decoded in a buffer of its own,
+	// which its params alias and which is reused once the taken call is
+	// done with them (readLoop): copying it there is the copy decoding the
+	// read buffer makes anyway, into memory that stays warm.
+	if c.inPlace && c.take != nil && len(line) <= keepLineBytes {
+		buf := lineBufs.Get().(*[]byte)
+		*buf = append((*buf)[:0], line...)
+		if msg, ok := decodeCommon(*buf, true, c.ids); ok {
+			c.lineBuf = buf
+			return msg, true
+		}
+		lineBufs.Put(buf)
+	}
 	if msg, ok := decodeCommon(line, !c.inPlace, c.ids); ok {
 		if !c.inPlace {
 			c.acc = nil // the message may hold part of it

@@ -26,6 +26,7 @@ type takeRig struct {
 	ran     chan *jsonrpc.Request
 	gids    chan string // the goroutine each work ran on
 	hold    chan struct{}
+	done    bool // what each work reports: done with its message
 }
 
 func newTakeRig(t *testing.T, opts Options) *takeRig {
@@ -33,7 +34,7 @@ func newTakeRig(t *testing.T, opts Options) *takeRig {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	r := &takeRig{in: inW, lines: make(chan string, 10), offered: make(chan string, 10), ran: make(chan *jsonrpc.Request, 10), gids: make(chan string, 10), hold: make(chan struct{})}
-	take := func(msg jsonrpc.Message) func() {
+	take := func(msg jsonrpc.Message) func() bool {
 		req, ok := msg.(*jsonrpc.Request)
 		if !ok {
 			return nil
@@ -42,13 +43,14 @@ func newTakeRig(t *testing.T, opts Options) *takeRig {
 		if req.Method != "take" {
 			return nil
 		}
-		return func() {
+		return func() bool {
 			r.gids <- goroutineID()
 			r.ran <- req
 			<-r.hold
 			if err := r.conn.Write(context.Background(), &jsonrpc.Response{ID: req.ID, Result: []byte(`"taken"`)}); err != nil {
 				t.Errorf("writing the taken call's response: %v", err)
 			}
+			return r.done
 		}
 	}
 	conn, err := NewTransport(inR, outW, opts).ConnectTaking(t.Context(), take)
@@ -216,5 +218,43 @@ func waitIdle(t *testing.T, c *conn, n int) {
 			t.Fatalf("%d idle readers, want %d", got, n)
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestTakenLineReused: a taken call's params alias a buffer that is reused
+// for a later line once the work reports it done with the message, and
+// only then; its method and id never alias it.
+func TestTakenLineReused(t *testing.T) {
+	for _, done := range []bool{false, true} {
+		r := newTakeRig(t, Options{})
+		r.done = done
+		close(r.hold)
+		var first *jsonrpc.Request
+		changed := false
+		for i := range 20 {
+			params := `{"p":"` + strings.Repeat(strconv.Itoa(i%10), 40) + `"}`
+			r.send(t, `{"jsonrpc":"2.0","id":"id-`+strconv.Itoa(i)+`","method":"take","params":`+params+"}\n")
+			r.offeredNext(t, "take")
+			<-r.gids
+			req := <-r.ran
+			r.line(t)
+			if i == 0 {
+				first = req
+			}
+			if string(req.Params) != params {
+				t.Fatalf("call %d: params %s, want %s", i, req.Params, params)
+			}
+			waitIdle(t, r.conn.(*conn), 1) // the work has returned
+			changed = changed || string(first.Params) != `{"p":"`+strings.Repeat("0", 40)+`"}`
+			if first.Method != "take" || first.ID != mustID("id-0") {
+				t.Fatalf("after call %d the first call's method %q and id %v changed", i, first.Method, first.ID.Raw())
+			}
+		}
+		if !done && changed {
+			t.Errorf("the params of a call whose work is not done with them were overwritten: %s", first.Params)
+		}
+		if done && !changed && !raceEnabled { // the race detector's sync.Pool drops items at random
+			t.Errorf("20 taken calls in a row, each done with its message, never reused a buffer")
+		}
 	}
 }
