@@ -65,23 +65,7 @@ func TestDirectArgumentsDecodedAsRead(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		inR, inW := io.Pipe()
-		outR, outW := io.Pipe()
-		done := make(chan error, 1)
-		go func() { done <- srv.Run(context.Background(), stdio.NewTransport(inR, outW, stdio.Options{})) }()
-		lines := bufio.NewReader(outR)
-		exchange := func(line string) string {
-			if _, err := io.WriteString(inW, line+"\n"); err != nil {
-				t.Fatal(err)
-			}
-			got, err := lines.ReadString('\n')
-			if err != nil {
-				t.Fatal(err)
-			}
-			return got
-		}
-		exchange(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"` + legacyEra + `","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`)
-		io.WriteString(inW, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
+		exchange, stop := runStdio(t, srv, func(st *stdio.Transport) mcp.Transport { return st })
 		for _, c := range []struct{ params, want string }{
 			{`{"name":"px_p","arguments":{"s":"a"}}`, `"a ` + fmt.Sprint(!mw) + `"`},
 			{`{"name":"px_p","arguments": {"s":"b"} ,"_meta":{"k":1}}`, `"b ` + fmt.Sprint(!mw) + `"`},
@@ -94,9 +78,7 @@ func TestDirectArgumentsDecodedAsRead(t *testing.T) {
 				t.Errorf("middleware %v, params %s: %s, want %s in it", mw, c.params, got, c.want)
 			}
 		}
-		inW.Close()
-		<-done
-		outW.Close()
+		stop()
 		srv.Close(context.Background())
 	}
 }
@@ -154,34 +136,21 @@ func TestDirectParamsMemoryReused(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close(context.Background())
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	done := make(chan error, 1)
-	rec := doneRecorder{Transport: stdio.NewTransport(inR, outW, stdio.Options{}), done: make(chan bool, 100)}
-	go func() { done <- srv.Run(context.Background(), rec) }()
-	lines := bufio.NewReader(outR)
+	rec := doneRecorder{done: make(chan bool, 100)}
+	exchange, stop := runStdio(t, srv, func(st *stdio.Transport) mcp.Transport {
+		rec.Transport = st
+		return rec
+	})
+	defer stop()
 	wantDone := func(what string, want bool) {
 		t.Helper()
 		if got := <-rec.done; got != want {
 			t.Errorf("%s: done with its params %v, want %v", what, got, want)
 		}
 	}
-	exchange := func(line string) string {
-		t.Helper()
-		if _, err := io.WriteString(inW, line+"\n"); err != nil {
-			t.Fatal(err)
-		}
-		got, err := lines.ReadString('\n')
-		if err != nil {
-			t.Fatal(err)
-		}
-		return got
-	}
 	call := func(tool, args string) string {
 		return exchange(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"mr_` + tool + `","arguments":` + args + `}}`)
 	}
-	exchange(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"` + legacyEra + `","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`)
-	io.WriteString(inW, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
 
 	marked := func(mark string, n int) string { return `{"m":"` + strings.Repeat(mark, n) + `"}` }
 	if got := call("hold", marked("held-", 60)); !strings.Contains(got, "timeout") {
@@ -231,7 +200,36 @@ func TestDirectParamsMemoryReused(t *testing.T) {
 	if err := json.Unmarshal([]byte(read), &chunk); err != nil || string(chunk.Result.StructuredContent.Data) != marked("paged-", 400) {
 		t.Errorf("the paged result reads back as %.300s (%v)", chunk.Result.StructuredContent.Data, err)
 	}
-	inW.Close()
-	<-done
-	outW.Close()
+}
+
+// runStdio serves srv with Server.Run over the transport wrap makes of a
+// stdio transport on pipes, opens a legacy-era session, and returns
+// exchange (one line written, the next line read) and stop (EOF, then
+// Run's end).
+func runStdio(t *testing.T, srv *Server, wrap func(*stdio.Transport) mcp.Transport) (exchange func(string) string, stop func()) {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	transport := wrap(stdio.NewTransport(inR, outW, stdio.Options{}))
+	go func() { done <- srv.Run(context.Background(), transport) }()
+	lines := bufio.NewReader(outR)
+	exchange = func(line string) string {
+		t.Helper()
+		if _, err := io.WriteString(inW, line+"\n"); err != nil {
+			t.Fatal(err)
+		}
+		got, err := lines.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	exchange(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"` + legacyEra + `","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`)
+	io.WriteString(inW, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
+	return exchange, func() {
+		inW.Close()
+		<-done
+		outW.Close()
+	}
 }
