@@ -83,7 +83,7 @@ type directTransport struct {
 // reads to a function on its reader goroutine, which may claim it and have
 // its work run there (package stdio's: [github.com/mcpkit/mcpkit/pkg/mcpcore/stdio.Transport.ConnectTaking]).
 type takingTransport interface {
-	ConnectTaking(ctx context.Context, take func(jsonrpc.Message) func() bool) (mcp.Connection, error)
+	ConnectTaking(ctx context.Context, take func(msg jsonrpc.Message, checked bool) func() bool) (mcp.Connection, error)
 }
 
 func (t *directTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -150,7 +150,7 @@ func (c *directConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		if c.taking {
 			return msg, nil
 		}
-		run := c.take(msg)
+		run := c.take(msg, true)
 		if run == nil {
 			return msg, nil
 		}
@@ -161,8 +161,10 @@ func (c *directConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 // take returns the work of msg when it is a direct call (or nothing to do,
 // when its id is a direct call's in flight), and nil when msg is the SDK's;
 // a notifications/cancelled cancels the direct call it names on the way.
-// The work reports whether msg is done with (see serve).
-func (c *directConn) take(msg jsonrpc.Message) func() bool {
+// The work reports whether msg is done with (see serve). A request whose
+// params are not checked (see the stdio transport's ConnectTaking) is
+// taken only once directParams has validated all of them.
+func (c *directConn) take(msg jsonrpc.Message, checked bool) func() bool {
 	req, ok := msg.(*jsonrpc.Request)
 	if !ok {
 		return nil
@@ -173,7 +175,7 @@ func (c *directConn) take(msg jsonrpc.Message) func() bool {
 		}
 		return nil
 	}
-	return c.accept(req)
+	return c.accept(req, checked)
 }
 
 // doNothing is the work of a request refused without an answer.
@@ -182,8 +184,8 @@ func doNothing() bool { return true }
 // accept returns the work of req as a direct call, or doNothing when its
 // id is a direct call's in flight (as the SDK drops a request whose id is
 // in use); it returns nil when req is the SDK's to answer.
-func (c *directConn) accept(req *jsonrpc.Request) func() bool {
-	params, args, handler := c.direct(req) // parsed before locking: answers being written wait for the lock
+func (c *directConn) accept(req *jsonrpc.Request, checked bool) func() bool {
+	params, args, handler := c.direct(req, checked) // parsed before locking: answers being written wait for the lock
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, dup := c.calls[req.ID]; dup {
@@ -205,7 +207,7 @@ func (c *directConn) accept(req *jsonrpc.Request) func() bool {
 // SDK would decode the same way and no multi-round-trip fields; and the
 // arguments decoded as the params were read, if they were (see
 // directParams).
-func (c *directConn) direct(req *jsonrpc.Request) (*mcp.CallToolParamsRaw, any, mcp.ToolHandler) {
+func (c *directConn) direct(req *jsonrpc.Request, checked bool) (*mcp.CallToolParamsRaw, any, mcp.ToolHandler) {
 	ss := c.t.session.Load()
 	if req.Method != "tools/call" || ss == nil || len(req.Params) == 0 || req.Params[0] != '{' {
 		return nil, nil, nil
@@ -218,7 +220,7 @@ func (c *directConn) direct(req *jsonrpc.Request) (*mcp.CallToolParamsRaw, any, 
 	if c.t.srv.reuseResults { // nothing but the host sees the request: decoded arguments cannot go stale
 		prefixOf = c.t.srv.directPrefix
 	}
-	p, args, ok := directParams(req.Params, prefixOf)
+	p, args, ok := directParams(req.Params, prefixOf, checked)
 	if !ok || p.InputResponses != nil || p.RequestState != "" {
 		return nil, nil, nil
 	}
@@ -244,16 +246,27 @@ func (c *directConn) direct(req *jsonrpc.Request) (*mcp.CallToolParamsRaw, any, 
 // argument type is an [ArgumentsPrefixDecoder] (prefixOf returns its
 // decodePrefix), the arguments are decoded as they are read, which finds
 // where they end, and returned as args; otherwise args is nil.
-func directParams(params json.RawMessage, prefixOf func(name string) decodePrefix) (p *mcp.CallToolParamsRaw, args any, ok bool) {
+//
+// Unless checked, params may be anything (the transport did not validate
+// them): directParams then takes them only if it has validated every byte
+// as it read them (its keys plain strings, each member's value read by a
+// validating decoder: the name's, the prefix decoder, or segmentio's).
+func directParams(params json.RawMessage, prefixOf func(name string) decodePrefix, checked bool) (p *mcp.CallToolParamsRaw, args any, ok bool) {
 	p = new(mcp.CallToolParamsRaw)
 	var seen [5]bool // name, arguments, _meta, inputResponses, requestState
 	var prefix decodePrefix
 	m := jsonscan.NewMembers(params)
 	for m.NextKey() {
+		if !checked {
+			if _, end := jsonscan.PlainString(m.Key, 0); end != len(m.Key) {
+				return nil, nil, false
+			}
+		}
+		valid := checked // the value is known to be valid JSON
 		if prefix != nil && !seen[1] && jsonscan.KeyIs(m.Key, "arguments") {
 			if end, a, ok := prefix(params[m.ValueAt:]); ok {
 				m.ValueEnds(m.ValueAt + end)
-				args = a
+				args, valid = a, true
 			} else if !m.SkipValue() {
 				break
 			}
@@ -270,6 +283,9 @@ func directParams(params json.RawMessage, prefixOf func(name string) decodePrefi
 			}
 		case jsonscan.KeyIs(m.Key, "arguments"):
 			field, p.Arguments = 1, json.RawMessage(m.Value)
+			if !valid && !segjson.Valid(m.Value) {
+				return nil, nil, false
+			}
 		case jsonscan.KeyIs(m.Key, "_meta"):
 			field, into = 2, &p.Meta
 		case jsonscan.KeyIs(m.Key, "inputResponses"):
@@ -277,6 +293,9 @@ func directParams(params json.RawMessage, prefixOf func(name string) decodePrefi
 		case jsonscan.KeyIs(m.Key, "requestState"):
 			field, into = 4, &p.RequestState
 		default:
+			if !valid && !segjson.Valid(m.Value) {
+				return nil, nil, false
+			}
 			continue
 		}
 		if seen[field] {

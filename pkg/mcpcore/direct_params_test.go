@@ -41,6 +41,28 @@ var directParamsInputs = []struct {
 	{`"x"`, false},
 }
 
+// notJSONParams are params that are not JSON, which directParams must not
+// take unchecked.
+var notJSONParams = []string{
+	`{"name":"t","arguments":{"a":[1,}}`,
+	`{"name":"t","arguments":{"a":1}} ,"id":2`,
+	`{"name":"t","x":tru}`,
+	`{"name":"t","x":"a` + "\n" + `b"}`,
+	`{"name":"t","arguments":{"s":"\x"}}`,
+	`{"n\q":"t"}`,
+	`{"name":"t","_meta":{"a":1,}}`,
+}
+
+// TestDirectParamsUnchecked: params that are not JSON are never taken
+// unchecked.
+func TestDirectParamsUnchecked(t *testing.T) {
+	for _, params := range notJSONParams {
+		if _, _, ok := directParams([]byte(params), nil, false); ok {
+			t.Errorf("directParams took %q, not JSON, as unchecked params", params)
+		}
+	}
+}
+
 // TestDirectParams: what directParams takes, it reads exactly as the SDK's
 // decoder (segmentio's, with the SDK's flags) does.
 func TestDirectParams(t *testing.T) {
@@ -57,9 +79,14 @@ func FuzzDirectParams(f *testing.F) {
 	for _, in := range directParamsInputs {
 		f.Add(in.params)
 	}
+	for _, params := range notJSONParams {
+		f.Add(params)
+	}
 	f.Fuzz(func(t *testing.T, params string) {
 		if json.Valid([]byte(params)) {
 			checkDirectParams(t, []byte(params))
+		} else if _, _, ok := directParams([]byte(params), nil, false); ok {
+			t.Fatalf("directParams took %q, not JSON, as unchecked params", params)
 		}
 	})
 }
@@ -93,10 +120,15 @@ func checkDirectParams(t *testing.T, params []byte) bool {
 }
 
 // checkDirectParamsWith is checkDirectParams with prefixOf: arguments
-// decoded as read are those the SDK's decoder finds.
+// decoded as read are those the SDK's decoder finds. Unchecked, params
+// are taken only as they are checked, but those with a key that is not
+// plain text, and read alike.
 func checkDirectParamsWith(t *testing.T, params []byte, prefixOf func(string) decodePrefix) bool {
 	t.Helper()
-	got, args, ok := directParams(params, prefixOf)
+	got, args, ok := directParams(params, prefixOf, true)
+	if got2, args2, ok2 := directParams(params, prefixOf, false); ok2 && (!ok || !reflect.DeepEqual(got2, got) || !reflect.DeepEqual(args2, args)) {
+		t.Fatalf("%s: unchecked %v %+v %v, checked %v %+v %v", params, ok2, got2, args2, ok, got, args)
+	}
 	if !ok {
 		return false
 	}

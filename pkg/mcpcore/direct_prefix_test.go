@@ -91,9 +91,9 @@ type doneRecorder struct {
 	done chan bool
 }
 
-func (r doneRecorder) ConnectTaking(ctx context.Context, take func(jsonrpc.Message) func() bool) (mcp.Connection, error) {
-	return r.Transport.ConnectTaking(ctx, func(msg jsonrpc.Message) func() bool {
-		run := take(msg)
+func (r doneRecorder) ConnectTaking(ctx context.Context, take func(jsonrpc.Message, bool) func() bool) (mcp.Connection, error) {
+	return r.Transport.ConnectTaking(ctx, func(msg jsonrpc.Message, checked bool) func() bool {
+		run := take(msg, checked)
 		if run == nil {
 			return nil
 		}

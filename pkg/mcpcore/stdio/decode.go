@@ -128,6 +128,93 @@ func decodeCommon(msg []byte, owned bool, ids *wire.Table) (jsonrpc.Message, boo
 	return m, true
 }
 
+// decodeCall decodes msg, a line without surrounding whitespace, when it
+// is a plain request: the members jsonrpc ("2.0"), id (a decimal integer
+// of at most 15 digits, or a string of printable ASCII without escapes)
+// and method (such a string), in any order, then params, an object, last;
+// each once, nothing else, every key plain. It does not validate or even walk the
+// params: they are taken to run to the line's closing brace, which is
+// right only when they are one object, so the message's taker checks them
+// as it reads them, and the connection validates them when the taker
+// declines (readMessages); either way a line that is not what it looks
+// like goes back to decode's other paths. It reports false, having done
+// nothing, for anything else; msg is owned, as in decodeMessage.
+func decodeCall(msg []byte, ids *wire.Table) (*jsonrpc.Request, bool) {
+	if len(msg) == 0 || msg[len(msg)-1] != '}' || bytes.Count(msg, []byte{'{'})+bytes.Count(msg, []byte{'['}) > sdkMaxDepth {
+		return nil, false
+	}
+	var version, idText, method []byte
+	m := jsonscan.NewMembers(msg)
+	for m.NextKey() {
+		key, end := jsonscan.PlainString(m.Key, 0)
+		if end != len(m.Key) {
+			return nil, false
+		}
+		var into *[]byte
+		switch string(key) {
+		case "jsonrpc":
+			into = &version
+		case "id":
+			into = &idText
+		case "method":
+			into = &method
+		case "params":
+			params := bytes.TrimRight(msg[m.ValueAt:len(msg)-1], " \t\r\n")
+			if version == nil || idText == nil || method == nil || len(params) == 0 || params[0] != '{' {
+				return nil, false
+			}
+			return plainCall(version, idText, method, params, ids)
+		default:
+			return nil, false
+		}
+		if *into != nil || !m.SkipValue() {
+			return nil, false
+		}
+		*into = m.Value
+	}
+	return nil, false
+}
+
+// plainCall is decodeCall's request from its members' JSON text.
+func plainCall(version, idText, method, params []byte, ids *wire.Table) (*jsonrpc.Request, bool) {
+	if string(version) != `"2.0"` {
+		return nil, false
+	}
+	name, end := jsonscan.PlainString(method, 0)
+	if end != len(method) || string(name) == "notifications/cancelled" { // the table reads cancellations
+		return nil, false
+	}
+	var rawID any // as the SDK decodes an id: a number as a float64
+	if s, end := jsonscan.PlainString(idText, 0); end == len(idText) {
+		rawID = string(s)
+	} else if n, ok := plainInteger(idText); ok {
+		rawID = float64(n)
+	} else {
+		return nil, false
+	}
+	id, err := jsonrpc.MakeID(rawID)
+	if err != nil || !ids.InboundPlain(idText, true, false) {
+		return nil, false
+	}
+	return &jsonrpc.Request{Method: string(name), ID: id, Params: params}, true
+}
+
+// plainInteger parses a JSON integer of 1 to 15 digits without a sign
+// (exact as a float64), as JSON writes it (no leading zero).
+func plainInteger(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 15 || len(b) > 1 && b[0] == '0' {
+		return 0, false
+	}
+	var n int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
+}
+
 // appendMessage appends msg to dst as jsonrpc.EncodeMessage encodes it. A
 // successful response is written around its result as it is: the SDK
 // encoded the result itself (jsonrpc2.NewResponse), so it is valid,

@@ -17,6 +17,7 @@ import (
 	"github.com/mcpkit/mcpkit/pkg/mcpcore/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	segjson "github.com/segmentio/encoding/json"
 )
 
 const (
@@ -112,12 +113,18 @@ func (t *Transport) Connect(ctx context.Context) (mcp.Connection, error) {
 // with Write, releases the call's pending slot as any other. A nil take is
 // Connect.
 //
+// take is told whether the message's params are checked: when they are
+// not (a plain request, decoded without a pass over its params), take
+// claims the message only once it has read all of its params as JSON,
+// validating every byte, and declines it otherwise; the connection then
+// validates them, and answers a line that is not JSON as it always does.
+//
 // The function reports whether the message is done with: true when
 // nothing refers to its params any more, so that their memory, a buffer
 // the connection decoded the line in, is reused for a later line rather
 // than left to the garbage collector (a request's method and id never
 // alias it).
-func (t *Transport) ConnectTaking(ctx context.Context, take func(jsonrpc.Message) func() bool) (mcp.Connection, error) {
+func (t *Transport) ConnectTaking(ctx context.Context, take func(msg jsonrpc.Message, checked bool) func() bool) (mcp.Connection, error) {
 	if !t.connected.CompareAndSwap(false, true) {
 		return nil, errConnected
 	}
@@ -150,8 +157,9 @@ type conn struct {
 
 	ids *wire.Table // id translation and cancellations
 
-	take      func(jsonrpc.Message) func() bool // see Transport.ConnectTaking; nil: none
-	lineBuf   *[]byte                           // the buffer (lineBufs) the last line was decoded in, if any
+	take      func(jsonrpc.Message, bool) func() bool // see Transport.ConnectTaking; nil: none
+	lineBuf   *[]byte                                 // the buffer (lineBufs) the last line was decoded in, if any
+	unchecked bool                                    // the last message's params are not checked (decodeCall)
 	idleMu    sync.Mutex
 	idle      []chan bool // idle reader goroutines (see readLoop): true: read next; false: exit
 	readEnded bool        // reading ended: no more idle readers
@@ -426,15 +434,25 @@ func (c *conn) readMessages() (run func() bool, buf *[]byte, err error) {
 			c.rejectOversized(line, size)
 		} else if len(line) > 0 {
 			msg, ok := c.decode(line)
-			buf := c.lineBuf
-			c.lineBuf = nil // the message's from now on: reused only if taken and done with
+			buf, unchecked := c.lineBuf, c.unchecked
+			c.lineBuf, c.unchecked = nil, false // the message's from now on: reused only if taken and done with
 			if req, isReq := msg.(*jsonrpc.Request); ok && isReq && req.IsCall() && !c.admit(req, size) {
 				return nil, nil, io.EOF
 			}
 			if ok && c.take != nil {
-				if run := c.take(msg); run != nil {
+				if run := c.take(msg, !unchecked); run != nil {
 					c.readAfter = err // the last line, without a newline: the next reader ends with err
 					return run, buf, nil
+				}
+				if req, _ := msg.(*jsonrpc.Request); unchecked && !segjson.Valid(req.Params) {
+					// Not the plain request it looked like: the line goes
+					// the way of any other.
+					c.answer(req.ID)
+					if msg, ok = c.decodeLine(line); ok {
+						if req, isReq := msg.(*jsonrpc.Request); isReq && req.IsCall() && !c.admit(req, size) {
+							return nil, nil, io.EOF
+						}
+					}
 				}
 			}
 			if ok {
@@ -551,14 +569,30 @@ func (c *conn) decode(line []byte) (jsonrpc.Message, bool) {
 	// which its params alias and which is reused once the taken call is
 	// done with them (readLoop): copying it there is the copy decoding the
 	// read buffer makes anyway, into memory that stays warm.
+	// A plain request is decoded without a pass over its params, which the
+	// taker reads (decodeCall).
 	if c.inPlace && c.take != nil && len(line) <= keepLineBytes {
 		buf := lineBufs.Get().(*[]byte)
 		*buf = append((*buf)[:0], line...)
+		if req, ok := decodeCall(*buf, c.ids); ok {
+			c.lineBuf, c.unchecked = buf, true
+			return req, true
+		}
 		if msg, ok := decodeCommon(*buf, true, c.ids); ok {
 			c.lineBuf = buf
 			return msg, true
 		}
 		lineBufs.Put(buf)
+	}
+	return c.decodeLine(line)
+}
+
+// decodeLine is decode without the reused buffers: the line decoded where
+// it is, copied if it must be.
+func (c *conn) decodeLine(line []byte) (jsonrpc.Message, bool) {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 {
+		return nil, false
 	}
 	if msg, ok := decodeCommon(line, !c.inPlace, c.ids); ok {
 		if !c.inPlace {

@@ -3,6 +3,7 @@ package stdio
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"runtime"
@@ -11,8 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpkit/mcpkit/pkg/mcpcore/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	segjson "github.com/segmentio/encoding/json"
 )
 
 // takeRig is a connection made by ConnectTaking over pipes whose take
@@ -26,21 +29,23 @@ type takeRig struct {
 	ran     chan *jsonrpc.Request
 	gids    chan string // the goroutine each work ran on
 	hold    chan struct{}
-	done    bool // what each work reports: done with its message
+	done    bool      // what each work reports: done with its message
+	checked chan bool // whether each message offered had its params checked
 }
 
 func newTakeRig(t *testing.T, opts Options) *takeRig {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	r := &takeRig{in: inW, lines: make(chan string, 10), offered: make(chan string, 10), ran: make(chan *jsonrpc.Request, 10), gids: make(chan string, 10), hold: make(chan struct{})}
-	take := func(msg jsonrpc.Message) func() bool {
+	r := &takeRig{in: inW, lines: make(chan string, 10), offered: make(chan string, 10), ran: make(chan *jsonrpc.Request, 10), gids: make(chan string, 10), hold: make(chan struct{}), checked: make(chan bool, 100)}
+	take := func(msg jsonrpc.Message, checked bool) func() bool {
 		req, ok := msg.(*jsonrpc.Request)
 		if !ok {
 			return nil
 		}
 		r.offered <- req.Method
-		if req.Method != "take" {
+		r.checked <- checked
+		if req.Method != "take" || !checked && !json.Valid(req.Params) { // a taker checks what it takes
 			return nil
 		}
 		return func() bool {
@@ -225,6 +230,9 @@ func waitIdle(t *testing.T, c *conn, n int) {
 // for a later line once the work reports it done with the message, and
 // only then; its method and id never alias it.
 func TestTakenLineReused(t *testing.T) {
+	// One processor, as the sidecar runs: a buffer put back on one
+	// processor's private slot of the pool is not found from another.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	for _, done := range []bool{false, true} {
 		r := newTakeRig(t, Options{})
 		r.done = done
@@ -257,4 +265,83 @@ func TestTakenLineReused(t *testing.T) {
 			t.Errorf("20 taken calls in a row, each done with its message, never reused a buffer")
 		}
 	}
+}
+
+// TestTakeUnchecked: a plain request is offered with its params unchecked
+// (decodeCall), any other message checked; a request whose unchecked
+// params are not JSON, declined by the taker, is answered as the line
+// always is (a parse error), and the connection reads on.
+func TestTakeUnchecked(t *testing.T) {
+	r := newTakeRig(t, Options{})
+	close(r.hold)
+	offer := func(line, method string, wantChecked bool) {
+		t.Helper()
+		r.send(t, line+"\n")
+		r.offeredNext(t, method)
+		if checked := <-r.checked; checked != wantChecked {
+			t.Fatalf("%s: offered with params checked %v, want %v", line, checked, wantChecked)
+		}
+	}
+	offer(`{"jsonrpc":"2.0","id":1,"method":"take","params":{"a":[1,"x"]}}`, "take", false)
+	<-r.gids
+	<-r.ran
+	if line := r.line(t); line != `{"jsonrpc":"2.0","id":1,"result":"taken"}`+"\n" {
+		t.Fatalf("the plain call's response: %q", line)
+	}
+	offer(`{"jsonrpc":"2.0","method":"take","id":-2,"params":{"a":1}}`, "take", true) // a negative id: not plain
+	<-r.gids
+	<-r.ran
+	r.line(t)
+
+	// Not JSON, though it begins as a plain request: declined, then
+	// answered with the parse error a line that is not JSON gets.
+	offer(`{"jsonrpc":"2.0","id":3,"method":"take","params":{"a":[1,}}`, "take", false)
+	if line := r.line(t); !strings.Contains(line, `"code":-32700`) {
+		t.Fatalf("a line that is not JSON: %q, want a parse error", line)
+	}
+	// Params that are not the last member: declined, then read whole.
+	offer(`{"jsonrpc":"2.0","id":4,"method":"other","params":{"a":1},"x":null}`, "other", false)
+	if msg, err := r.conn.Read(t.Context()); err != nil || msg.(*jsonrpc.Request).ID != mustID(float64(4)) || string(msg.(*jsonrpc.Request).Params) != `{"a":1}` {
+		t.Fatalf("Read: %v %v, want request 4 with params {\"a\":1}", msg, err)
+	}
+	offer(`{"jsonrpc":"2.0","id":5,"method":"take","params":{}}`, "take", false)
+	<-r.gids
+	if req := <-r.ran; req.ID != mustID(float64(5)) {
+		t.Fatalf("the work ran for id %v, want 5", req.ID)
+	}
+	r.line(t)
+}
+
+// FuzzDecodeCall: what decodeCall takes is a plain request whose
+// envelope the full decoder reads alike; with params that are JSON, the
+// whole line is the message the full decoder gives.
+func FuzzDecodeCall(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":"a","method":"m","params":{"a":[1,}}`,
+		`{"jsonrpc":"2.0","id":10,"method":"m","params":{"a":1},"x":2}`,
+		`{ "jsonrpc" : "2.0" , "id" : 0 , "method" : "m" , "params" : { } }`,
+		`{"jsonrpc":"2.0","id":01,"method":"m","params":{}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"notifications/cancelled","params":{}}`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		msg := []byte(strings.TrimSpace(line))
+		req, ok := decodeCall(msg, wire.NewTable())
+		if !ok {
+			return
+		}
+		if !segjson.Valid(req.Params) {
+			return // the connection validates them before going on
+		}
+		full, ok := decodeMessage(msg, false)
+		if !ok {
+			t.Fatalf("decodeCall took %q, with params that are JSON, which the full decoder refuses", line)
+		}
+		want, isReq := full.(*jsonrpc.Request)
+		if !isReq || want.Method != req.Method || want.ID != req.ID || string(want.Params) != string(req.Params) {
+			t.Fatalf("%q: decodeCall %q %v %s; the full decoder %+v", line, req.Method, req.ID.Raw(), req.Params, full)
+		}
+	})
 }
