@@ -282,15 +282,15 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 }
 
 // admit waits until the call req, of size bytes, fits in the pending
-// limits, and records it as pending. It reports false if the connection
-// closed first. A call whose id is already pending is not recorded: the SDK
-// refuses it without an answer.
-func (c *conn) admit(req *jsonrpc.Request, size int64) bool {
+// limits, and records it as pending (recorded). It reports false if the
+// connection closed first. A call whose id is already pending is not
+// recorded: the SDK refuses it without an answer.
+func (c *conn) admit(req *jsonrpc.Request, size int64) (ok, recorded bool) {
 	c.pendMu.Lock()
 	for {
 		if _, dup := c.pending[req.ID]; dup {
 			c.pendMu.Unlock()
-			return true
+			return true, false
 		}
 		n, bytes := c.pendingN, c.pendingBytes
 		if n == 0 || (n < c.maxPending && bytes+size <= c.maxInflight) {
@@ -298,7 +298,7 @@ func (c *conn) admit(req *jsonrpc.Request, size int64) bool {
 			c.pendingN++
 			c.pendingBytes += size
 			c.pendMu.Unlock()
-			return true
+			return true, true
 		}
 		c.pendMu.Unlock()
 		c.logger.Debug("stdio: reading paused until responses are written",
@@ -306,7 +306,7 @@ func (c *conn) admit(req *jsonrpc.Request, size int64) bool {
 		select {
 		case <-c.released:
 		case <-c.closed:
-			return false
+			return false, false
 		}
 		c.pendMu.Lock()
 	}
@@ -436,7 +436,8 @@ func (c *conn) readMessages() (run func() bool, buf *[]byte, err error) {
 			msg, ok := c.decode(line)
 			buf, unchecked := c.lineBuf, c.unchecked
 			c.lineBuf, c.unchecked = nil, false // the message's from now on: reused only if taken and done with
-			if req, isReq := msg.(*jsonrpc.Request); ok && isReq && req.IsCall() && !c.admit(req, size) {
+			var recorded bool
+			if ok, recorded = c.admitCall(msg, ok, size); !ok && msg != nil {
 				return nil, nil, io.EOF
 			}
 			if ok && c.take != nil {
@@ -445,13 +446,14 @@ func (c *conn) readMessages() (run func() bool, buf *[]byte, err error) {
 					return run, buf, nil
 				}
 				if req, _ := msg.(*jsonrpc.Request); unchecked && !segjson.Valid(req.Params) {
-					// Not the plain request it looked like: the line goes
-					// the way of any other.
-					c.answer(req.ID)
-					if msg, ok = c.decodeLine(line); ok {
-						if req, isReq := msg.(*jsonrpc.Request); isReq && req.IsCall() && !c.admit(req, size) {
-							return nil, nil, io.EOF
-						}
+					// Not the plain request it looked like: its admission
+					// undone, the line goes the way of any other.
+					if recorded {
+						c.release(c.answer(req.ID))
+					}
+					msg, ok = c.decodeLine(line)
+					if ok, _ = c.admitCall(msg, ok, size); !ok && msg != nil {
+						return nil, nil, io.EOF
 					}
 				}
 			}
@@ -472,6 +474,16 @@ func (c *conn) readMessages() (run func() bool, buf *[]byte, err error) {
 		default:
 		}
 	}
+}
+
+// admitCall admits msg, decoded when ok, if it is a call (see admit): ok
+// false with msg not nil means the connection closed first.
+func (c *conn) admitCall(msg jsonrpc.Message, ok bool, size int64) (admitted, recorded bool) {
+	req, isReq := msg.(*jsonrpc.Request)
+	if !ok || !isReq || !req.IsCall() {
+		return ok, false
+	}
+	return c.admit(req, size)
 }
 
 // lineBufs holds the buffers lines are decoded in when a taker may claim

@@ -272,7 +272,7 @@ func TestTakenLineReused(t *testing.T) {
 // params are not JSON, declined by the taker, is answered as the line
 // always is (a parse error), and the connection reads on.
 func TestTakeUnchecked(t *testing.T) {
-	r := newTakeRig(t, Options{})
+	r := newTakeRig(t, Options{MaxPendingRequests: 1}) // a request left pending would stop reading
 	close(r.hold)
 	offer := func(line, method string, wantChecked bool) {
 		t.Helper()
@@ -295,15 +295,21 @@ func TestTakeUnchecked(t *testing.T) {
 
 	// Not JSON, though it begins as a plain request: declined, then
 	// answered with the parse error a line that is not JSON gets.
-	offer(`{"jsonrpc":"2.0","id":3,"method":"take","params":{"a":[1,}}`, "take", false)
-	if line := r.line(t); !strings.Contains(line, `"code":-32700`) {
-		t.Fatalf("a line that is not JSON: %q, want a parse error", line)
+	for range 3 {
+		offer(`{"jsonrpc":"2.0","id":3,"method":"take","params":{"a":[1,}}`, "take", false)
+		if line := r.line(t); !strings.Contains(line, `"code":-32700`) {
+			t.Fatalf("a line that is not JSON: %q, want a parse error", line)
+		}
 	}
 	// Params that are not the last member: declined, then read whole.
 	offer(`{"jsonrpc":"2.0","id":4,"method":"other","params":{"a":1},"x":null}`, "other", false)
 	if msg, err := r.conn.Read(t.Context()); err != nil || msg.(*jsonrpc.Request).ID != mustID(float64(4)) || string(msg.(*jsonrpc.Request).Params) != `{"a":1}` {
 		t.Fatalf("Read: %v %v, want request 4 with params {\"a\":1}", msg, err)
 	}
+	if err := r.conn.Write(t.Context(), &jsonrpc.Response{ID: mustID(float64(4)), Result: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	r.line(t)
 	offer(`{"jsonrpc":"2.0","id":5,"method":"take","params":{}}`, "take", false)
 	<-r.gids
 	if req := <-r.ran; req.ID != mustID(float64(5)) {
