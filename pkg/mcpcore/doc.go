@@ -42,7 +42,8 @@
 // and the JSON Pointer of the offending argument. An argument type that
 // implements [ArgumentsDecoder] decodes and checks the raw arguments itself
 // in one pass (for large batches; [StrictDecode] helps), and must refuse
-// whatever the schema refuses. The host then takes one of the
+// whatever the schema refuses; an [ArgumentsPrefixDecoder] is handed them
+// while a direct call's params are read. The host then takes one of the
 // concurrent_tool_calls slots (or fails at once), runs the handler under
 // the tool's timeout (tool_timeout, or the tool's own [ToolOptions.Timeout],
 // at most 5m) with a context that also ends on notifications/cancelled,
