@@ -303,7 +303,9 @@ func directParams(params json.RawMessage, prefixOf func(name string) decodePrefi
 		}
 		seen[field] = true
 		if into != nil {
-			if _, err := segjson.Parse(m.Value, into, segjson.DontMatchCaseInsensitiveStructFields|segjson.ZeroCopy); err != nil {
+			// Copied, not aliased: the params' memory may be reused once
+			// the call is done, and the name or _meta may outlive it.
+			if _, err := segjson.Parse(m.Value, into, segjson.DontMatchCaseInsensitiveStructFields); err != nil {
 				return nil, nil, false
 			}
 		}
