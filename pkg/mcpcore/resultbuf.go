@@ -21,7 +21,7 @@ import (
 // result encoded past n into memory append allocated, or retained for
 // paging, is not reused.
 func ResultBuffer(ctx context.Context, n int) []byte {
-	slot, _ := ctx.Value(resultSlotKey{}).(*resultSlot)
+	slot := slotOf(ctx)
 	if slot == nil {
 		return make([]byte, 0, n)
 	}
@@ -64,6 +64,13 @@ type resultSlot struct {
 
 type resultSlotKey struct{}
 
+// slotOf returns the result slot of the direct call whose context is ctx,
+// or nil.
+func slotOf(ctx context.Context) *resultSlot {
+	slot, _ := ctx.Value(resultSlotKey{}).(*resultSlot)
+	return slot
+}
+
 // withResultSlot returns ctx with a new result slot for a direct call.
 func withResultSlot(ctx context.Context) (context.Context, *resultSlot) {
 	slot := new(resultSlot)
@@ -74,7 +81,7 @@ func withResultSlot(ctx context.Context) (context.Context, *resultSlot) {
 // is ctx when they were decoded as its params were read, and true; for a
 // call whose arguments were not, or not into In, false.
 func decodedArgs[In any](ctx context.Context) (In, bool) {
-	slot, _ := ctx.Value(resultSlotKey{}).(*resultSlot)
+	slot := slotOf(ctx)
 	if slot == nil {
 		var zero In
 		return zero, false
@@ -87,20 +94,7 @@ func decodedArgs[In any](ctx context.Context) (In, bool) {
 	return in, ok
 }
 
-// servedText records, for the direct call whose context is ctx, that the
-// text content whose bytes are of, a result served inline, is written as
-// text, its escaped form (see escapedText).
-func servedText(ctx context.Context, of, text []byte) {
-	slot, _ := ctx.Value(resultSlotKey{}).(*resultSlot)
-	if slot == nil || len(of) == 0 {
-		return
-	}
-	slot.mu.Lock()
-	defer slot.mu.Unlock()
-	slot.textOf, slot.text = of, text
-}
-
-// escapedText returns the escaped form of t recorded by servedText, when
+// escapedText returns the escaped form of t recorded by servedResult, when
 // t is that text content: the same bytes in memory, which nothing writes
 // to while the slot holds them, so that a text content a middleware
 // replaced is escaped anew. A nil slot has none.
@@ -120,9 +114,11 @@ func (slot *resultSlot) escapedText(t string) ([]byte, bool) {
 // whose context is ctx, data being what the handler returned; paged: data
 // is retained for the read tool. The buffers the handler was given may
 // then be reused once the response is written, unless data is one's memory
-// and retained.
-func servedResult(ctx context.Context, data []byte, paged bool) {
-	slot, _ := ctx.Value(resultSlotKey{}).(*resultSlot)
+// and retained. escaped, if not nil, is the text form of data the handler
+// wrote (EncodedJSONText), which an inline result's text content is
+// written as (see escapedText).
+func servedResult(ctx context.Context, data, escaped []byte, paged bool) {
+	slot := slotOf(ctx)
 	if slot == nil {
 		return
 	}
@@ -133,6 +129,9 @@ func servedResult(ctx context.Context, data []byte, paged bool) {
 		if g != nil && paged && overlap(data, *g) {
 			slot.served = false
 		}
+	}
+	if !paged && escaped != nil && len(data) > 0 {
+		slot.textOf, slot.text = data, escaped
 	}
 }
 

@@ -335,14 +335,11 @@ func (c toolCall) serve(ctx context.Context, owner string, v any, isError bool) 
 	}
 	inline := int64(len(data)) <= s.limits.InlineResultBytes
 	if !isText {
-		servedResult(ctx, data, !inline)
+		servedResult(ctx, data, escaped, !inline)
 	}
 	if inline {
 		if isText {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(text)}}, IsError: isError}, nil
-		}
-		if escaped != nil {
-			servedText(ctx, data, escaped)
 		}
 		return inlineResult(data, isError), nil
 	}

@@ -76,7 +76,7 @@ func AppendJSONPair(p *jsonesc.Pair, v *Value) error {
 	p.Lit(litType[v.Kind])
 	switch v.Kind {
 	case KindSimpleString, KindSimpleError, KindBulkString, KindBulkError, KindBigNumber:
-		appendText(p, v.Str)
+		appendEscapedText(p, v.Str) // not plain: seen above
 	case KindVerbatim:
 		p.Lit(litFormat)
 		from := len(p.JSON)
@@ -166,20 +166,18 @@ var (
 	litUTF8         = jsonesc.Lit(`,"encoding":"utf8","value":`)
 	litBase64       = jsonesc.Lit(`,"encoding":"base64","value":"`)
 	litQuoteBrace   = jsonesc.Lit(`"}`)
-	// litPlainText is, for each kind of text, the JSON form up to a text
-	// written as it is (appendText's plain case).
-	litPlainText = func() (t [256]jsonesc.Literal) {
-		for _, k := range []Kind{KindSimpleString, KindSimpleError, KindBulkString, KindBulkError, KindBigNumber} {
-			t[k] = jsonesc.Lit(`{"type":"` + k.String() + `","encoding":"utf8","value":"`)
-		}
-		return t
-	}()
-	litType = func() (t [256]jsonesc.Literal) {
+	// litType is, for each kind, its JSON form's opening up to its type;
+	// litPlainText, for each kind of text, up to a text written as it is
+	// (appendText's plain case).
+	litType, litPlainText = func() (types, plain [256]jsonesc.Literal) {
 		for _, k := range []Kind{KindSimpleString, KindSimpleError, KindBulkString, KindBulkError, KindBigNumber, KindVerbatim,
 			KindInteger, KindDouble, KindNull, KindBoolean, KindArray, KindSet, KindPush, KindMap, KindAttribute} {
-			t[k] = jsonesc.Lit(`{"type":"` + k.String() + `"`)
+			types[k] = jsonesc.Lit(`{"type":"` + k.String() + `"`)
+			if k.isText() {
+				plain[k] = jsonesc.Lit(`{"type":"` + k.String() + `","encoding":"utf8","value":"`)
+			}
 		}
-		return t
+		return types, plain
 	}()
 )
 
@@ -194,12 +192,20 @@ func (k Kind) isText() bool {
 
 // appendText appends `,"encoding":...,"value":...` for s.
 func appendText(p *jsonesc.Pair, s []byte) {
+	if !jsonscan.Plain(s) {
+		appendEscapedText(p, s)
+		return
+	}
+	// Most replies: written as they are, without an escaper's pass
+	// (segmentio's AppendEscape, flags 0, writes such text as it is too).
+	p.Lit(litUTF8Plain)
+	p.Write(s)
+	p.Lit(litQuote)
+}
+
+// appendEscapedText is appendText of s that is not plain.
+func appendEscapedText(p *jsonesc.Pair, s []byte) {
 	switch {
-	case jsonscan.Plain(s): // most replies: written as they are, without an escaper's pass
-		// (segmentio's AppendEscape, flags 0, writes such text as it is too)
-		p.Lit(litUTF8Plain)
-		p.Write(s)
-		p.Lit(litQuote)
 	case utf8.Valid(s):
 		p.Lit(litUTF8)
 		from := len(p.JSON)

@@ -113,8 +113,7 @@ func parseMessage(msg []byte, owned bool) (jsonrpc.Message, json.RawMessage, boo
 // cancellation), or one with so many brackets that its depth must be
 // counted against the SDK's limit. Ownership is as in decodeMessage.
 func decodeCommon(msg []byte, owned bool, ids *wire.Table) (jsonrpc.Message, bool) {
-	// The nesting depth is at most the number of opening brackets.
-	if bytes.Count(msg, []byte{'{'})+bytes.Count(msg, []byte{'['}) > sdkMaxDepth {
+	if mayBeTooDeep(msg) {
 		return nil, false
 	}
 	m, id, ok := parseMessage(msg, owned)
@@ -126,6 +125,13 @@ func decodeCommon(msg []byte, owned bool, ids *wire.Table) (jsonrpc.Message, boo
 		return nil, false
 	}
 	return m, true
+}
+
+// mayBeTooDeep reports whether msg has more opening brackets than the
+// SDK's depth limit: its nesting depth is at most their number, so a line
+// with fewer needs no count of its depth.
+func mayBeTooDeep(msg []byte) bool {
+	return bytes.Count(msg, []byte{'{'})+bytes.Count(msg, []byte{'['}) > sdkMaxDepth
 }
 
 // decodeCall decodes msg, a line without surrounding whitespace, when it
@@ -140,7 +146,7 @@ func decodeCommon(msg []byte, owned bool, ids *wire.Table) (jsonrpc.Message, boo
 // like goes back to decode's other paths. It reports false, having done
 // nothing, for anything else; msg is owned, as in decodeMessage.
 func decodeCall(msg []byte, ids *wire.Table) (*jsonrpc.Request, bool) {
-	if len(msg) == 0 || msg[len(msg)-1] != '}' || bytes.Count(msg, []byte{'{'})+bytes.Count(msg, []byte{'['}) > sdkMaxDepth {
+	if len(msg) == 0 || msg[len(msg)-1] != '}' {
 		return nil, false
 	}
 	var version, idText, method []byte
@@ -160,7 +166,7 @@ func decodeCall(msg []byte, ids *wire.Table) (*jsonrpc.Request, bool) {
 			into = &method
 		case "params":
 			params := bytes.TrimRight(msg[m.ValueAt:len(msg)-1], " \t\r\n")
-			if version == nil || idText == nil || method == nil || len(params) == 0 || params[0] != '{' {
+			if version == nil || idText == nil || method == nil || len(params) == 0 || params[0] != '{' || mayBeTooDeep(msg) {
 				return nil, false
 			}
 			return plainCall(version, idText, method, params, ids)
