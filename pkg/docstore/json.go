@@ -374,9 +374,6 @@ func (p *jsonParser) array(i int) (Value, int, error) {
 	}
 }
 
-// cloneSlice copies a slice to a new one of exactly its length.
-func cloneSlice[T any](s []T) []T { return append(make([]T, 0, len(s)), s...) }
-
 // number parses the number at b[i].
 func (p *jsonParser) number(i int) (Value, int, error) {
 	j, isFloat, ok := scanNumber(p.b, i)

@@ -235,12 +235,6 @@ func (s *Server) Issuer(r *http.Request) string {
 // Options.ResourcePath.
 func (s *Server) Resource(r *http.Request) string { return s.Issuer(r) + s.opts.ResourcePath }
 
-// ResourceMetadataURL is the protected-resource metadata URL for r, the
-// one a 401 of the resource names.
-func (s *Server) ResourceMetadataURL(r *http.Request) string {
-	return s.Issuer(r) + PathPRMetadata + s.opts.ResourcePath
-}
-
 // Grant is what a valid access token grants.
 type Grant struct {
 	User     string    // the user id the login or signup action returned
