@@ -48,12 +48,15 @@ import (
 // Run returns once the session has ended and every direct call has
 // returned (each is cancelled when the client goes away).
 func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
-	dt := &directTransport{srv: s, inner: t, ctx: ctx}
+	dt := &directTransport{srv: s, inner: t, ctx: ctx, connected: make(chan struct{})}
 	ss, err := s.mcp.Connect(ctx, dt, nil)
+	if err == nil {
+		dt.session.Store(ss)
+	}
+	close(dt.connected)
 	if err != nil {
 		return err
 	}
-	dt.session.Store(ss)
 	ended := make(chan error, 1)
 	go func() { ended <- ss.Wait() }()
 	select {
@@ -77,6 +80,10 @@ type directTransport struct {
 	ctx     context.Context // direct calls run under it, as the SDK's do under Connect's
 	session atomic.Pointer[mcp.ServerSession]
 	conn    atomic.Pointer[directConn]
+	// connected is closed once Connect has returned and session is set
+	// (or Connect failed). The SDK reads before it returns, so the first
+	// calls may be read before the session is known.
+	connected chan struct{}
 }
 
 // takingTransport is a transport whose connection offers each message it
@@ -208,9 +215,15 @@ func (c *directConn) accept(req *jsonrpc.Request, checked bool) func() bool {
 // arguments decoded as the params were read, if they were (see
 // directParams).
 func (c *directConn) direct(req *jsonrpc.Request, checked bool) (*mcp.CallToolParamsRaw, any, mcp.ToolHandler) {
-	ss := c.t.session.Load()
-	if req.Method != "tools/call" || ss == nil || len(req.Params) == 0 || req.Params[0] != '{' {
+	if req.Method != "tools/call" || len(req.Params) == 0 || req.Params[0] != '{' {
 		return nil, nil, nil
+	}
+	ss := c.t.session.Load()
+	if ss == nil {
+		<-c.t.connected // a call read while Connect was returning: direct once the session is known
+		if ss = c.t.session.Load(); ss == nil {
+			return nil, nil, nil
+		}
 	}
 	init := ss.InitializeParams()
 	if init == nil || init.ProtocolVersion >= modernProtocol {
