@@ -4,7 +4,7 @@ GO ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/mcpkit/mcpkit/pkg/cli.Version=$(VERSION)
 # Every module of the workspace (go.work).
-PKGS := github.com/mcpkit/mcpkit/... github.com/mcpkit/mcpkit/test/... github.com/mcpkit/mcpkit/examples/hello-plugin/...
+PKGS := github.com/mcpkit/mcpkit/... github.com/mcpkit/mcpkit/test/... github.com/mcpkit/mcpkit/examples/hello-plugin/... github.com/mcpkit/mcpkit/examples/minimal/...
 RUN_ARGS ?= serve --http 127.0.0.1:8080
 FUZZTIME ?= 20s
 BENCHTIME ?= 3000x
