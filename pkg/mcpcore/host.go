@@ -2,6 +2,7 @@ package mcpcore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -136,46 +137,82 @@ func NewServer(ctx context.Context, opts Options) (_ *Server, err error) {
 	// that the SDK server is created knowing which optional capabilities
 	// (completions, resource subscriptions) some plugin serves.
 	for _, info := range infos {
-		h := &Host{srv: s, name: info.Name, prefix: info.Name, logger: logger.With("plugin", info.Name), limitSpecs: info.Limits}
-		if info.NoPrefix {
-			h.prefix = ""
-		}
-		pc := opts.Config.Plugins[info.Name]
-		if pc.Prefix != nil {
-			h.prefix = *pc.Prefix
-		}
-		if h.limitValues, err = resolveLimits("plugins."+info.Name+".limits", info.Limits, pc.Limits); err != nil {
+		if err := s.attach(ctx, info, opts.Config.Plugins[info.Name]); err != nil {
 			return nil, err
 		}
-		h.plugin = info.New()
-		s.hosts = append(s.hosts, h)
-		if c, ok := h.plugin.(Configurer); ok {
-			raw := []byte(pc.Config)
-			if len(raw) == 0 {
-				raw = []byte("{}")
-			}
-			if err := c.Configure(raw); err != nil {
-				if !errors.Is(err, ErrConfig) {
-					err = &ConfigError{Field: "plugins." + info.Name + ".config", Reason: err.Error()}
-				}
-				return nil, fmt.Errorf("plugin %s: configure: %w", info.Name, err)
-			}
-		} else if len(pc.Config) > 0 {
-			return nil, &ConfigError{Field: "plugins." + info.Name + ".config", Reason: "this plugin takes no configuration"}
-		}
-		if err := h.plugin.Attach(ctx, h); err != nil {
-			return nil, fmt.Errorf("plugin %s: attach: %w", info.Name, err)
-		}
-		if len(h.tools) > 0 {
-			h.addResultTool()
-		}
-		if err := errors.Join(h.errs...); err != nil {
-			return nil, fmt.Errorf("plugin %s: %w", info.Name, err)
-		}
 	}
+	s.mcp = s.newSDKServer(opts)
+	s.addInfoResource()
+	if err := s.addQueued(); err != nil {
+		return nil, err
+	}
+	s.serving.Store(true)
+	return s, nil
+}
+
+// attach creates one plugin with its host, resolves its limits, configures
+// it and lets it attach; its additions stay queued for the SDK server, which
+// is created once every plugin has attached. The plugin joins s.hosts as
+// soon as it exists, so that a failure closes it with the others.
+func (s *Server) attach(ctx context.Context, info PluginInfo, pc PluginConfig) (err error) {
+	h := &Host{srv: s, name: info.Name, prefix: info.Name, logger: s.logger.With("plugin", info.Name), limitSpecs: info.Limits}
+	if info.NoPrefix {
+		h.prefix = ""
+	}
+	if pc.Prefix != nil {
+		h.prefix = *pc.Prefix
+	}
+	if h.limitValues, err = resolveLimits("plugins."+info.Name+".limits", info.Limits, pc.Limits); err != nil {
+		return err
+	}
+	h.plugin = info.New()
+	s.hosts = append(s.hosts, h)
+	if err := configure(info.Name, h.plugin, pc.Config); err != nil {
+		return err
+	}
+	if err := h.plugin.Attach(ctx, h); err != nil {
+		return fmt.Errorf("plugin %s: attach: %w", info.Name, err)
+	}
+	if len(h.tools) > 0 {
+		h.addResultTool()
+	}
+	if err := errors.Join(h.errs...); err != nil {
+		return fmt.Errorf("plugin %s: %w", info.Name, err)
+	}
+	return nil
+}
+
+// configure hands a Configurer its raw configuration ("{}" when none is
+// given); a plugin that is not one must not be given any.
+func configure(name string, p Plugin, config json.RawMessage) error {
+	c, ok := p.(Configurer)
+	if !ok {
+		if len(config) > 0 {
+			return &ConfigError{Field: "plugins." + name + ".config", Reason: "this plugin takes no configuration"}
+		}
+		return nil
+	}
+	raw := []byte(config)
+	if len(raw) == 0 {
+		raw = []byte("{}")
+	}
+	if err := c.Configure(raw); err != nil {
+		if !errors.Is(err, ErrConfig) {
+			err = &ConfigError{Field: "plugins." + name + ".config", Reason: err.Error()}
+		}
+		return fmt.Errorf("plugin %s: configure: %w", name, err)
+	}
+	return nil
+}
+
+// newSDKServer creates the SDK server once the plugins have attached, so
+// that it declares the optional capabilities (completions, resource
+// subscriptions) some plugin serves, and installs the host's middleware
+// around every request.
+func (s *Server) newSDKServer(opts Options) *mcp.Server {
 	sopts := &mcp.ServerOptions{
 		Instructions: coreInstructions,
-		Logger:       slog.New(sdkLogHandler{logger.Handler()}).With("component", "sdk"),
+		Logger:       slog.New(sdkLogHandler{s.logger.Handler()}).With("component", "sdk"),
 		// Declare every list capability: the SDK answers tools/, resources/
 		// and prompts/list (empty where no plugin adds any), and 2026-07-28
 		// clients must find the handlers they can call declared in discover.
@@ -190,26 +227,30 @@ func NewServer(ctx context.Context, opts Options) (_ *Server, err error) {
 		sopts.SubscribeHandler = s.subscribe
 		sopts.UnsubscribeHandler = s.unsubscribe
 	}
-	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "mcpkit", Version: opts.Version}, sopts)
+	srv := mcp.NewServer(&mcp.Implementation{Name: "mcpkit", Version: opts.Version}, sopts)
 	// Each call wraps the handler built so far: the host's session tracking
 	// innermost, the host's result encoding outermost.
-	s.mcp.AddReceivingMiddleware(s.addInstructions, s.trackSessions)
-	s.mcp.AddReceivingMiddleware(opts.Middleware...)
-	s.mcp.AddReceivingMiddleware(encodeToolResults)
+	srv.AddReceivingMiddleware(s.addInstructions, s.trackSessions)
+	srv.AddReceivingMiddleware(opts.Middleware...)
+	srv.AddReceivingMiddleware(encodeToolResults)
 	s.directCall = s.directChain(opts.Middleware)
 	s.reuseResults = len(opts.Middleware) == 0
-	s.addInfoResource()
+	return srv
+}
+
+// addQueued hands every plugin's queued additions to the SDK server; a
+// definition the SDK refuses is a startup error naming its plugin.
+func (s *Server) addQueued() error {
 	for _, h := range s.hosts {
 		for _, add := range h.pending {
 			h.sdkAdd(add)
 		}
 		h.pending = nil
 		if err := errors.Join(h.errs...); err != nil {
-			return nil, fmt.Errorf("plugin %s: %w", h.name, err)
+			return fmt.Errorf("plugin %s: %w", h.name, err)
 		}
 	}
-	s.serving.Store(true)
-	return s, nil
+	return nil
 }
 
 // MCP returns the SDK server that transports serve.
