@@ -351,10 +351,8 @@ func (s *Store) dropCollection(coll string) error {
 		return nil
 	}
 	err := s.db.Update(func(tx kv.Tx) error {
-		for _, d := range col.Indexes {
-			if err := tx.DeleteBucket(indexBucket(coll, d.Name)); err != nil {
-				return err
-			}
+		if err := scalarIndexes.drop(tx, col); err != nil {
+			return err
 		}
 		if err := dropDerived(tx, col); err != nil {
 			return err

@@ -131,34 +131,16 @@ func (s *Store) CreateGeoIndex(ctx context.Context, coll string, def GeoIndexDef
 	if err := checkIndexDef(coll, IndexDef{Name: def.Name, Fields: []string{def.Field}}); err != nil {
 		return false, err
 	}
-	if err := s.ensureCollection(coll); err != nil {
-		return false, err
-	}
-	created := false
-	err := s.changeCatalog(coll, false, func(tx kv.Tx, col *collection) error {
-		created = false
-		if i := slices.IndexFunc(col.GeoIndexes, func(d GeoIndexDef) bool { return d.Name == def.Name }); i >= 0 {
-			if col.GeoIndexes[i] == def {
-				return nil
-			}
-			return &Error{Code: CodeIndexExists, Collection: coll, Index: def.Name,
-				Message: fmt.Sprintf("geo index %q of %q exists on field %q", def.Name, coll, col.GeoIndexes[i].Field)}
-		}
+	return geoIndexes.create(s, coll, def, func(tx kv.Tx, col *collection) error {
 		if _, err := tx.CreateBucketIfNotExists(geoBucket(coll, def.Name)); err != nil {
 			return err
 		}
 		// A writer that keeps this index alone builds it.
 		w := &writer{tx: tx, col: &collection{Name: coll, derivedDefs: derivedDefs{GeoIndexes: []GeoIndexDef{def}}}, docs: tx.Bucket(docsBucket(coll))}
-		if err := scanDocs(ctx, tx, coll, progress, func(k []byte, d Doc) error {
+		return scanDocs(ctx, tx, coll, progress, func(k []byte, d Doc) error {
 			return w.deriveGeo(docChange{ID: d.ID, IDKey: k, New: d.Value, HasNew: true})
-		}); err != nil {
-			return err
-		}
-		col.GeoIndexes = append(col.GeoIndexes, def)
-		created = true
-		return nil
+		})
 	})
-	return created, err
 }
 
 // deriveGeo keeps every geo index of the collection for c.
@@ -196,14 +178,7 @@ func (w *writer) deriveGeo(c docChange) error {
 }
 
 // dropGeo deletes col's geo indexes.
-func dropGeo(tx kv.Tx, col *collection) error {
-	for _, def := range col.GeoIndexes {
-		if err := tx.DeleteBucket(geoBucket(col.Name, def.Name)); err != nil {
-			return fmt.Errorf("docstore: drop geo index %q of %q: %w", def.Name, col.Name, err)
-		}
-	}
-	return nil
-}
+func dropGeo(tx kv.Tx, col *collection) error { return geoIndexes.drop(tx, col) }
 
 // verifyGeo checks that each geo index of col holds exactly the entries
 // its documents give.

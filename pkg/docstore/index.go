@@ -25,27 +25,9 @@ func (s *Store) CreateIndex(ctx context.Context, coll string, def IndexDef, prog
 	if err := checkIndexDef(coll, def); err != nil {
 		return false, err
 	}
-	if err := s.ensureCollection(coll); err != nil {
-		return false, err
-	}
-	created := false
-	err := s.changeCatalog(coll, false, func(tx kv.Tx, col *collection) error {
-		created = false
-		if i := slices.IndexFunc(col.Indexes, func(d IndexDef) bool { return d.Name == def.Name }); i >= 0 {
-			if sameIndex(col.Indexes[i], def) {
-				return nil
-			}
-			return &Error{Code: CodeIndexExists, Collection: coll, Index: def.Name,
-				Message: fmt.Sprintf("index %q of %q exists with fields %v (unique %v)", def.Name, coll, col.Indexes[i].Fields, col.Indexes[i].Unique)}
-		}
-		if err := buildIndex(ctx, tx, col, def, progress); err != nil {
-			return err
-		}
-		col.Indexes = append(col.Indexes, def)
-		created = true
-		return nil
+	return scalarIndexes.create(s, coll, def, func(tx kv.Tx, col *collection) error {
+		return buildIndex(ctx, tx, col, def, progress)
 	})
-	return created, err
 }
 
 func sameIndex(a, b IndexDef) bool {

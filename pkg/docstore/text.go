@@ -69,28 +69,9 @@ func (s *Store) CreateTextIndex(ctx context.Context, coll string, def TextIndexD
 	if err := checkTextDef(coll, &def); err != nil {
 		return false, err
 	}
-	if err := s.ensureCollection(coll); err != nil {
-		return false, err
-	}
-	created := false
-	err := s.changeCatalog(coll, false, func(tx kv.Tx, col *collection) error {
-		created = false
-		if i := slices.IndexFunc(col.TextIndexes, func(d TextIndexDef) bool { return d.Name == def.Name }); i >= 0 {
-			if sameTextIndex(col.TextIndexes[i], def) {
-				return nil
-			}
-			return &Error{Code: CodeIndexExists, Collection: coll, Index: def.Name,
-				Message: fmt.Sprintf("text index %q of %q exists with another definition (fields %v, language %q, stem %v, stop words %v)",
-					def.Name, coll, col.TextIndexes[i].Fields, col.TextIndexes[i].Language, col.TextIndexes[i].Stem, col.TextIndexes[i].StopWords)}
-		}
-		if err := buildText(ctx, tx, col.Name, def, progress); err != nil {
-			return err
-		}
-		col.TextIndexes = append(col.TextIndexes, def)
-		created = true
-		return nil
+	return textIndexes.create(s, coll, def, func(tx kv.Tx, col *collection) error {
+		return buildText(ctx, tx, col.Name, def, progress)
 	})
-	return created, err
 }
 
 // buildText indexes every document of coll in def's new bucket, a
@@ -313,14 +294,7 @@ func applyText(b kv.Bucket, def TextIndexDef, changes []docChange) error {
 }
 
 // dropText deletes col's text indexes.
-func dropText(tx kv.Tx, col *collection) error {
-	for _, def := range col.TextIndexes {
-		if err := tx.DeleteBucket(textBucket(col.Name, def.Name)); err != nil {
-			return fmt.Errorf("docstore: drop text index %q of %q: %w", def.Name, col.Name, err)
-		}
-	}
-	return nil
-}
+func dropText(tx kv.Tx, col *collection) error { return textIndexes.drop(tx, col) }
 
 // verifyText checks that each text index of col holds exactly the
 // postings and statistics its documents give, in well-formed blocks.
