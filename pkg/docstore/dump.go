@@ -191,96 +191,17 @@ func (s *Store) Load(ctx context.Context, r io.Reader, mode LoadMode, total int6
 	if mode != LoadRefuse && mode != LoadReplace && mode != LoadMerge {
 		return LoadStats{}, &Error{Code: CodeInvalid, Field: "mode", Message: fmt.Sprintf("load mode %q: want refuse, replace or merge", mode)}
 	}
-	var st LoadStats
+	ld := &loader{s: s, ctx: ctx, mode: mode}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 64<<20)
-	var (
-		line    int64
-		current string
-		batch   []Doc
-		edges   []edgeLine
-	)
+	var line int64
 	fail := func(err error) (LoadStats, error) {
-		return st, fmt.Errorf("docstore: load, line %d: %w", line, err)
-	}
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		err := s.update(ctx, current, func(w *writer) error {
-			for _, d := range batch {
-				old, exists, err := w.get(d.ID)
-				if err != nil {
-					return err
-				}
-				if _, err := w.put(d.ID, d.Value, old, exists); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err == nil {
-			st.Documents += int64(len(batch))
-			batch = batch[:0]
-		}
-		return err
+		return ld.stats, fmt.Errorf("docstore: load, line %d: %w", line, err)
 	}
 	for sc.Scan() {
 		line++
-		var l dumpLine
-		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-			return fail(&Error{Code: CodeInvalid, Message: "not a dump line: " + err.Error()})
-		}
-		switch l.Type {
-		case "dump":
-			if l.Format != DumpFormat {
-				return fail(&Error{Code: CodeInvalid, Message: fmt.Sprintf("dump format %d: this version reads format %d", l.Format, DumpFormat)})
-			}
-		case "collection":
-			if err := flush(); err != nil {
-				return fail(err)
-			}
-			if err := s.loadCollection(ctx, l, mode); err != nil {
-				return fail(err)
-			}
-			current = l.Collection
-			st.Collections++
-		case "edge":
-			if err := flush(); err != nil {
-				return fail(err)
-			}
-			if l.Edge == nil {
-				return fail(&Error{Code: CodeInvalid, Message: "an edge line without its edge"})
-			}
-			if edges = append(edges, *l.Edge); len(edges) == loadBatch {
-				if err := s.loadEdges(ctx, edges); err != nil {
-					return fail(err)
-				}
-				edges = edges[:0]
-			}
-		case "document":
-			if l.Collection != current || current == "" {
-				return fail(&Error{Code: CodeInvalid, Message: fmt.Sprintf("document of collection %q outside its collection's section", l.Collection)})
-			}
-			id, err := FromJSON(l.ID)
-			if err == nil {
-				err = checkID(current, id)
-			}
-			if err != nil {
-				return fail(err)
-			}
-			doc, err := FromJSON(l.Doc)
-			if err != nil {
-				return fail(err)
-			}
-			batch = append(batch, Doc{ID: id, Value: doc})
-			if len(batch) == loadBatch {
-				if err := flush(); err != nil {
-					return fail(err)
-				}
-			}
-		default:
-			return fail(&Error{Code: CodeInvalid, Message: fmt.Sprintf("unknown dump line type %q", l.Type)})
+		if err := ld.line(sc.Bytes()); err != nil {
+			return fail(err)
 		}
 		if progress != nil && line%1024 == 0 {
 			progress(line, total)
@@ -289,16 +210,134 @@ func (s *Store) Load(ctx context.Context, r io.Reader, mode LoadMode, total int6
 	if err := sc.Err(); err != nil {
 		return fail(err)
 	}
-	if err := flush(); err != nil {
-		return fail(err)
-	}
-	if err := s.loadEdges(ctx, edges); err != nil {
+	if err := ld.finish(); err != nil {
 		return fail(err)
 	}
 	if progress != nil {
 		progress(line, total)
 	}
-	return st, nil
+	return ld.stats, nil
+}
+
+// loader is one Load's state between dump lines: the collection whose
+// section is being read, and the documents and edges read but not yet
+// written (written loadBatch at a time).
+type loader struct {
+	s       *Store
+	ctx     context.Context
+	mode    LoadMode
+	stats   LoadStats
+	current string
+	batch   []Doc
+	edges   []edgeLine
+}
+
+// line takes one dump line, by its type.
+func (ld *loader) line(data []byte) error {
+	var l dumpLine
+	if err := json.Unmarshal(data, &l); err != nil {
+		return &Error{Code: CodeInvalid, Message: "not a dump line: " + err.Error()}
+	}
+	switch l.Type {
+	case "dump":
+		if l.Format != DumpFormat {
+			return &Error{Code: CodeInvalid, Message: fmt.Sprintf("dump format %d: this version reads format %d", l.Format, DumpFormat)}
+		}
+		return nil
+	case "collection":
+		return ld.collection(l)
+	case "edge":
+		return ld.edge(l)
+	case "document":
+		return ld.document(l)
+	default:
+		return &Error{Code: CodeInvalid, Message: fmt.Sprintf("unknown dump line type %q", l.Type)}
+	}
+}
+
+// collection starts a collection's section, set up per the load's mode.
+func (ld *loader) collection(l dumpLine) error {
+	if err := ld.flushDocs(); err != nil {
+		return err
+	}
+	if err := ld.s.loadCollection(ld.ctx, l, ld.mode); err != nil {
+		return err
+	}
+	ld.current = l.Collection
+	ld.stats.Collections++
+	return nil
+}
+
+// edge queues an edge; edges come after every document they join.
+func (ld *loader) edge(l dumpLine) error {
+	if err := ld.flushDocs(); err != nil {
+		return err
+	}
+	if l.Edge == nil {
+		return &Error{Code: CodeInvalid, Message: "an edge line without its edge"}
+	}
+	if ld.edges = append(ld.edges, *l.Edge); len(ld.edges) == loadBatch {
+		if err := ld.s.loadEdges(ld.ctx, ld.edges); err != nil {
+			return err
+		}
+		ld.edges = ld.edges[:0]
+	}
+	return nil
+}
+
+// document queues a document of the current collection's section.
+func (ld *loader) document(l dumpLine) error {
+	if l.Collection != ld.current || ld.current == "" {
+		return &Error{Code: CodeInvalid, Message: fmt.Sprintf("document of collection %q outside its collection's section", l.Collection)}
+	}
+	id, err := FromJSON(l.ID)
+	if err == nil {
+		err = checkID(ld.current, id)
+	}
+	if err != nil {
+		return err
+	}
+	doc, err := FromJSON(l.Doc)
+	if err != nil {
+		return err
+	}
+	if ld.batch = append(ld.batch, Doc{ID: id, Value: doc}); len(ld.batch) == loadBatch {
+		return ld.flushDocs()
+	}
+	return nil
+}
+
+// flushDocs writes the queued documents of the current collection in one
+// transaction.
+func (ld *loader) flushDocs() error {
+	if len(ld.batch) == 0 {
+		return nil
+	}
+	err := ld.s.update(ld.ctx, ld.current, func(w *writer) error {
+		for _, d := range ld.batch {
+			old, exists, err := w.get(d.ID)
+			if err != nil {
+				return err
+			}
+			if _, err := w.put(d.ID, d.Value, old, exists); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		ld.stats.Documents += int64(len(ld.batch))
+		ld.batch = ld.batch[:0]
+	}
+	return err
+}
+
+// finish writes what is still queued at the end of the dump.
+func (ld *loader) finish() error {
+	if err := ld.flushDocs(); err != nil {
+		return err
+	}
+	return ld.s.loadEdges(ld.ctx, ld.edges)
 }
 
 // loadCollection sets up a collection of a dump per mode.
