@@ -148,20 +148,7 @@ func (l *liveRegistry) call(ctx context.Context, req *mcp.CallToolRequest, in Li
 	case ActionReceive:
 		return l.receive(ctx, sc, in)
 	case ActionList:
-		out := LiveListReply{Handles: []LiveInfo{}}
-		l.mu.Lock()
-		var mine []*liveHandle
-		for _, h := range l.handles {
-			if h.scope == sc {
-				mine = append(mine, h)
-			}
-		}
-		l.mu.Unlock()
-		slices.SortFunc(mine, func(a, b *liveHandle) int { return strings.Compare(a.id, b.id) })
-		for _, h := range mine {
-			out.Handles = append(out.Handles, l.info(h))
-		}
-		return out, nil
+		return l.list(sc), nil
 	case ActionClose:
 		h, err := l.find(sc, in.Handle)
 		if err != nil {
@@ -171,6 +158,24 @@ func (l *liveRegistry) call(ctx context.Context, req *mcp.CallToolRequest, in Li
 		return map[string]any{"handle": h.id, "closed": true}, nil
 	}
 	return nil, &mcpcore.ParamError{Path: "/action", Reason: fmt.Sprintf("%q is not open, receive, list or close", in.Action)}
+}
+
+// list describes the caller's handles, in handle order.
+func (l *liveRegistry) list(sc scope) LiveListReply {
+	out := LiveListReply{Handles: []LiveInfo{}}
+	l.mu.Lock()
+	var mine []*liveHandle
+	for _, h := range l.handles {
+		if h.scope == sc {
+			mine = append(mine, h)
+		}
+	}
+	l.mu.Unlock()
+	slices.SortFunc(mine, func(a, b *liveHandle) int { return strings.Compare(a.id, b.id) })
+	for _, h := range mine {
+		out.Handles = append(out.Handles, l.info(h))
+	}
+	return out
 }
 
 // info describes h.
@@ -350,27 +355,43 @@ func bodySize(b Body) int64 {
 	return 0
 }
 
-func (l *liveRegistry) receive(ctx context.Context, sc scope, in LiveArgs) (any, error) {
-	maxFrames := in.MaxFrames
+// liveBounds are a receive's checked bounds.
+type liveBounds struct {
+	frames int
+	bytes  int64
+	wait   time.Duration
+}
+
+// receiveBounds checks a receive's bounds and fills in their defaults.
+func receiveBounds(in LiveArgs) (liveBounds, error) {
+	b := liveBounds{frames: in.MaxFrames, bytes: in.MaxBytes}
 	switch {
-	case maxFrames == 0:
-		maxFrames = defaultLiveFrames
-	case maxFrames < 1 || maxFrames > maxLiveFrames:
-		return nil, &mcpcore.ParamError{Path: "/max_frames", Reason: fmt.Sprintf("%d is outside [1, %d]", in.MaxFrames, maxLiveFrames)}
+	case b.frames == 0:
+		b.frames = defaultLiveFrames
+	case b.frames < 1 || b.frames > maxLiveFrames:
+		return b, &mcpcore.ParamError{Path: "/max_frames", Reason: fmt.Sprintf("%d is outside [1, %d]", in.MaxFrames, maxLiveFrames)}
 	}
-	maxBytes := in.MaxBytes
 	switch {
-	case maxBytes == 0:
-		maxBytes = defaultLiveMaxBytes
-	case maxBytes < defaultLiveMaxBytes || maxBytes > maxLiveMaxBytes:
-		return nil, &mcpcore.ParamError{Path: "/max_bytes", Reason: fmt.Sprintf("%d is outside [%d, %d] (one frame may be %d bytes)", in.MaxBytes, defaultLiveMaxBytes, maxLiveMaxBytes, liveFrameBytes)}
+	case b.bytes == 0:
+		b.bytes = defaultLiveMaxBytes
+	case b.bytes < defaultLiveMaxBytes || b.bytes > maxLiveMaxBytes:
+		return b, &mcpcore.ParamError{Path: "/max_bytes", Reason: fmt.Sprintf("%d is outside [%d, %d] (one frame may be %d bytes)", in.MaxBytes, defaultLiveMaxBytes, maxLiveMaxBytes, liveFrameBytes)}
 	}
 	wait := DefaultWaitMS
 	if in.WaitMS != nil {
 		wait = *in.WaitMS
 	}
 	if wait < 0 || wait > MaxWaitMS {
-		return nil, &mcpcore.ParamError{Path: "/wait_ms", Reason: fmt.Sprintf("%d is outside [0, %d]", wait, MaxWaitMS)}
+		return b, &mcpcore.ParamError{Path: "/wait_ms", Reason: fmt.Sprintf("%d is outside [0, %d]", wait, MaxWaitMS)}
+	}
+	b.wait = time.Duration(wait) * time.Millisecond
+	return b, nil
+}
+
+func (l *liveRegistry) receive(ctx context.Context, sc scope, in LiveArgs) (any, error) {
+	bounds, err := receiveBounds(in)
+	if err != nil {
+		return nil, err
 	}
 	h, err := l.find(sc, in.Handle)
 	if err != nil {
@@ -402,30 +423,25 @@ func (l *liveRegistry) receive(ctx context.Context, sc scope, in LiveArgs) (any,
 		default:
 		}
 	}
-	timer := time.NewTimer(time.Duration(wait) * time.Millisecond)
-	defer timer.Stop()
-	// take returns the held frame, else a queued one; only the receive
-	// holding the gate takes frames.
-	take := func() (Body, bool) {
-		l.mu.Lock()
-		b := h.held
-		h.held = nil
-		l.mu.Unlock()
-		if b != nil {
-			return *b, true
-		}
-		select {
-		case b := <-h.frames:
-			return b, true
-		default:
-			return Body{}, false
-		}
+	if err := l.collect(ctx, h, bounds, &out); err != nil {
+		l.closeHandle(h, websocket.StatusNormalClosure, "receive cancelled")
+		return nil, err
 	}
+	return out, nil
+}
+
+// collect moves h's frames into out within bounds, by the receive that holds
+// h's gate: it waits up to bounds.wait for the first frame, then takes what
+// is queued without waiting; a frame that would overrun bounds.bytes is held
+// for the next receive. It fails only when ctx ends while it waits.
+func (l *liveRegistry) collect(ctx context.Context, h *liveHandle, bounds liveBounds, out *LiveReceiveReply) error {
+	timer := time.NewTimer(bounds.wait)
+	defer timer.Stop()
 	add := func(b Body) {
 		out.Frames = append(out.Frames, b)
 		out.Bytes += bodySize(b)
 	}
-	if b, ok := take(); ok {
+	if b, ok := l.take(h); ok {
 		add(b)
 	} else {
 		select {
@@ -434,27 +450,26 @@ func (l *liveRegistry) receive(ctx context.Context, sc scope, in LiveArgs) (any,
 		case <-h.done:
 		case <-timer.C:
 			out.TimedOut = true
-			return out, nil
+			return nil
 		case <-ctx.Done():
-			l.closeHandle(h, websocket.StatusNormalClosure, "receive cancelled")
-			return nil, ctx.Err()
+			return ctx.Err()
 		}
 	}
-	for len(out.Frames) < maxFrames {
-		b, ok := take()
+	for len(out.Frames) < bounds.frames {
+		b, ok := l.take(h)
 		if !ok {
 			break
 		}
-		if out.Bytes+bodySize(b) > maxBytes {
+		if out.Bytes+bodySize(b) > bounds.bytes {
 			l.mu.Lock()
 			h.held = &b
 			l.mu.Unlock()
 			out.LimitReached = true
-			return out, nil
+			return nil
 		}
 		add(b)
 	}
-	if len(out.Frames) == maxFrames && len(h.frames) > 0 {
+	if len(out.Frames) == bounds.frames && len(h.frames) > 0 {
 		out.LimitReached = true
 	}
 	select {
@@ -470,7 +485,25 @@ func (l *liveRegistry) receive(ctx context.Context, sc scope, in LiveArgs) (any,
 		}
 	default:
 	}
-	return out, nil
+	return nil
+}
+
+// take returns h's held frame, else a queued one, without waiting; only the
+// receive holding h's gate takes frames.
+func (l *liveRegistry) take(h *liveHandle) (Body, bool) {
+	l.mu.Lock()
+	b := h.held
+	h.held = nil
+	l.mu.Unlock()
+	if b != nil {
+		return *b, true
+	}
+	select {
+	case b := <-h.frames:
+		return b, true
+	default:
+		return Body{}, false
+	}
 }
 
 // closeHandle removes h, closes its WebSocket (a close frame with code),
