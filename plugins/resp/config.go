@@ -45,8 +45,8 @@ type Config struct {
 	// targets, never addresses. Without any, the target "default" is
 	// 127.0.0.1:6379 over RESP3.
 	Targets map[string]*TargetConfig `json:"targets,omitempty"`
-	// FileRoot is the existing directory management downloads are confined
-	// to (used by the management tool of a later issue).
+	// FileRoot is the existing directory the management tool's downloads
+	// are confined to.
 	FileRoot string `json:"file_root,omitempty"`
 	// Process configures the process tool (process.go).
 	Process ProcessConfig `json:"process"`
@@ -63,9 +63,9 @@ type TargetConfig struct {
 	PasswordFile string     `json:"password_file,omitempty"`
 	PasswordEnv  string     `json:"password_env,omitempty"`
 	TLS          *TLSConfig `json:"tls,omitempty"`
-	// The management endpoint of a later issue: an http(s) origin, its
-	// bearer token (file or environment, never both) and the CA it is
-	// verified with.
+	// The management endpoint the management tools talk to: an http(s)
+	// origin, its bearer token (file or environment, never both) and the CA
+	// it is verified with.
 	ManagementURL       string `json:"management_url,omitempty"`
 	ManagementTokenFile string `json:"management_token_file,omitempty"`
 	ManagementTokenEnv  string `json:"management_token_env,omitempty"`

@@ -188,7 +188,6 @@ func writeReport(path, imgDir string, m Machine, out *Output, areas []AreaFigure
 func runTargets(root, dir string, targets []string, progress io.Writer) (Machine, error) {
 	m := Machine{
 		Date:   time.Now().UTC().Format("2006-01-02 15:04 UTC"),
-		Commit: commit(root),
 		Go:     runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH,
 		CPU:    procField("/proc/cpuinfo", "model name"),
 		Cores:  runtime.NumCPU(),
@@ -243,20 +242,6 @@ func runTargets(root, dir string, targets []string, progress io.Writer) (Machine
 	wg.Wait()
 	m.Load = fmt.Sprintf("%.2f before, %.2f at the highest (sampled every 5 s), %.2f after, on %d cores", before, peak, loadAverage(), m.Cores)
 	return m, nil
-}
-
-// commit names the checked-out commit, saying when the work tree has
-// uncommitted changes.
-func commit(root string) string {
-	out, err := exec.Command("git", "-C", root, "rev-parse", "--short", "HEAD").Output()
-	if err != nil {
-		return "unknown"
-	}
-	c := strings.TrimSpace(string(out))
-	if st, err := exec.Command("git", "-C", root, "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(st) > 0 {
-		c += " with uncommitted changes"
-	}
-	return c
 }
 
 // loadAverage is the 1-minute load average, or 0 where it cannot be read.

@@ -36,7 +36,7 @@ func report(t *testing.T, extra ...string) string {
 			t.Fatal(err)
 		}
 	}
-	machine := `{"Date": "2026-11-30 16:10 UTC", "Commit": "abc1234", "Go": "go1.26.0 linux/amd64", "CPU": "Test CPU",
+	machine := `{"Date": "2026-11-30 16:10 UTC", "Go": "go1.26.0 linux/amd64", "CPU": "Test CPU",
 		"Cores": 2, "Memory": "8 GB", "Load": "3.00 before, 15.00 at the highest, 9.00 after, on 2 cores",
 		"Targets": ["make bench failed (exit status 2) in 16m45s"]}`
 	if err := os.WriteFile(filepath.Join(dir, "machine.json"), []byte(machine), 0o644); err != nil {
@@ -86,7 +86,7 @@ func checkTables(t *testing.T, dir string) {
 		// The machine and the run.
 		"| CPU | Test CPU |",
 		"| load average (1 min) | 3.00 before, 15.00 at the highest, 9.00 after, on 2 cores |",
-		"at commit `abc1234`",
+		"on 2026-11-30 16:10 UTC, which runs every benchmark",
 		// benchpair metrics, a ratio target met.
 		"| stdio round trip, bin/mcpkit | 732 µs | SDK StdioTransport: 945 µs | 0.77 | ratio ≤ 1.10 | met |",
 		"| host call path in memory | 1.13 ms | SDK AddTool: 1.39 ms | 0.81 | reported | — |",

@@ -12,7 +12,6 @@ import (
 // Machine describes where and when the benchmarks ran.
 type Machine struct {
 	Date    string // UTC
-	Commit  string
 	Go      string
 	CPU     string
 	Cores   int
@@ -235,9 +234,9 @@ func (f *Figures) Met() string {
 func Render(w io.Writer, m Machine, out *Output, areas []AreaFigures, imgDir string) error {
 	var b strings.Builder
 	b.WriteString("# mcpkit benchmarks\n\n")
-	fmt.Fprintf(&b, "Written by `make bench-report` on %s at commit `%s`, which runs every benchmark of the project "+
+	fmt.Fprintf(&b, "Written by `make bench-report` on %s, which runs every benchmark of the project "+
 		"(`make bench`, `make bench-resp`, `make bench-store`); `make bench-report BENCH_PUBLISH=1` also "+
-		"refreshes this page (docs/benchmarks.md and its plots).\n\n", m.Date, m.Commit)
+		"refreshes this page (docs/benchmarks.md and its plots).\n\n", m.Date)
 	b.WriteString("| machine | |\n|---|---|\n")
 	for _, kv := range [][2]string{{"CPU", m.CPU}, {"cores", strconv.Itoa(m.Cores)}, {"memory", m.Memory},
 		{"load average (1 min)", m.Load}, {"Go", m.Go}, {"runs", strings.Join(m.Targets, "; ")}} {
