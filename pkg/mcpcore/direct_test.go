@@ -2,6 +2,7 @@ package mcpcore
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,7 +18,7 @@ import (
 )
 
 // directRig is a server whose plugin "dx" serves direct tools (echo, wait,
-// notify, fail, res) and one that is not (plain), with counters of the
+// hold, notify, fail, res) and one that is not (plain), with counters of the
 // tools/call requests that Options.Middleware sees and that the SDK's own
 // request path sees.
 type directRig struct {
@@ -26,6 +27,7 @@ type directRig struct {
 	viaSDK    atomic.Int64 // tools/call seen by the SDK's request path
 	cancelled chan error   // the cause a wait call's handler saw
 	entered   chan struct{}
+	release   chan struct{} // a hold call returns when it receives from it
 }
 
 type directArgs struct {
@@ -42,7 +44,7 @@ const (
 
 func newDirectRig(t *testing.T) *directRig {
 	t.Helper()
-	r := &directRig{cancelled: make(chan error, 1), entered: make(chan struct{}, 1)}
+	r := &directRig{cancelled: make(chan error, 1), entered: make(chan struct{}, 1), release: make(chan struct{})}
 	direct := ToolOptions{Direct: true}
 	attach := func(h *Host) {
 		AddTool(h, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in directArgs) (any, error) {
@@ -56,6 +58,16 @@ func newDirectRig(t *testing.T) *directRig {
 			<-ctx.Done()
 			r.cancelled <- context.Cause(ctx)
 			return nil, ctx.Err()
+		}, direct)
+		AddTool(h, &mcp.Tool{Name: "hold"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (any, error) {
+			r.entered <- struct{}{}
+			select {
+			case <-r.release:
+				return Text("released"), nil
+			case <-ctx.Done():
+				r.cancelled <- context.Cause(ctx)
+				return nil, ctx.Err()
+			}
 		}, direct)
 		AddTool(h, &mcp.Tool{Name: "notify"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (any, error) {
 			if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(), Progress: 1, Total: 2}); err != nil {
@@ -260,8 +272,8 @@ func waitFor(t *testing.T, ok func() bool) {
 // response is one compact line with the request's id as sent (a big
 // integer kept exact), a request whose id is a direct call's in flight is
 // refused without an answer (as the SDK refuses one of its own), a
-// cancelled direct call is not answered, and at EOF the calls in flight
-// are cancelled before Run returns.
+// cancelled direct call is not answered, and at EOF a call in flight is
+// not cancelled: it is answered, and Run returns after.
 func TestDirectCallsOverStdio(t *testing.T) {
 	r := newDirectRig(t)
 	inR, inW := io.Pipe()
@@ -308,11 +320,19 @@ func TestDirectCallsOverStdio(t *testing.T) {
 	if got := r.viaSDK.Load() - sdkBefore; got != 0 {
 		t.Errorf("the SDK's path saw %d calls, want none", got)
 	}
-	send(call("3", "dx_wait", `{}`))
+	send(call("3", "dx_hold", `{}`))
 	<-r.entered
 	inW.Close()
-	if cause := <-r.cancelled; !errors.Is(cause, io.EOF) {
-		t.Errorf("at EOF the handler saw %v, want io.EOF", cause)
+	select {
+	case cause := <-r.cancelled:
+		t.Fatalf("at EOF the call in flight was cancelled (%v), want it answered", cause)
+	case err := <-done:
+		t.Fatalf("Run returned (%v) at EOF with a call in flight", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	r.release <- struct{}{}
+	if got := read(); !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":3,"result":`) || !strings.Contains(got, "released") {
+		t.Fatalf("the call in flight at EOF was answered with %s", got)
 	}
 	select {
 	case err := <-done:
@@ -325,5 +345,48 @@ func TestDirectCallsOverStdio(t *testing.T) {
 	outW.Close()
 	if rest, _ := io.ReadAll(lines); len(rest) > 0 {
 		t.Errorf("unexpected output after the last response: %s", rest)
+	}
+}
+
+// TestEOFAnswersRequestsRead: every request read before stdin's EOF is
+// answered before Run returns, whether the SDK answers it (initialize,
+// tools/list, ping, a tool that is not direct) or the host does (a direct
+// call), although the whole input, EOF included, is there at once. The
+// race it guards against was lost most of the time, so it runs 20 times.
+func TestEOFAnswersRequestsRead(t *testing.T) {
+	r := newDirectRig(t)
+	input := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"` + legacyEra + `","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"dx_echo","arguments":{"text":"direct"}}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"dx_plain","arguments":{"text":"sdk"}}}`,
+		`{"jsonrpc":"2.0","id":5,"method":"ping"}`,
+	}, "\n") + "\n"
+	for i := range 20 {
+		var out bytes.Buffer // the transport serializes its writes
+		err := r.srv.Run(t.Context(), stdio.NewTransport(strings.NewReader(input), &out, stdio.Options{}))
+		if err != nil && !errors.Is(err, io.EOF) {
+			t.Fatalf("run %d: Run: %v", i, err)
+		}
+		answered := map[int]string{}
+		for line := range strings.Lines(out.String()) {
+			var m struct {
+				ID     int             `json:"id"`
+				Result json.RawMessage `json:"result"`
+			}
+			if err := json.Unmarshal([]byte(line), &m); err != nil || m.Result == nil {
+				t.Fatalf("run %d: unexpected line %q (%v)", i, line, err)
+			}
+			answered[m.ID] = line
+		}
+		for id := 1; id <= 5; id++ {
+			if answered[id] == "" {
+				t.Fatalf("run %d: request %d not answered; output:\n%s", i, id, out.String())
+			}
+		}
+		if !strings.Contains(answered[3], "direct") || !strings.Contains(answered[4], "sdk") {
+			t.Fatalf("run %d: tool answers %s / %s", i, answered[3], answered[4])
+		}
 	}
 }

@@ -87,6 +87,10 @@ type Server struct {
 	// the memory a handler encodes it into (ResultBuffer) can be reused
 	// once the response is written.
 	reuseResults bool
+	// longestCall is the longest timeout of any tool added (tool_timeout
+	// or a tool's own), in nanoseconds: how long Run waits at EOF for the
+	// calls already read (see directConn.drain).
+	longestCall atomic.Int64
 }
 
 // NewServer creates the selected plugins, configures them, attaches them and
