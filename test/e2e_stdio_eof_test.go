@@ -92,3 +92,41 @@ func TestStdioEOFAnswersDirectCalls(t *testing.T) {
 		t.Errorf("GET answered with %.300s", got["6"])
 	}
 }
+
+// TestStdioOversizedIDLast: a request line over frame_bytes whose id comes
+// after its params, as the TypeScript SDK writes it, is answered with its
+// id (before: id null, and the client waited for its own timeout), and the
+// session goes on. The 64 MiB line is skipped as it is read, not kept: the
+// peak resident memory grows by far less than the line.
+func TestStdioOversizedIDLast(t *testing.T) {
+	t.Parallel()
+	const size = 64 * mib
+	cfg := writeConfig(t, `{"limits": {"frame_bytes": 65536}}`)
+	rs := startRawStdio(t, "--plugins", "diag", "--config", cfg)
+	before := vmHWM(t, rs.proc.cmd.Process.Pid)
+	go func() { // the pipe holds 64 KiB: write while the test reads
+		rs.in.WriteString(`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"diag_echo","arguments":{"message":"` +
+			strings.Repeat("x", size) + `"}},"id":"ts-last"}` + "\n" + `{"jsonrpc":"2.0","id":2,"method":"ping"}` + "\n")
+	}()
+	var m struct {
+		ID    json.RawMessage `json:"id"`
+		Error struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(rs.readLine(), &m); err != nil {
+		t.Fatal(err)
+	}
+	if string(m.ID) != `"ts-last"` || m.Error.Code != -32600 || !strings.Contains(m.Error.Message, "frame_bytes") {
+		t.Fatalf("oversized line answered with id %s, error %+v", m.ID, m.Error)
+	}
+	if id := rs.readID(); id != "2" {
+		t.Fatalf("the next request answered with id %s", id)
+	}
+	peak := vmHWM(t, rs.proc.cmd.Process.Pid)
+	t.Logf("peak RSS %d MiB before the line, %d MiB after", before/mib, peak/mib)
+	if peak-before > 16*mib {
+		t.Errorf("reading a %d MiB line over a 64 KiB limit raised the peak RSS by %d MiB, want at most 16 MiB", size/mib, (peak-before)/mib)
+	}
+}
