@@ -390,3 +390,47 @@ func TestEOFAnswersRequestsRead(t *testing.T) {
 		}
 	}
 }
+
+// TestClientMistakesOverStdio: a second initialize and a 2026-07-28 ping
+// are answered with errors, the session goes on, and the SDK's records of
+// them reach the log at Info, not at ERROR (before: the second initialize
+// crashed the process with a nil dereference in the instructions
+// middleware, and any client could fill the error log).
+func TestClientMistakesOverStdio(t *testing.T) {
+	registerTestPlugins()
+	logs := &logBuffer{}
+	srv, err := NewServer(t.Context(), Options{Plugins: []string{"ta"}, Logger: logs.logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close(context.Background()) })
+	initialize := func(id int) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"initialize","params":{"protocolVersion":"%s","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`, id, legacyEra)
+	}
+	input := strings.Join([]string{
+		initialize(1),
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		initialize(2),
+		`{"jsonrpc":"2.0","id":3,"method":"ping","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"ping"}`,
+	}, "\n") + "\n"
+	var out bytes.Buffer
+	if err := srv.Run(t.Context(), stdio.NewTransport(strings.NewReader(input), &out, stdio.Options{})); err != nil && !errors.Is(err, io.EOF) {
+		t.Fatalf("Run: %v", err)
+	}
+	got := out.String()
+	for _, want := range []string{`"id":1,"result":`, `"id":2,"error":`, `"id":3,"error":`, `"id":4,"result":{}`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %s:\n%s", want, got)
+		}
+	}
+	l := logs.String()
+	if strings.Contains(l, "level=ERROR") {
+		t.Errorf("a client's mistake was logged at ERROR:\n%s", l)
+	}
+	for _, want := range []string{`level=INFO msg="duplicate initialize request"`, `level=INFO msg="method removed in the new protocol"`} {
+		if !strings.Contains(l, want) {
+			t.Errorf("log lacks %s:\n%s", want, l)
+		}
+	}
+}
