@@ -434,3 +434,51 @@ func TestClientMistakesOverStdio(t *testing.T) {
 		}
 	}
 }
+
+// TestEOFDrainIsBounded: a request that nothing answers (a resource read
+// whose handler waits until it is cancelled) does not hold the session
+// open past DrainTimeout after EOF: the session then ends, the handler is
+// cancelled, and Run returns, saying so in the log.
+func TestEOFDrainIsBounded(t *testing.T) {
+	lim := DefaultLimits()
+	lim.ToolTimeout = Duration(10 * time.Millisecond)
+	entered := make(chan struct{}, 1)
+	attach := func(h *Host) {
+		h.AddResource(&mcp.Resource{URI: "test://stuck", Name: "stuck"}, func(ctx context.Context, _ *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			entered <- struct{}{}
+			<-ctx.Done()
+			return nil, ctx.Err()
+		})
+	}
+	logs := &logBuffer{}
+	srv, err := NewServer(t.Context(), Options{Config: Config{Limits: lim}, Instances: []Instance{instance("st", attach)}, Logger: logs.logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close(context.Background()) })
+	if got, want := srv.DrainTimeout(), 10*time.Millisecond+drainMargin; got != want {
+		t.Fatalf("DrainTimeout = %v, want %v", got, want)
+	}
+	input := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"` + legacyEra + `","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"test://stuck"}}`,
+	}, "\n") + "\n"
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() {
+		done <- srv.Run(t.Context(), stdio.NewTransport(strings.NewReader(input), io.Discard, stdio.Options{}))
+	}()
+	<-entered
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return 10s after EOF with a request nothing answers")
+	}
+	if d := time.Since(start); d < drainMargin {
+		t.Errorf("Run returned %v after EOF, before DrainTimeout", d)
+	}
+	if !strings.Contains(logs.String(), "input ended with calls unanswered") {
+		t.Errorf("the log does not say calls were left unanswered:\n%s", logs.String())
+	}
+}
