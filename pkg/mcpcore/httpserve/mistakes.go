@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"unicode/utf8"
 
 	"github.com/mcpkit/mcpkit/pkg/jsonscan"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -58,7 +59,27 @@ func parseCall(body []byte) (call, bool) {
 	if m.End() < 0 || c.method == "" || !validID(c.id) {
 		return call{}, false
 	}
+	c.method = shortMethod(c.method)
 	return c, true
+}
+
+// maxMethodBytes is the most of a method name that an answer or a log line
+// repeats: any client chooses it, and the log must not grow by what it
+// sends.
+const maxMethodBytes = 64
+
+// shortMethod returns method, cut to maxMethodBytes (on a character
+// boundary, marked with "...") when it is longer. A cut name is no method
+// of the lists above, so it is still told apart from them.
+func shortMethod(method string) string {
+	if len(method) <= maxMethodBytes {
+		return method
+	}
+	cut := maxMethodBytes
+	for cut > 0 && !utf8.RuneStart(method[cut]) {
+		cut--
+	}
+	return method[:cut] + "..."
 }
 
 // validID reports whether id is the JSON text of a string or a number.

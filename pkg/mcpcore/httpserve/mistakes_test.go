@@ -65,6 +65,8 @@ func TestClientMistakesAreNotErrors(t *testing.T) {
 			inSession, "3", -32600, "this session is already initialized"},
 		{"call before initialize", `{"jsonrpc":"2.0","id":4,"method":"tools/list"}`,
 			nil, "4", -32600, `"tools/list" needs an initialized session`},
+		{"call before initialize, a long method", `{"jsonrpc":"2.0","id":6,"method":"` + strings.Repeat("m", 100_000) + `"}`,
+			nil, "6", -32600, `"` + strings.Repeat("m", maxMethodBytes) + `..." needs an initialized session`},
 	}
 	for _, tt := range tests {
 		resp, body := env.do(t, http.MethodPost, MCPPath, tt.body, tt.hdr)
@@ -88,6 +90,9 @@ func TestClientMistakesAreNotErrors(t *testing.T) {
 		t.Errorf("ping on the session after the mistakes: HTTP %d %s", resp.StatusCode, body)
 	}
 	out := logs.String()
+	if len(out) > 16<<10 {
+		t.Errorf("the log grew by %d bytes: a client's method name is repeated whole", len(out))
+	}
 	if strings.Contains(out, "level=ERROR") {
 		t.Errorf("a client's mistake was logged at ERROR:\n%s", out)
 	}
