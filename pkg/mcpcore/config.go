@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/mcpkit/mcpkit/pkg/jsonscan"
 )
 
 // Config is mcpkit's configuration file. Unknown fields anywhere are errors.
@@ -200,8 +202,11 @@ func ReadSecret(field, file, env string) (value string, ok bool, err error) {
 	return "", false, nil
 }
 
-// DecodeStrict decodes one JSON value into v, rejecting unknown fields and
-// trailing data. Plugins use it for their own configuration.
+// DecodeStrict decodes one JSON value into v, rejecting unknown fields,
+// trailing data and a key repeated in one object, at any depth (a decoder
+// would merge the two, or keep the last, silently): the error names the
+// repeated key's path. Every configuration file of the product is read
+// with it, and plugins use it for their own configuration.
 func DecodeStrict(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -214,6 +219,9 @@ func DecodeStrict(data []byte, v any) error {
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return &ConfigError{Field: "json", Reason: "trailing data after the configuration object"}
+	}
+	if path, dup := jsonscan.DuplicateKey(data); dup {
+		return &ConfigError{Field: path, Reason: "the key appears more than once in its object: remove or merge the duplicates (they are refused, not merged)"}
 	}
 	return nil
 }

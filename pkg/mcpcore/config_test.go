@@ -201,3 +201,36 @@ func TestWeakBearerTokens(t *testing.T) {
 		t.Fatalf("weak env token: %v", err)
 	}
 }
+
+// TestConfigDuplicateKeys: a key repeated in one object of a configuration
+// file, at any depth, is refused with its path and the file's name
+// (before: the two were merged, or the last kept, silently); plugins'
+// configuration decoded with DecodeStrict is refused the same way.
+func TestConfigDuplicateKeys(t *testing.T) {
+	tests := []struct{ name, file, path string }{
+		{"top level", `{"enable":["a"],"enable":["b"]}`, "enable"},
+		{"limits", `{"limits":{"tool_timeout":"1s","frame_bytes":65536,"tool_timeout":"2s"}}`, "limits.tool_timeout"},
+		{"plugin config", `{"plugins":{"p":{"config":{"targets":{"a":{}},"targets":{"b":{}}}}}}`, "plugins.p.config.targets"},
+		{"escaped spelling", `{"plugins":{"p":{"prefix":"x","pr\u0065fix":"y"}}}`, "plugins.p.prefix"},
+		{"in an array", `{"http":{"allowed_origins":["a"]},"plugins":{"p":{"config":{"l":[{"k":1,"k":2}]}}}}`, "plugins.p.config.l[0].k"},
+	}
+	for _, tt := range tests {
+		path := writeFile(t, "mcpkit.json", tt.file)
+		_, err := LoadConfig(path)
+		var ce *ConfigError
+		if !errors.As(err, &ce) || ce.Field != tt.path || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "more than once") {
+			t.Errorf("%s: LoadConfig = %v, want a ConfigError at %s naming %s", tt.name, err, tt.path, path)
+		}
+	}
+	var v struct {
+		Targets map[string]json.RawMessage `json:"targets"`
+	}
+	err := DecodeStrict([]byte(`{"targets":{"a":{"host":"h"},"a":{"port":1}}}`), &v)
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Field != "targets.a" {
+		t.Errorf("DecodeStrict of a plugin's configuration = %v, want a ConfigError at targets.a", err)
+	}
+	if _, err := LoadConfig(writeFile(t, "ok.json", `{"plugins":{"a":{"prefix":"x"},"b":{"prefix":"x"}}}`)); err != nil {
+		t.Errorf("the same key in two objects: %v", err)
+	}
+}

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mcpkit/mcpkit/pkg/jsonscan"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -45,8 +48,16 @@ import (
 // returns (the SDK's stream transports and package stdio's encode it
 // before they return).
 //
+// When t's connection reaches EOF (over stdio: the client closed stdin,
+// which is how an MCP client ends a stdio session), the requests already
+// read are still answered, the SDK's and the direct calls alike: the
+// session ends once each has been answered, or once the longest a call may
+// run (see [Server.DrainTimeout]) has passed. A client that went away
+// without closing stdin is noticed when a response cannot be written, and
+// ends the session at once.
+//
 // Run returns once the session has ended and every direct call has
-// returned (each is cancelled when the client goes away).
+// returned (each is cancelled when the session ends with calls in flight).
 func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 	dt := &directTransport{srv: s, inner: t, ctx: ctx, connected: make(chan struct{})}
 	ss, err := s.mcp.Connect(ctx, dt, nil)
@@ -94,7 +105,8 @@ type takingTransport interface {
 }
 
 func (t *directTransport) Connect(ctx context.Context) (mcp.Connection, error) {
-	c := &directConn{t: t, calls: map[jsonrpc.ID]context.CancelCauseFunc{}, sdkCalls: map[jsonrpc.ID]struct{}{}}
+	c := &directConn{t: t, calls: map[jsonrpc.ID]context.CancelCauseFunc{}, sdkCalls: map[jsonrpc.ID]struct{}{},
+		settled: make(chan struct{}, 1)}
 	var err error
 	if tt, ok := t.inner.(takingTransport); ok {
 		// A direct call starts on the goroutine that read it, rather than
@@ -124,6 +136,9 @@ type directConn struct {
 	stopped  bool                                   // no more direct calls (Run is returning)
 	broken   error                                  // reading or writing failed, or Close was called: no more responses
 	wg       sync.WaitGroup                         // direct calls' goroutines
+	// settled is signalled (buffer 1) when a call is answered or the
+	// connection breaks: drain waits on it at EOF.
+	settled chan struct{}
 }
 
 func (c *directConn) SessionID() string { return c.inner.SessionID() }
@@ -139,18 +154,24 @@ func (c *directConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		c.mu.Lock()
 		delete(c.sdkCalls, res.ID)
 		c.mu.Unlock()
+		defer c.settle() // once written: drain's EOF must not overtake it
 	}
 	return c.inner.Write(ctx, msg)
 }
 
 // Read returns the next message for the SDK, running the direct calls
-// read before it (unless inner took them already). When reading fails,
-// the direct calls in flight are cancelled with the error as cause, as
-// the SDK cancels its own.
+// read before it (unless inner took them already). At EOF it first waits
+// for the calls already read to be answered (drain): the SDK, told of
+// EOF, would cancel its calls and write no more responses. When reading
+// fails, the direct calls in flight are cancelled with the error as cause,
+// as the SDK cancels its own.
 func (c *directConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	for {
 		msg, err := c.inner.Read(ctx)
 		if err != nil {
+			if errors.Is(err, io.EOF) {
+				c.drain(ctx)
+			}
 			c.fail(err)
 			return nil, err
 		}
@@ -378,6 +399,7 @@ func (c *directConn) serve(ctx context.Context, id jsonrpc.ID, params *mcp.CallT
 	broken := c.broken
 	c.mu.Unlock()
 	cancel(nil)
+	defer c.settle()
 	if broken != nil {
 		// As the SDK: once reading or writing failed, or the connection
 		// was closed, no response is written.
@@ -400,7 +422,67 @@ func (c *directConn) fail(err error) {
 		c.broken = err
 	}
 	c.mu.Unlock()
+	c.settle()
 	c.cancelAll(err)
+}
+
+// settle wakes drain to look again.
+func (c *directConn) settle() {
+	select {
+	case c.settled <- struct{}{}:
+	default:
+	}
+}
+
+// drainMargin is how long, beyond the longest call's timeout, drain waits
+// for that call's response to be written.
+const drainMargin = time.Second
+
+// DrainTimeout is the longest [Server.Run] waits at EOF for the requests
+// already read to be answered: the longest timeout of any tool (the
+// tool_timeout limit, or a tool's own [ToolOptions.Timeout]) and a second
+// for its response to be written.
+func (s *Server) DrainTimeout() time.Duration {
+	return max(s.limits.ToolTimeout.D(), time.Duration(s.longestCall.Load())) + drainMargin
+}
+
+// noteCallTimeout records a tool's call timeout for DrainTimeout.
+func (s *Server) noteCallTimeout(d time.Duration) {
+	for {
+		old := s.longestCall.Load()
+		if int64(d) <= old || s.longestCall.CompareAndSwap(old, int64(d)) {
+			return
+		}
+	}
+}
+
+// drain waits, at EOF, until every call read has been answered (the
+// direct calls and those passed to the SDK), the connection breaks (a
+// response could not be written, or it was closed), ctx ends, or
+// DrainTimeout passes; the calls still unanswered then are cancelled by
+// the caller, as the SDK's are.
+func (c *directConn) drain(ctx context.Context) {
+	bound := c.t.srv.DrainTimeout()
+	timer := time.NewTimer(bound)
+	defer timer.Stop()
+	for {
+		c.mu.Lock()
+		pending := len(c.calls) + len(c.sdkCalls)
+		done := pending == 0 || c.broken != nil
+		c.mu.Unlock()
+		if done {
+			return
+		}
+		select {
+		case <-c.settled:
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+			c.t.srv.logger.Warn("input ended with calls unanswered after waiting for them; they are cancelled",
+				"calls", pending, "waited", bound)
+			return
+		}
+	}
 }
 
 // cancel cancels the direct call that notifications/cancelled params name.

@@ -2,6 +2,7 @@ package mcpcore
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,7 +18,7 @@ import (
 )
 
 // directRig is a server whose plugin "dx" serves direct tools (echo, wait,
-// notify, fail, res) and one that is not (plain), with counters of the
+// hold, notify, fail, res) and one that is not (plain), with counters of the
 // tools/call requests that Options.Middleware sees and that the SDK's own
 // request path sees.
 type directRig struct {
@@ -26,6 +27,7 @@ type directRig struct {
 	viaSDK    atomic.Int64 // tools/call seen by the SDK's request path
 	cancelled chan error   // the cause a wait call's handler saw
 	entered   chan struct{}
+	release   chan struct{} // a hold call returns when it receives from it
 }
 
 type directArgs struct {
@@ -42,7 +44,7 @@ const (
 
 func newDirectRig(t *testing.T) *directRig {
 	t.Helper()
-	r := &directRig{cancelled: make(chan error, 1), entered: make(chan struct{}, 1)}
+	r := &directRig{cancelled: make(chan error, 1), entered: make(chan struct{}, 1), release: make(chan struct{})}
 	direct := ToolOptions{Direct: true}
 	attach := func(h *Host) {
 		AddTool(h, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in directArgs) (any, error) {
@@ -56,6 +58,16 @@ func newDirectRig(t *testing.T) *directRig {
 			<-ctx.Done()
 			r.cancelled <- context.Cause(ctx)
 			return nil, ctx.Err()
+		}, direct)
+		AddTool(h, &mcp.Tool{Name: "hold"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (any, error) {
+			r.entered <- struct{}{}
+			select {
+			case <-r.release:
+				return Text("released"), nil
+			case <-ctx.Done():
+				r.cancelled <- context.Cause(ctx)
+				return nil, ctx.Err()
+			}
 		}, direct)
 		AddTool(h, &mcp.Tool{Name: "notify"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (any, error) {
 			if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(), Progress: 1, Total: 2}); err != nil {
@@ -260,8 +272,8 @@ func waitFor(t *testing.T, ok func() bool) {
 // response is one compact line with the request's id as sent (a big
 // integer kept exact), a request whose id is a direct call's in flight is
 // refused without an answer (as the SDK refuses one of its own), a
-// cancelled direct call is not answered, and at EOF the calls in flight
-// are cancelled before Run returns.
+// cancelled direct call is not answered, and at EOF a call in flight is
+// not cancelled: it is answered, and Run returns after.
 func TestDirectCallsOverStdio(t *testing.T) {
 	r := newDirectRig(t)
 	inR, inW := io.Pipe()
@@ -308,11 +320,19 @@ func TestDirectCallsOverStdio(t *testing.T) {
 	if got := r.viaSDK.Load() - sdkBefore; got != 0 {
 		t.Errorf("the SDK's path saw %d calls, want none", got)
 	}
-	send(call("3", "dx_wait", `{}`))
+	send(call("3", "dx_hold", `{}`))
 	<-r.entered
 	inW.Close()
-	if cause := <-r.cancelled; !errors.Is(cause, io.EOF) {
-		t.Errorf("at EOF the handler saw %v, want io.EOF", cause)
+	select {
+	case cause := <-r.cancelled:
+		t.Fatalf("at EOF the call in flight was cancelled (%v), want it answered", cause)
+	case err := <-done:
+		t.Fatalf("Run returned (%v) at EOF with a call in flight", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	r.release <- struct{}{}
+	if got := read(); !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":3,"result":`) || !strings.Contains(got, "released") {
+		t.Fatalf("the call in flight at EOF was answered with %s", got)
 	}
 	select {
 	case err := <-done:
@@ -325,5 +345,140 @@ func TestDirectCallsOverStdio(t *testing.T) {
 	outW.Close()
 	if rest, _ := io.ReadAll(lines); len(rest) > 0 {
 		t.Errorf("unexpected output after the last response: %s", rest)
+	}
+}
+
+// TestEOFAnswersRequestsRead: every request read before stdin's EOF is
+// answered before Run returns, whether the SDK answers it (initialize,
+// tools/list, ping, a tool that is not direct) or the host does (a direct
+// call), although the whole input, EOF included, is there at once. The
+// race it guards against was lost most of the time, so it runs 20 times.
+func TestEOFAnswersRequestsRead(t *testing.T) {
+	r := newDirectRig(t)
+	input := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"` + legacyEra + `","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"dx_echo","arguments":{"text":"direct"}}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"dx_plain","arguments":{"text":"sdk"}}}`,
+		`{"jsonrpc":"2.0","id":5,"method":"ping"}`,
+	}, "\n") + "\n"
+	for i := range 20 {
+		var out bytes.Buffer // the transport serializes its writes
+		err := r.srv.Run(t.Context(), stdio.NewTransport(strings.NewReader(input), &out, stdio.Options{}))
+		if err != nil && !errors.Is(err, io.EOF) {
+			t.Fatalf("run %d: Run: %v", i, err)
+		}
+		answered := map[int]string{}
+		for line := range strings.Lines(out.String()) {
+			var m struct {
+				ID     int             `json:"id"`
+				Result json.RawMessage `json:"result"`
+			}
+			if err := json.Unmarshal([]byte(line), &m); err != nil || m.Result == nil {
+				t.Fatalf("run %d: unexpected line %q (%v)", i, line, err)
+			}
+			answered[m.ID] = line
+		}
+		for id := 1; id <= 5; id++ {
+			if answered[id] == "" {
+				t.Fatalf("run %d: request %d not answered; output:\n%s", i, id, out.String())
+			}
+		}
+		if !strings.Contains(answered[3], "direct") || !strings.Contains(answered[4], "sdk") {
+			t.Fatalf("run %d: tool answers %s / %s", i, answered[3], answered[4])
+		}
+	}
+}
+
+// TestClientMistakesOverStdio: a second initialize and a 2026-07-28 ping
+// are answered with errors, the session goes on, and the SDK's records of
+// them reach the log at Info, not at ERROR (before: the second initialize
+// crashed the process with a nil dereference in the instructions
+// middleware, and any client could fill the error log).
+func TestClientMistakesOverStdio(t *testing.T) {
+	registerTestPlugins()
+	logs := &logBuffer{}
+	srv, err := NewServer(t.Context(), Options{Plugins: []string{"ta"}, Logger: logs.logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close(context.Background()) })
+	initialize := func(id int) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"initialize","params":{"protocolVersion":"%s","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`, id, legacyEra)
+	}
+	input := strings.Join([]string{
+		initialize(1),
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		initialize(2),
+		`{"jsonrpc":"2.0","id":3,"method":"ping","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"ping"}`,
+	}, "\n") + "\n"
+	var out bytes.Buffer
+	if err := srv.Run(t.Context(), stdio.NewTransport(strings.NewReader(input), &out, stdio.Options{})); err != nil && !errors.Is(err, io.EOF) {
+		t.Fatalf("Run: %v", err)
+	}
+	got := out.String()
+	for _, want := range []string{`"id":1,"result":`, `"id":2,"error":`, `"id":3,"error":`, `"id":4,"result":{}`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %s:\n%s", want, got)
+		}
+	}
+	l := logs.String()
+	if strings.Contains(l, "level=ERROR") {
+		t.Errorf("a client's mistake was logged at ERROR:\n%s", l)
+	}
+	for _, want := range []string{`level=INFO msg="duplicate initialize request"`, `level=INFO msg="method removed in the new protocol"`} {
+		if !strings.Contains(l, want) {
+			t.Errorf("log lacks %s:\n%s", want, l)
+		}
+	}
+}
+
+// TestEOFDrainIsBounded: a request that nothing answers (a resource read
+// whose handler waits until it is cancelled) does not hold the session
+// open past DrainTimeout after EOF: the session then ends, the handler is
+// cancelled, and Run returns, saying so in the log.
+func TestEOFDrainIsBounded(t *testing.T) {
+	lim := DefaultLimits()
+	lim.ToolTimeout = Duration(10 * time.Millisecond)
+	entered := make(chan struct{}, 1)
+	attach := func(h *Host) {
+		h.AddResource(&mcp.Resource{URI: "test://stuck", Name: "stuck"}, func(ctx context.Context, _ *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			entered <- struct{}{}
+			<-ctx.Done()
+			return nil, ctx.Err()
+		})
+	}
+	logs := &logBuffer{}
+	srv, err := NewServer(t.Context(), Options{Config: Config{Limits: lim}, Instances: []Instance{instance("st", attach)}, Logger: logs.logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close(context.Background()) })
+	if got, want := srv.DrainTimeout(), 10*time.Millisecond+drainMargin; got != want {
+		t.Fatalf("DrainTimeout = %v, want %v", got, want)
+	}
+	input := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"` + legacyEra + `","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"test://stuck"}}`,
+	}, "\n") + "\n"
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() {
+		done <- srv.Run(t.Context(), stdio.NewTransport(strings.NewReader(input), io.Discard, stdio.Options{}))
+	}()
+	<-entered
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return 10s after EOF with a request nothing answers")
+	}
+	if d := time.Since(start); d < drainMargin {
+		t.Errorf("Run returned %v after EOF, before DrainTimeout", d)
+	}
+	if !strings.Contains(logs.String(), "input ended with calls unanswered") {
+		t.Errorf("the log does not say calls were left unanswered:\n%s", logs.String())
 	}
 }

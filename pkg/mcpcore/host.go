@@ -88,6 +88,10 @@ type Server struct {
 	// the memory a handler encodes it into (ResultBuffer) can be reused
 	// once the response is written.
 	reuseResults bool
+	// longestCall is the longest timeout of any tool added (tool_timeout
+	// or a tool's own), in nanoseconds: how long Run waits at EOF for the
+	// calls already read (see directConn.drain).
+	longestCall atomic.Int64
 }
 
 // NewServer creates the selected plugins, configures them, attaches them and
@@ -377,6 +381,9 @@ func (s *Server) instructions() string {
 func (s *Server) addInstructions(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
+		if err != nil { // res may be a typed nil (a second initialize)
+			return res, err
+		}
 		switch r := res.(type) {
 		case *mcp.InitializeResult:
 			r.Instructions = s.instructions()
@@ -597,15 +604,37 @@ func (h *Host) claim(owners map[string]string, mine *[]string, kind, name string
 
 // sdkLogHandler hands the SDK's records to the host's handler with Info
 // demoted to Debug: the SDK logs every connection (every request, for
-// stateless HTTP) at Info, which would drown the operator's log.
+// stateless HTTP) at Info, which would drown the operator's log. The
+// records of a client's mistakes, which the SDK logs at Error as if the
+// server had failed, are logged at Info: any client could otherwise fill
+// the error log (over HTTP, package httpserve refuses these requests
+// before the SDK sees them, naming the client's address).
 type sdkLogHandler struct{ slog.Handler }
 
+// sdkClientMistakes are the messages of the SDK's Error records that a
+// client's request causes (mcp.ServerSession's handling of a request).
+var sdkClientMistakes = map[string]bool{
+	"method removed in the new protocol":   true,
+	"method invalid during initialization": true,
+	"duplicate initialize request":         true,
+	"initialized before initialize":        true,
+	"duplicate initialized notification":   true,
+}
+
 func (h sdkLogHandler) Enabled(ctx context.Context, l slog.Level) bool {
-	return h.Handler.Enabled(ctx, demote(l))
+	return h.Handler.Enabled(ctx, min(demote(l), slog.LevelInfo)) // a mistake's Error record is logged at Info
 }
 
 func (h sdkLogHandler) Handle(ctx context.Context, r slog.Record) error {
-	r.Level = demote(r.Level)
+	if r.Level == slog.LevelError && sdkClientMistakes[r.Message] {
+		r.Level = slog.LevelInfo
+		r.AddAttrs(slog.String("cause", "client request"))
+	} else {
+		r.Level = demote(r.Level)
+	}
+	if !h.Handler.Enabled(ctx, r.Level) {
+		return nil
+	}
 	return h.Handler.Handle(ctx, r)
 }
 

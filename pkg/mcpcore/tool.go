@@ -85,6 +85,7 @@ func AddTool[In any](h *Host, t *mcp.Tool, fn ToolFunc[In], opts ...ToolOptions)
 		}
 		timeout = opt.Timeout
 	}
+	h.srv.noteCallTimeout(timeout)
 	tool := *t
 	tool.Name = h.ToolName(t.Name)
 	args, err := newArgSchema(t.InputSchema, func() (*jsonschema.Schema, error) { return jsonschema.For[In](nil) })

@@ -44,6 +44,9 @@ func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 	case r.Header.Get(headerSessionID) != "":
 		h.serveLegacy(w, r, body)
 	case r.Header.Get(headerProtocolVersion) >= statelessVersion:
+		if h.refuseMistake(w, r, body, routeStateless) {
+			return
+		}
 		h.serveStateless(w, r, body)
 	default:
 		h.serveLegacy(w, r, body)
@@ -150,12 +153,18 @@ func (h *Handler) servePOST(w http.ResponseWriter, r *http.Request, id string, b
 		if s, ok = h.lookup(w, r, id, true); !ok {
 			return
 		}
+		if s.ss.InitializeParams() != nil && h.refuseMistake(w, r, body, routeSession) {
+			return
+		}
 		rw = newReplyWriter(w, r, s.ids)
 		inbound(s.ids, msgs)
 		if h.opts.SessionStore != nil {
 			decoded, _ = decodeMessages(msgs, isBatch) // the SDK answers a malformed body
 		}
 	} else {
+		if h.refuseMistake(w, r, body, routeNoSession) {
+			return
+		}
 		ids := wire.NewTable()
 		rw = newReplyWriter(w, r, ids)
 		inbound(ids, msgs)

@@ -9,8 +9,9 @@
 //   - bounds the memory spent on one incoming line: a line longer than
 //     [Options.MaxFrameBytes] is read and discarded without being buffered
 //     whole, answered with a JSON-RPC "invalid request" error (-32600) that
-//     carries the request id when it can be recovered from the first few KiB
-//     of the line, and the session goes on with the next line;
+//     carries the request id when it can be recovered, wherever it is in the
+//     line (its top-level members are scanned as the line is skipped, see
+//     jsonscan.MemberFinder), and the session goes on with the next line;
 //   - answers a malformed line with a JSON-RPC "parse error" (-32700), a line
 //     that is JSON but not a JSON-RPC message with "invalid request" (-32600),
 //     and a batch (a JSON array) with "invalid request" (-32600), and goes on,

@@ -32,8 +32,8 @@ const (
 	// used when Options.MaxInflightBytes is 0.
 	DefaultMaxInflightBytes = 256 << 20
 
-	// headBytes is how much of an oversized line is kept to recover its id.
-	headBytes = 4 << 10
+	// maxIDBytes is the longest id recovered from an oversized line.
+	maxIDBytes = 4 << 10
 
 	// readBufferBytes is the size of the bufio.Reader over r. Lines that fit
 	// in it are decoded in place, without a copy.
@@ -143,14 +143,14 @@ type conn struct {
 	// Owned by the reader goroutine.
 	br        *bufio.Reader
 	max       int64
-	acc       []byte          // assembles a line longer than the bufio buffer, up to keepAccBytes
-	parts     [][]byte        // the rest of a line longer than keepAccBytes, copied chunk by chunk
-	partsN    int             // bytes in parts
-	inPlace   bool            // the last line read is in br's buffer (decoding copies what it keeps)
-	head      [headBytes]byte // start of an oversized line
-	maxAcc    int             // largest cap(acc) seen, for tests
-	readErr   error           // set before readDone is closed
-	readAfter error           // the read error that came with a line take claimed
+	acc       []byte                // assembles a line longer than the bufio buffer, up to keepAccBytes
+	parts     [][]byte              // the rest of a line longer than keepAccBytes, copied chunk by chunk
+	partsN    int                   // bytes in parts
+	inPlace   bool                  // the last line read is in br's buffer (decoding copies what it keeps)
+	idScan    jsonscan.MemberFinder // finds the id of an oversized line as it is skipped
+	maxAcc    int                   // largest cap(acc) seen, for tests
+	readErr   error                 // set before readDone is closed
+	readAfter error                 // the read error that came with a line take claimed
 
 	writeMu sync.Mutex // serializes writes to w
 	wbuf    []byte     // encodes the next message; under writeMu
@@ -431,7 +431,7 @@ func (c *conn) readMessages() (run func() bool, buf *[]byte, err error) {
 			return // a partial line cut by a failed read is dropped
 		}
 		if tooLong {
-			c.rejectOversized(line, size)
+			c.rejectOversized(size)
 		} else if len(line) > 0 {
 			msg, ok := c.decode(line)
 			buf, unchecked := c.lineBuf, c.unchecked
@@ -492,14 +492,14 @@ var lineBufs = sync.Pool{New: func() any { return new([]byte) }}
 
 // readLine reads the next line. For a line within the cap it returns the
 // line without its newline or trailing "\r", valid until the next call. For
-// an oversized line it returns tooLong, the line's retained head and the
-// number of bytes read (which stops counting past the cap). A final line
+// an oversized line it returns tooLong and the number of bytes read, having
+// kept nothing of the line but what c.idScan keeps to recover its id: the
+// bytes past the cap are scanned as they are read and dropped. A final line
 // without a newline is returned together with the read error.
 func (c *conn) readLine() (line []byte, size int64, tooLong bool, err error) {
 	var (
 		n       int64 // bytes of this line so far
-		nhead   int   // bytes in c.head, when discarding
-		discard bool  // the line exceeds the cap; keep only its head
+		discard bool  // the line exceeds the cap: only scanned for its id
 		lastCR  bool  // the last byte read is '\r'
 	)
 	c.acc = c.acc[:0]
@@ -516,11 +516,15 @@ func (c *conn) readLine() (line []byte, size int64, tooLong bool, err error) {
 		n += int64(len(s))
 		switch {
 		case discard:
-			nhead += copy(c.head[nhead:], s)
+			c.idScan.Write(s)
 		case n > c.max+1: // over the cap even if the last byte is a '\r'
 			discard = true
-			nhead = copy(c.head[:], c.acc) // acc holds more than the head when parts exist
-			nhead += copy(c.head[nhead:], s)
+			c.idScan = newIDScan()
+			c.idScan.Write(c.acc)
+			for _, p := range c.parts {
+				c.idScan.Write(p)
+			}
+			c.idScan.Write(s)
 			c.acc, c.parts, c.partsN = c.acc[:0], nil, 0
 		case complete && len(c.acc) == 0:
 			line, c.inPlace = s, true // no copy
@@ -549,9 +553,10 @@ func (c *conn) readLine() (line []byte, size int64, tooLong bool, err error) {
 		}
 		if discard || n > c.max {
 			if !discard {
-				nhead = copy(c.head[:], line)
+				c.idScan = newIDScan()
+				c.idScan.Write(line)
 			}
-			return c.head[:nhead], n, true, rerr
+			return nil, n, true, rerr
 		}
 		return line, n, false, rerr
 	}
@@ -673,9 +678,10 @@ func onlySpaceAfter(line []byte, s *wire.Scanned) bool {
 	return end > 0 && jsonscan.SkipWS(line, end) == len(line)
 }
 
-// rejectOversized answers a line longer than the cap.
-func (c *conn) rejectOversized(head []byte, size int64) {
-	id := recoverID(head)
+// rejectOversized answers a line longer than the cap, with its id when
+// the scan found one.
+func (c *conn) rejectOversized(size int64) {
+	id := normalizeID(c.idScan.Value())
 	c.logger.Warn("stdio: rejected oversized frame",
 		"limit", "frame_bytes", "max_bytes", c.max, "read_bytes", size, "id", string(orNull(id)))
 	c.writeError(id, jsonrpc.CodeInvalidRequest, fmt.Sprintf(

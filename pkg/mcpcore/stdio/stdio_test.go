@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -242,9 +243,25 @@ func TestFraming(t *testing.T) {
 			want:    []wantError{{`"req-1"`, jsonrpc.CodeInvalidRequest, "frame_bytes limit (1024)"}},
 		},
 		{
-			name:    "oversized frame, id out of the head",
+			// The TypeScript SDK writes the id last: it is found by
+			// scanning the line as it is skipped (before, id null).
+			name:    "oversized frame, id after the params",
 			max:     1024,
 			input:   bigRequest("9", 10_000, false) + "\n" + ping(1) + "\n",
+			wantIDs: []any{int64(1)},
+			want:    []wantError{{"9", jsonrpc.CodeInvalidRequest, "frame_bytes limit (1024)"}},
+		},
+		{
+			name:    "oversized frame of MiBs, string id after the params, CRLF",
+			max:     1024,
+			input:   bigRequest(`"last-\u0031"`, 3<<20, false) + "\r\n" + ping(1) + "\n",
+			wantIDs: []any{int64(1)},
+			want:    []wantError{{`"last-1"`, jsonrpc.CodeInvalidRequest, "frame_bytes limit (1024)"}},
+		},
+		{
+			name:    "oversized frame, id only inside the params",
+			max:     1024,
+			input:   `{"jsonrpc":"2.0","method":"x","params":{"id":5,"pad":"` + strings.Repeat("}", 2000) + `"}}` + "\n" + ping(1) + "\n",
 			wantIDs: []any{int64(1)},
 			want:    []wantError{{"null", jsonrpc.CodeInvalidRequest, "frame_bytes limit (1024)"}},
 		},
@@ -285,14 +302,38 @@ func TestFraming(t *testing.T) {
 func TestOversizedFrameMemoryBounded(t *testing.T) {
 	t.Parallel()
 	const limit = 1 << 20
-	input := bigRequest("7", 6<<20, true) + "\n" + ping(8) + "\n"
-	msgs, out, c := runConn(t, []byte(input), Options{MaxFrameBytes: limit}, false)
-	checkErrors(t, out, []wantError{{"7", jsonrpc.CodeInvalidRequest, "frame of more than 1048576 bytes exceeds the frame_bytes limit (1048576)"}})
-	if got := fmt.Sprint(callIDs(msgs)); got != "[8]" {
-		t.Errorf("request ids %s, want [8]", got)
+	for _, idFirst := range []bool{true, false} {
+		input := bigRequest("7", 6<<20, idFirst) + "\n" + ping(8) + "\n"
+		msgs, out, c := runConn(t, []byte(input), Options{MaxFrameBytes: limit}, false)
+		checkErrors(t, out, []wantError{{"7", jsonrpc.CodeInvalidRequest, "frame of more than 1048576 bytes exceeds the frame_bytes limit (1048576)"}})
+		if got := fmt.Sprint(callIDs(msgs)); got != "[8]" {
+			t.Errorf("id first %v: request ids %s, want [8]", idFirst, got)
+		}
+		if bound := 2 * (limit + readBufferBytes); c.maxAcc > bound {
+			t.Errorf("id first %v: line buffer grew to %d bytes, want at most %d", idFirst, c.maxAcc, bound)
+		}
 	}
-	if bound := 2 * (limit + readBufferBytes); c.maxAcc > bound {
-		t.Errorf("line buffer grew to %d bytes, want at most %d", c.maxAcc, bound)
+}
+
+// TestOversizedFrameIDLastNotBuffered: finding an id that comes after
+// 64 MiB of params allocates about what the frame limit lets the line
+// assemble before it is known to be too long, not the line: the bytes past
+// the limit are scanned and dropped.
+func TestOversizedFrameIDLastNotBuffered(t *testing.T) {
+	const (
+		limit = 1 << 20
+		size  = 64 << 20
+	)
+	input := []byte(bigRequest(`"tail"`, size, false) + "\n")
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, out, _ := runConn(t, input, Options{MaxFrameBytes: limit}, false)
+	runtime.ReadMemStats(&after)
+	checkErrors(t, out, []wantError{{`"tail"`, jsonrpc.CodeInvalidRequest, "frame_bytes limit"}})
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 8*limit {
+		t.Errorf("reading a %d MiB line past a %d MiB limit allocated %d MiB, want at most %d MiB",
+			size>>20, limit>>20, alloc>>20, 8*limit>>20)
 	}
 }
 
@@ -322,6 +363,9 @@ func TestRecoverID(t *testing.T) {
 		{`{"id":"a\"b"}`, `"a\"b"`},
 		{`{"\u0069d":"x"}`, `"x"`},
 		{`{"params":{"id":5},"id":6}`, "6"},
+		{`{"params":{"text":"x\"}{]\\"},"id":7}`, "7"},
+		{`{"method":"m","params":[1,{"a":"]"}],"id":"last"}`, `"last"`},
+		{`{"method":"m","id":8,"id":9}`, "8"},
 		{`{"params":["}",{"id":5}],"id":"six"`, `"six"`},
 		{`{"id":12`, ""}, // truncated number: not recoverable
 		{`{"id":"abc`, ""},
