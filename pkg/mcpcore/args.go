@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/mcpkit/mcpkit/pkg/jsonscan"
@@ -198,6 +199,10 @@ func decodeArgs[In any](a *argSchema, raw json.RawMessage) (In, error) {
 	}
 	var v any
 	if err := segjson.Unmarshal(raw, &v); err != nil {
+		var te *segjson.UnmarshalTypeError
+		if errors.As(err, &te) { // valid JSON: a number beyond float64's range
+			return in, decodeError(err)
+		}
 		return in, &ParamError{Reason: "the arguments are not valid JSON: " + err.Error()}
 	}
 	if a.defaults {
@@ -221,9 +226,28 @@ func decodeArgs[In any](a *argSchema, raw json.RawMessage) (In, error) {
 func decodeError(err error) *ParamError {
 	var te *segjson.UnmarshalTypeError
 	if errors.As(err, &te) && te.Field != "" {
-		return &ParamError{Path: "/" + strings.ReplaceAll(te.Field, ".", "/"), Reason: fmt.Sprintf("cannot decode %s into %s", te.Value, te.Type)}
+		return &ParamError{Path: "/" + strings.ReplaceAll(te.Field, ".", "/"), Reason: typeErrorReason(te)}
 	}
 	return &ParamError{Reason: err.Error()}
+}
+
+// typeErrorReason says in JSON's words, never Go's, why the decoder could
+// not store a value: a number out of the argument's range (1e400 for any
+// number, 1e30 for an integer), or a value of another JSON type.
+func typeErrorReason(te *segjson.UnmarshalTypeError) string {
+	val := strings.Trim(te.Value, `"`) // the decoder quotes the literal
+	if _, err := strconv.ParseFloat(val, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+		switch k := te.Type.Kind(); {
+		case k >= reflect.Int && k <= reflect.Int64:
+			bits := te.Type.Bits()
+			return fmt.Sprintf("%s is out of range: an integer from %d to %d", briefText(val), int64(-1)<<(bits-1), int64(1)<<(bits-1)-1)
+		case k >= reflect.Uint && k <= reflect.Uintptr:
+			return fmt.Sprintf("%s is out of range: an integer from 0 to %d", briefText(val), uint64(1)<<te.Type.Bits()-1)
+		default:
+			return fmt.Sprintf("%s is out of range: a number's magnitude is at most %g", briefText(val), math.MaxFloat64)
+		}
+	}
+	return fmt.Sprintf("cannot take %s here", briefText(val))
 }
 
 // locate finds the deepest argument of v (which fails s, resolved as r)
@@ -273,7 +297,97 @@ func (a *argSchema) locate(s *jsonschema.Schema, r *jsonschema.Resolved, v any, 
 		// JSON's words.
 		return path, fmt.Sprintf("got %s, want %s", jsonType(v), strings.Join(want, " or "))
 	}
+	if reason, ok := violation(s, v); ok {
+		return path, reason
+	}
 	return path, innermost(r.Validate(v))
+}
+
+// violation says which of s's own rules v breaks, naming the value and the
+// rule briefly ("-0.1 is below 0"): the validator's text prints numbers as
+// fractions and Go values. It reports false for a rule it does not
+// describe, which the validator's text then says.
+func violation(s *jsonschema.Schema, v any) (string, bool) {
+	if len(s.Enum) > 0 && !slices.ContainsFunc(s.Enum, func(e any) bool { return reflect.DeepEqual(e, v) }) {
+		opts := make([]string, len(s.Enum))
+		for i, e := range s.Enum {
+			opts[i] = briefValue(e)
+		}
+		return fmt.Sprintf("%s is not one of %s", briefValue(v), strings.Join(opts, ", ")), true
+	}
+	switch x := v.(type) {
+	case float64:
+		return numberViolation(s, x)
+	case string:
+		n := utf8.RuneCountInString(x)
+		switch {
+		case s.MinLength != nil && n < *s.MinLength && n == 0:
+			return `"" is empty`, true
+		case s.MinLength != nil && n < *s.MinLength:
+			return fmt.Sprintf("%s is shorter than %d characters", briefValue(x), *s.MinLength), true
+		case s.MaxLength != nil && n > *s.MaxLength:
+			return fmt.Sprintf("%s (%d characters) is longer than %d", briefValue(x), n, *s.MaxLength), true
+		}
+	case []any:
+		switch {
+		case s.MinItems != nil && len(x) < *s.MinItems && len(x) == 0:
+			return fmt.Sprintf("[] is empty: at least %d item(s)", *s.MinItems), true
+		case s.MinItems != nil && len(x) < *s.MinItems:
+			return fmt.Sprintf("%d items are fewer than %d", len(x), *s.MinItems), true
+		case s.MaxItems != nil && len(x) > *s.MaxItems:
+			return fmt.Sprintf("%d items are more than %d", len(x), *s.MaxItems), true
+		}
+	}
+	return "", false
+}
+
+// numberViolation is violation for a number.
+func numberViolation(s *jsonschema.Schema, x float64) (string, bool) {
+	val := briefValue(x)
+	switch {
+	case s.Minimum != nil && x < *s.Minimum:
+		return fmt.Sprintf("%s is below %s", val, briefValue(*s.Minimum)), true
+	case s.ExclusiveMinimum != nil && x <= *s.ExclusiveMinimum:
+		return fmt.Sprintf("%s is not above %s", val, briefValue(*s.ExclusiveMinimum)), true
+	case s.Maximum != nil && x > *s.Maximum:
+		return fmt.Sprintf("%s is above %s", val, briefValue(*s.Maximum)), true
+	case s.ExclusiveMaximum != nil && x >= *s.ExclusiveMaximum:
+		return fmt.Sprintf("%s is not below %s", val, briefValue(*s.ExclusiveMaximum)), true
+	}
+	return "", false
+}
+
+// briefLen is how much of a value a message quotes.
+const briefLen = 40
+
+// briefValue writes an argument value for a message: a number as JSON
+// writes it, a string quoted and cut to briefLen bytes, a container by its
+// JSON type.
+func briefValue(v any) string {
+	switch x := v.(type) {
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	case string:
+		return strconv.Quote(briefText(x))
+	case bool:
+		return strconv.FormatBool(x)
+	case nil:
+		return "null"
+	}
+	return jsonType(v)
+}
+
+// briefText cuts s to briefLen bytes (at a character boundary), marking
+// the cut with "…".
+func briefText(s string) string {
+	if len(s) <= briefLen {
+		return s
+	}
+	cut := briefLen
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 // schemaTypes lists the JSON types s allows (none when it does not say).
@@ -357,4 +471,22 @@ func describeType(s *jsonschema.Schema) string {
 		return fmt.Sprintf("types %q", s.Types)
 	}
 	return "an untyped schema (argument type any?)"
+}
+
+// briefPathSegments is how many segments of a long path a message keeps at
+// each end.
+const briefPathSegments = 3
+
+// briefPath shortens a deep JSON Pointer for a message, keeping its first
+// and last segments around "…" ("/doc/a/a/…/a/a/a"): a value nested
+// hundreds of levels deep would otherwise fill the message with its path.
+// structuredContent.error.path keeps the whole pointer.
+func briefPath(p string) string {
+	segs := strings.Split(p, "/")[1:]
+	if len(segs) <= 2*briefPathSegments+1 {
+		return p
+	}
+	head := strings.Join(segs[:briefPathSegments], "/")
+	tail := strings.Join(segs[len(segs)-briefPathSegments:], "/")
+	return fmt.Sprintf("/%s/…(%d levels)…/%s", head, len(segs)-2*briefPathSegments, tail)
 }
