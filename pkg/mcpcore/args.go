@@ -233,21 +233,70 @@ func decodeError(err error) *ParamError {
 
 // typeErrorReason says in JSON's words, never Go's, why the decoder could
 // not store a value: a number out of the argument's range (1e400 for any
-// number, 1e30 for an integer), or a value of another JSON type.
+// number, 1e30 for an integer), a fraction for an integer, or a value of
+// another JSON type.
 func typeErrorReason(te *segjson.UnmarshalTypeError) string {
-	val := strings.Trim(te.Value, `"`) // the decoder quotes the literal
-	if _, err := strconv.ParseFloat(val, 64); err == nil || errors.Is(err, strconv.ErrRange) {
-		switch k := te.Type.Kind(); {
-		case k >= reflect.Int && k <= reflect.Int64:
-			bits := te.Type.Bits()
-			return fmt.Sprintf("%s is out of range: an integer from %d to %d", briefText(val), int64(-1)<<(bits-1), int64(1)<<(bits-1)-1)
-		case k >= reflect.Uint && k <= reflect.Uintptr:
-			return fmt.Sprintf("%s is out of range: an integer from 0 to %d", briefText(val), uint64(1)<<te.Type.Bits()-1)
-		default:
-			return fmt.Sprintf("%s is out of range: a number's magnitude is at most %g", briefText(val), math.MaxFloat64)
-		}
+	lit, err := strconv.Unquote(te.Value) // the decoder quotes the input from the value on
+	if err != nil {
+		lit = te.Value
 	}
-	return fmt.Sprintf("cannot take %s here", briefText(val))
+	want := goKindJSON(te.Type)
+	f, err := strconv.ParseFloat(lit, 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return fmt.Sprintf("got %s, want %s", literalType(lit), want)
+	}
+	switch k := te.Type.Kind(); {
+	case k >= reflect.Int && k <= reflect.Int64:
+		if err == nil && f == math.Trunc(f) || err != nil {
+			bits := te.Type.Bits()
+			return fmt.Sprintf("%s is out of range: an integer from %d to %d", briefText(lit), int64(-1)<<(bits-1), int64(1)<<(bits-1)-1)
+		}
+		return fmt.Sprintf("%s is not an integer", briefText(lit))
+	case k >= reflect.Uint && k <= reflect.Uintptr:
+		if err == nil && f == math.Trunc(f) || err != nil {
+			return fmt.Sprintf("%s is out of range: an integer from 0 to %d", briefText(lit), uint64(1)<<te.Type.Bits()-1)
+		}
+		return fmt.Sprintf("%s is not an integer", briefText(lit))
+	case k == reflect.Float32 || k == reflect.Float64 || k == reflect.Interface:
+		return fmt.Sprintf("%s is out of range: a number's magnitude is at most %g", briefText(lit), math.MaxFloat64)
+	}
+	return fmt.Sprintf("got number, want %s", want)
+}
+
+// literalType names the JSON type of the value lit begins with.
+func literalType(lit string) string {
+	switch lit = strings.TrimSpace(lit); {
+	case strings.HasPrefix(lit, `"`):
+		return "string"
+	case strings.HasPrefix(lit, "{"):
+		return "object"
+	case strings.HasPrefix(lit, "["):
+		return "array"
+	case strings.HasPrefix(lit, "true"), strings.HasPrefix(lit, "false"):
+		return "boolean"
+	case strings.HasPrefix(lit, "null"):
+		return "null"
+	}
+	return "number"
+}
+
+// goKindJSON names the JSON type a Go type decodes from.
+func goKindJSON(t reflect.Type) string {
+	switch k := t.Kind(); {
+	case k >= reflect.Int && k <= reflect.Uintptr:
+		return "integer"
+	case k == reflect.Float32 || k == reflect.Float64:
+		return "number"
+	case k == reflect.String:
+		return "string"
+	case k == reflect.Bool:
+		return "boolean"
+	case k == reflect.Slice || k == reflect.Array:
+		return "array"
+	case k == reflect.Map || k == reflect.Struct:
+		return "object"
+	}
+	return "a JSON value"
 }
 
 // locate finds the deepest argument of v (which fails s, resolved as r)

@@ -53,6 +53,7 @@ func TestArgumentMessages(t *testing.T) {
 		{`{"ratio": 1e400}`, "/ratio", "invalid argument /ratio: 1e400 is out of range: a number's magnitude is at most 1.7976931348623157e+308"},
 		{`{"doc": {"h": -1e400}}`, "/doc/h", "invalid argument /doc/h: -1e400 is out of range: a number's magnitude is at most 1.7976931348623157e+308"},
 		{`{"count": 1e30}`, "/count", "invalid argument /count: 1e30 is out of range: an integer from -9223372036854775808 to 9223372036854775807"},
+		{`{"count": 1.5}`, "/count", "invalid argument /count: got number, want integer"},
 		{`{"name": ""}`, "/name", `invalid argument /name: "" is empty`},
 		{`{"name": "` + strings.Repeat("x", 100) + `"}`, "/name", `invalid argument /name: "` + strings.Repeat("x", 40) + `…" (100 characters) is longer than 8`},
 		{`{"mode": "c"}`, "/mode", `invalid argument /mode: "c" is not one of "a", "b"`},

@@ -127,7 +127,9 @@ func TestArgumentsDecoder(t *testing.T) {
 		{`{"n":0}`, "/n", "want a positive integer"},
 		{`{"n":-1}`, "", "minus one is right out"},
 		{`{"n":1,"m":2}`, "/m", "unexpected argument"},
-		{`{"n":"1"}`, "/n", "cannot decode"},
+		{`{"n":"1"}`, "/n", "got string, want integer"},
+		{`{"n":1.5}`, "/n", "1.5 is not an integer"},
+		{`{"n":1e30}`, "/n", "1e30 is out of range: an integer from -9223372036854775808 to 9223372036854775807"},
 		{`[1]`, "", "must be a JSON object"},
 	} {
 		d := errorKind(t, r.call(t, "ta_self", json.RawMessage(tc.args)))
