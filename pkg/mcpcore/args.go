@@ -357,10 +357,10 @@ func (a *argSchema) locate(s *jsonschema.Schema, r *jsonschema.Resolved, v any, 
 // fractions and Go values. It reports false for a rule it does not
 // describe, which the validator's text then says.
 func violation(s *jsonschema.Schema, v any) (string, bool) {
-	if len(s.Enum) > 0 && !slices.ContainsFunc(s.Enum, func(e any) bool { return reflect.DeepEqual(e, v) }) {
+	if len(s.Enum) > 0 && !slices.ContainsFunc(s.Enum, func(e any) bool { return reflect.DeepEqual(asJSON(e), v) }) {
 		opts := make([]string, len(s.Enum))
 		for i, e := range s.Enum {
-			opts[i] = briefValue(e)
+			opts[i] = briefValue(asJSON(e))
 		}
 		return fmt.Sprintf("%s is not one of %s", briefValue(v), strings.Join(opts, ", ")), true
 	}
@@ -388,6 +388,20 @@ func violation(s *jsonschema.Schema, v any) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// asJSON returns a schema's value as an argument decodes (a named string
+// type's value as a string, an int as a float64), to compare it with one.
+func asJSON(x any) any {
+	b, err := json.Marshal(x)
+	if err != nil {
+		return x
+	}
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return x
+	}
+	return v
 }
 
 // numberViolation is violation for a number.
@@ -523,8 +537,8 @@ func describeType(s *jsonschema.Schema) string {
 }
 
 // briefPathSegments is how many segments of a long path a message keeps at
-// each end.
-const briefPathSegments = 3
+// each end; a path of up to four times as many is kept whole.
+const briefPathSegments = 4
 
 // briefPath shortens a deep JSON Pointer for a message, keeping its first
 // and last segments around "…" ("/doc/a/a/…/a/a/a"): a value nested
@@ -532,7 +546,7 @@ const briefPathSegments = 3
 // structuredContent.error.path keeps the whole pointer.
 func briefPath(p string) string {
 	segs := strings.Split(p, "/")[1:]
-	if len(segs) <= 2*briefPathSegments+1 {
+	if len(segs) <= 4*briefPathSegments {
 		return p
 	}
 	head := strings.Join(segs[:briefPathSegments], "/")

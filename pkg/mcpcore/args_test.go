@@ -19,7 +19,11 @@ type rangedArgs struct {
 	Tags  []string       `json:"tags,omitempty"`
 	Count int            `json:"count,omitempty"`
 	Doc   map[string]any `json:"doc,omitempty"`
+	Kind  kind           `json:"kind,omitempty"`
 }
+
+// kind is a named string type, whose schema's enum holds its values.
+type kind string
 
 func rangedSchema(t *testing.T) *argSchema {
 	t.Helper()
@@ -31,6 +35,7 @@ func rangedSchema(t *testing.T) *argSchema {
 	s.Properties["above"].ExclusiveMinimum = jsonschema.Ptr(0.0)
 	s.Properties["name"].MinLength, s.Properties["name"].MaxLength = jsonschema.Ptr(1), jsonschema.Ptr(8)
 	s.Properties["mode"].Enum = []any{"a", "b"}
+	s.Properties["kind"].Enum = []any{kind("x"), kind("y")}
 	s.Properties["tags"].MinItems, s.Properties["tags"].MaxItems = jsonschema.Ptr(1), jsonschema.Ptr(2)
 	a, err := newArgSchema(s, nil)
 	if err != nil {
@@ -57,9 +62,12 @@ func TestArgumentMessages(t *testing.T) {
 		{`{"name": ""}`, "/name", `invalid argument /name: "" is empty`},
 		{`{"name": "` + strings.Repeat("x", 100) + `"}`, "/name", `invalid argument /name: "` + strings.Repeat("x", 40) + `…" (100 characters) is longer than 8`},
 		{`{"mode": "c"}`, "/mode", `invalid argument /mode: "c" is not one of "a", "b"`},
+		{`{"kind": "z"}`, "/kind", `invalid argument /kind: "z" is not one of "x", "y"`},
 		{`{"tags": []}`, "/tags", "invalid argument /tags: [] is empty: at least 1 item(s)"},
 		{`{"tags": ["a", "b", "c"]}`, "/tags", "invalid argument /tags: 3 items are more than 2"},
-		{deep, "/doc" + strings.Repeat("/a", 600), "invalid argument /doc/a/a/…(595 levels)…/a/a/a: 1e400 is out of range: a number's magnitude is at most 1.7976931348623157e+308"},
+		{`{"doc": {"a": {"b": {"c": {"d": {"e": {"f": {"g": {"h": {"i": {"j": {"k": {"l": {"m": {"n": {"o": 1e400}}}}}}}}}}}}}}}}`, "/doc/a/b/c/d/e/f/g/h/i/j/k/l/m/n/o",
+			"invalid argument /doc/a/b/c/d/e/f/g/h/i/j/k/l/m/n/o: 1e400 is out of range: a number's magnitude is at most 1.7976931348623157e+308"},
+		{deep, "/doc" + strings.Repeat("/a", 600), "invalid argument /doc/a/a/a/…(593 levels)…/a/a/a/a: 1e400 is out of range: a number's magnitude is at most 1.7976931348623157e+308"},
 	} {
 		_, err := decodeArgs[rangedArgs](a, json.RawMessage(tc.args))
 		var pe *ParamError
