@@ -236,35 +236,47 @@ func decodeError(err error) *ParamError {
 // number, 1e30 for an integer), a fraction for an integer, or a value of
 // another JSON type.
 func typeErrorReason(te *segjson.UnmarshalTypeError) string {
-	lit, err := strconv.Unquote(te.Value) // the decoder quotes the input from the value on
+	lit, err := strconv.Unquote(te.Value) // the input from the value on, quoted; or "number 256 overflows"
 	if err != nil {
 		lit = te.Value
 	}
 	want := goKindJSON(te.Type)
+	lit = numberPrefix(strings.TrimPrefix(lit, "number "))
 	f, err := strconv.ParseFloat(lit, 64)
-	if err != nil && !errors.Is(err, strconv.ErrRange) {
-		return fmt.Sprintf("got %s, want %s", literalType(lit), want)
+	if lit == "" || err != nil && !errors.Is(err, strconv.ErrRange) {
+		return fmt.Sprintf("got %s, want %s", literalType(te.Value), want)
 	}
+	integral := err != nil || f == math.Trunc(f) // beyond float64, a number has no fraction
 	switch k := te.Type.Kind(); {
+	case (k >= reflect.Int && k <= reflect.Uintptr) && !integral:
+		return fmt.Sprintf("%s is not an integer", briefText(lit))
 	case k >= reflect.Int && k <= reflect.Int64:
-		if err == nil && f == math.Trunc(f) || err != nil {
-			bits := te.Type.Bits()
-			return fmt.Sprintf("%s is out of range: an integer from %d to %d", briefText(lit), int64(-1)<<(bits-1), int64(1)<<(bits-1)-1)
-		}
-		return fmt.Sprintf("%s is not an integer", briefText(lit))
+		bits := te.Type.Bits()
+		return fmt.Sprintf("%s is out of range: an integer from %d to %d", briefText(lit), int64(-1)<<(bits-1), int64(1)<<(bits-1)-1)
 	case k >= reflect.Uint && k <= reflect.Uintptr:
-		if err == nil && f == math.Trunc(f) || err != nil {
-			return fmt.Sprintf("%s is out of range: an integer from 0 to %d", briefText(lit), uint64(1)<<te.Type.Bits()-1)
-		}
-		return fmt.Sprintf("%s is not an integer", briefText(lit))
+		return fmt.Sprintf("%s is out of range: an integer from 0 to %d", briefText(lit), uint64(1)<<te.Type.Bits()-1)
 	case k == reflect.Float32 || k == reflect.Float64 || k == reflect.Interface:
 		return fmt.Sprintf("%s is out of range: a number's magnitude is at most %g", briefText(lit), math.MaxFloat64)
 	}
 	return fmt.Sprintf("got number, want %s", want)
 }
 
-// literalType names the JSON type of the value lit begins with.
-func literalType(lit string) string {
+// numberPrefix returns the JSON number s begins with ("" if none).
+func numberPrefix(s string) string {
+	end := strings.IndexFunc(s, func(r rune) bool { return !strings.ContainsRune("+-.0123456789eE", r) })
+	if end < 0 {
+		return s
+	}
+	return s[:end]
+}
+
+// literalType names the JSON type of the value the decoder's quoted text
+// begins with.
+func literalType(quoted string) string {
+	lit, err := strconv.Unquote(quoted)
+	if err != nil {
+		lit = quoted
+	}
 	switch lit = strings.TrimSpace(lit); {
 	case strings.HasPrefix(lit, `"`):
 		return "string"
@@ -344,7 +356,7 @@ func (a *argSchema) locate(s *jsonschema.Schema, r *jsonschema.Resolved, v any, 
 	if want := schemaTypes(s); len(want) > 0 && !slices.ContainsFunc(want, func(t string) bool { return jsonTypeIs(v, t) }) {
 		// The validator's own text names Go reflection values; say it in
 		// JSON's words.
-		return path, fmt.Sprintf("got %s, want %s", jsonType(v), strings.Join(want, " or "))
+		return path, fmt.Sprintf("got %s, want %s", typedValue(v), strings.Join(want, " or "))
 	}
 	if reason, ok := violation(s, v); ok {
 		return path, reason
@@ -418,6 +430,16 @@ func numberViolation(s *jsonschema.Schema, x float64) (string, bool) {
 		return fmt.Sprintf("%s is not below %s", val, briefValue(*s.ExclusiveMaximum)), true
 	}
 	return "", false
+}
+
+// typedValue names v's JSON type and, for a scalar, v itself, briefly
+// (`string "1"`, "number 2.5", "null", "array").
+func typedValue(v any) string {
+	switch v.(type) {
+	case float64, string, bool:
+		return jsonType(v) + " " + briefValue(v)
+	}
+	return jsonType(v)
 }
 
 // briefLen is how much of a value a message quotes.
