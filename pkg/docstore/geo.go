@@ -246,7 +246,8 @@ type GeoQuery struct {
 	Box   *GeoBox
 	// Filter further selects documents (nil: all).
 	Filter *Filter
-	// Select projects each document onto these dotted paths.
+	// Select projects each document onto these dotted paths (nil: the
+	// whole document; empty: none of it, an empty map).
 	Select []string
 	// Limit is the page size: 0 means DefaultLimit, more than MaxLimit
 	// is clamped to it.

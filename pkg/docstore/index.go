@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math/bits"
 	"slices"
@@ -134,40 +135,80 @@ func (s *Store) SetSchema(ctx context.Context, coll string, schema Schema) error
 				return err
 			}
 		}
-		// Unique fields: keep, add or drop their indexes.
-		want := map[string]bool{}
-		for _, f := range schema.Fields {
-			if !f.Unique {
-				continue
-			}
-			name := uniqueIndexName(f.Name)
-			want[name] = true
-			if slices.ContainsFunc(col.Indexes, func(d IndexDef) bool { return d.Name == name }) {
-				continue
-			}
-			def := IndexDef{Name: name, Fields: []string{f.Name}, Unique: true}
-			if err := buildIndex(ctx, tx, col, def, nil); err != nil {
-				return err
-			}
-			col.Indexes = append(col.Indexes, def)
-		}
-		var kept []IndexDef
-		for _, d := range col.Indexes {
-			if schemaIndex(d.Name) && !want[d.Name] {
-				if err := tx.DeleteBucket(indexBucket(coll, d.Name)); err != nil {
-					return err
-				}
-				continue
-			}
-			kept = append(kept, d)
-		}
-		col.Indexes = kept
-		if col.Indexes == nil {
-			col.Indexes = []IndexDef{}
+		if err := syncUniqueIndexes(ctx, tx, coll, col, schema.Fields); err != nil {
+			return err
 		}
 		col.Schema = &schema
 		return nil
 	})
+}
+
+// syncUniqueIndexes keeps, adds or drops the indexes of a schema's unique
+// fields so that col has one for each unique field of fields, and no other.
+func syncUniqueIndexes(ctx context.Context, tx kv.Tx, coll string, col *collection, fields []FieldDef) error {
+	want := map[string]bool{}
+	for _, f := range fields {
+		if !f.Unique {
+			continue
+		}
+		name := uniqueIndexName(f.Name)
+		want[name] = true
+		if slices.ContainsFunc(col.Indexes, func(d IndexDef) bool { return d.Name == name }) {
+			continue
+		}
+		def := IndexDef{Name: name, Fields: []string{f.Name}, Unique: true}
+		if err := buildIndex(ctx, tx, col, def, nil); err != nil {
+			return err
+		}
+		col.Indexes = append(col.Indexes, def)
+	}
+	var kept []IndexDef
+	for _, d := range col.Indexes {
+		if schemaIndex(d.Name) && !want[d.Name] {
+			if err := tx.DeleteBucket(indexBucket(coll, d.Name)); err != nil {
+				return fmt.Errorf("drop index %s: %w", d.Name, err)
+			}
+			continue
+		}
+		kept = append(kept, d)
+	}
+	col.Indexes = kept
+	if col.Indexes == nil {
+		col.Indexes = []IndexDef{}
+	}
+	return nil
+}
+
+// DropSchema removes coll's declared schema, and the indexes of its unique
+// fields: the collection accepts any document again, and Schema reports
+// none. It reports whether a schema was declared; a collection that does
+// not exist has none (it is not created).
+func (s *Store) DropSchema(ctx context.Context, coll string) (bool, error) {
+	if err := s.usable(ctx); err != nil {
+		return false, err
+	}
+	if err := checkName("collection", coll); err != nil {
+		return false, err
+	}
+	s.catMu.RLock()
+	col := s.cat[coll]
+	s.catMu.RUnlock()
+	if col == nil || col.Schema == nil {
+		return false, nil
+	}
+	dropped := false
+	err := s.changeCatalog(coll, false, func(tx kv.Tx, col *collection) error {
+		dropped = col.Schema != nil
+		if err := syncUniqueIndexes(ctx, tx, coll, col, nil); err != nil {
+			return err
+		}
+		col.Schema = nil
+		return nil
+	})
+	if e := (*Error)(nil); errors.As(err, &e) && e.Code == CodeCollectionNotFound { // dropped meanwhile
+		return false, nil
+	}
+	return dropped && err == nil, err
 }
 
 // Schema returns coll's declared schema, or nil when none was declared.

@@ -64,7 +64,8 @@ type Query struct {
 	Limit int
 	// Cursor continues after the page that returned it ("" starts).
 	Cursor string
-	// Select projects each document onto these dotted paths (none: whole).
+	// Select projects each document onto these dotted paths (nil: the
+	// whole document; empty: none of it, an empty map).
 	Select []string
 }
 
@@ -508,9 +509,10 @@ func (r *reader) pageByIndex(q Query, limit int, out *PageResult) error {
 	return cmp.Or(err, serr)
 }
 
-// project keeps only the selected dotted paths of d's value.
+// project keeps only the selected dotted paths of d's value: none of it
+// for an empty selection, all of it for none (nil).
 func project(d Doc, paths []string) Doc {
-	if len(paths) == 0 {
+	if paths == nil {
 		return d
 	}
 	out := Map()

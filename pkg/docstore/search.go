@@ -30,7 +30,8 @@ type SearchQuery struct {
 	// of the best fused candidates (MMRPool), each maximising
 	// λ·cos(d, q) − (1−λ)·max cos(d, picked). It needs a vector source.
 	MMR *float64
-	// Select projects each document onto these dotted paths (none: whole).
+	// Select projects each document onto these dotted paths (nil: the
+	// whole document; empty: none of it, an empty map).
 	Select []string
 	// Limit is the number of hits: 0 means DefaultSearchLimit, more than
 	// MaxLimit is clamped to it.

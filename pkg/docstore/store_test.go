@@ -458,6 +458,67 @@ func TestSchemas(t *testing.T) {
 	})
 }
 
+// TestDropSchema: DropSchema takes a collection back to no schema (not an
+// empty one): any document is accepted, the unique fields' indexes go,
+// and Schema reports none; a collection without one, or none at all,
+// has nothing to drop (and is not created).
+func TestDropSchema(t *testing.T) {
+	backends(t, func(t *testing.T, s *Store) {
+		if err := s.SetSchema(ctx, "s", Schema{Fields: []FieldDef{{Name: "name", Type: "text", Required: true, Unique: true}}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Put(ctx, "s", Int(1), j(t, `{"name":"a"}`)); err != nil {
+			t.Fatal(err)
+		}
+		if dropped, err := s.DropSchema(ctx, "s"); !dropped || err != nil {
+			t.Fatalf("DropSchema = %v, %v, want true", dropped, err)
+		}
+		if sc, err := s.Schema(ctx, "s"); sc != nil || err != nil {
+			t.Fatalf("Schema after DropSchema = %v, %v, want none", sc, err)
+		}
+		for i, doc := range []string{`{"name":"a"}`, `{"other":1}`} { // unique and required no more
+			if _, err := s.Put(ctx, "s", Int(int64(i+2)), j(t, doc)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if info, _ := s.Collections(ctx); len(info) != 1 || len(info[0].Indexes) != 0 || info[0].Schema != nil {
+			t.Fatalf("collections after DropSchema = %+v, want no index and no schema", info)
+		}
+		if dropped, err := s.DropSchema(ctx, "s"); dropped || err != nil {
+			t.Fatalf("DropSchema again = %v, %v, want false", dropped, err)
+		}
+		if dropped, err := s.DropSchema(ctx, "none"); dropped || err != nil {
+			t.Fatalf("DropSchema of no collection = %v, %v, want false", dropped, err)
+		}
+		if _, err := s.Schema(ctx, "none"); err == nil {
+			t.Fatal("DropSchema created the collection")
+		}
+		wantCode(t, func() error { _, err := s.DropSchema(ctx, ""); return err }(), CodeInvalid)
+	})
+}
+
+// TestSelectNone: an empty selection keeps none of a document (an empty
+// map), as it says; no selection (nil) keeps all of it.
+func TestSelectNone(t *testing.T) {
+	backends(t, func(t *testing.T, s *Store) {
+		if _, err := s.Put(ctx, "c", Int(1), j(t, `{"a":1,"b":{"c":2}}`)); err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			sel  []string
+			want string
+		}{{nil, `{"a":1,"b":{"c":2}}`}, {[]string{}, `{}`}, {[]string{"b.c"}, `{"b":{"c":2}}`}} {
+			res, err := s.Page(ctx, "c", Query{Select: tc.sel})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := ToJSON(res.Docs[0].Value); string(got) != tc.want {
+				t.Errorf("Select %#v: %s, want %s", tc.sel, got, tc.want)
+			}
+		}
+	})
+}
+
 func TestPersistenceAndBackup(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "p.db")

@@ -348,7 +348,8 @@ type PhraseQuery struct {
 	Limit int
 	// Cursor continues after the page that returned it ("" starts).
 	Cursor string
-	// Select projects each document onto these dotted paths (none: whole).
+	// Select projects each document onto these dotted paths (nil: the
+	// whole document; empty: none of it, an empty map).
 	Select []string
 }
 

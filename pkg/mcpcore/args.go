@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/mcpkit/mcpkit/pkg/jsonscan"
@@ -198,6 +199,10 @@ func decodeArgs[In any](a *argSchema, raw json.RawMessage) (In, error) {
 	}
 	var v any
 	if err := segjson.Unmarshal(raw, &v); err != nil {
+		var te *segjson.UnmarshalTypeError
+		if errors.As(err, &te) { // valid JSON: a number beyond float64's range
+			return in, decodeError(err)
+		}
 		return in, &ParamError{Reason: "the arguments are not valid JSON: " + err.Error()}
 	}
 	if a.defaults {
@@ -221,9 +226,89 @@ func decodeArgs[In any](a *argSchema, raw json.RawMessage) (In, error) {
 func decodeError(err error) *ParamError {
 	var te *segjson.UnmarshalTypeError
 	if errors.As(err, &te) && te.Field != "" {
-		return &ParamError{Path: "/" + strings.ReplaceAll(te.Field, ".", "/"), Reason: fmt.Sprintf("cannot decode %s into %s", te.Value, te.Type)}
+		return &ParamError{Path: "/" + strings.ReplaceAll(te.Field, ".", "/"), Reason: typeErrorReason(te)}
 	}
 	return &ParamError{Reason: err.Error()}
+}
+
+// typeErrorReason says in JSON's words, never Go's, why the decoder could
+// not store a value: a number out of the argument's range (1e400 for any
+// number, 1e30 for an integer), a fraction for an integer, or a value of
+// another JSON type.
+func typeErrorReason(te *segjson.UnmarshalTypeError) string {
+	lit, err := strconv.Unquote(te.Value) // the input from the value on, quoted; or "number 256 overflows"
+	if err != nil {
+		lit = te.Value
+	}
+	want := goKindJSON(te.Type)
+	lit = numberPrefix(strings.TrimPrefix(lit, "number "))
+	f, err := strconv.ParseFloat(lit, 64)
+	if lit == "" || err != nil && !errors.Is(err, strconv.ErrRange) {
+		return fmt.Sprintf("got %s, want %s", literalType(te.Value), want)
+	}
+	integral := err != nil || f == math.Trunc(f) // beyond float64, a number has no fraction
+	switch k := te.Type.Kind(); {
+	case (k >= reflect.Int && k <= reflect.Uintptr) && !integral:
+		return fmt.Sprintf("%s is not an integer", briefText(lit))
+	case k >= reflect.Int && k <= reflect.Int64:
+		bits := te.Type.Bits()
+		return fmt.Sprintf("%s is out of range: an integer from %d to %d", briefText(lit), int64(-1)<<(bits-1), int64(1)<<(bits-1)-1)
+	case k >= reflect.Uint && k <= reflect.Uintptr:
+		return fmt.Sprintf("%s is out of range: an integer from 0 to %d", briefText(lit), uint64(1)<<te.Type.Bits()-1)
+	case k == reflect.Float32 || k == reflect.Float64 || k == reflect.Interface:
+		return fmt.Sprintf("%s is out of range: a number's magnitude is at most %g", briefText(lit), math.MaxFloat64)
+	}
+	return fmt.Sprintf("got number, want %s", want)
+}
+
+// numberPrefix returns the JSON number s begins with ("" if none).
+func numberPrefix(s string) string {
+	end := strings.IndexFunc(s, func(r rune) bool { return !strings.ContainsRune("+-.0123456789eE", r) })
+	if end < 0 {
+		return s
+	}
+	return s[:end]
+}
+
+// literalType names the JSON type of the value the decoder's quoted text
+// begins with.
+func literalType(quoted string) string {
+	lit, err := strconv.Unquote(quoted)
+	if err != nil {
+		lit = quoted
+	}
+	switch lit = strings.TrimSpace(lit); {
+	case strings.HasPrefix(lit, `"`):
+		return "string"
+	case strings.HasPrefix(lit, "{"):
+		return "object"
+	case strings.HasPrefix(lit, "["):
+		return "array"
+	case strings.HasPrefix(lit, "true"), strings.HasPrefix(lit, "false"):
+		return "boolean"
+	case strings.HasPrefix(lit, "null"):
+		return "null"
+	}
+	return "number"
+}
+
+// goKindJSON names the JSON type a Go type decodes from.
+func goKindJSON(t reflect.Type) string {
+	switch k := t.Kind(); {
+	case k >= reflect.Int && k <= reflect.Uintptr:
+		return "integer"
+	case k == reflect.Float32 || k == reflect.Float64:
+		return "number"
+	case k == reflect.String:
+		return "string"
+	case k == reflect.Bool:
+		return "boolean"
+	case k == reflect.Slice || k == reflect.Array:
+		return "array"
+	case k == reflect.Map || k == reflect.Struct:
+		return "object"
+	}
+	return "a JSON value"
 }
 
 // locate finds the deepest argument of v (which fails s, resolved as r)
@@ -271,9 +356,123 @@ func (a *argSchema) locate(s *jsonschema.Schema, r *jsonschema.Resolved, v any, 
 	if want := schemaTypes(s); len(want) > 0 && !slices.ContainsFunc(want, func(t string) bool { return jsonTypeIs(v, t) }) {
 		// The validator's own text names Go reflection values; say it in
 		// JSON's words.
-		return path, fmt.Sprintf("got %s, want %s", jsonType(v), strings.Join(want, " or "))
+		return path, fmt.Sprintf("got %s, want %s", typedValue(v), strings.Join(want, " or "))
+	}
+	if reason, ok := violation(s, v); ok {
+		return path, reason
 	}
 	return path, innermost(r.Validate(v))
+}
+
+// violation says which of s's own rules v breaks, naming the value and the
+// rule briefly ("-0.1 is below 0"): the validator's text prints numbers as
+// fractions and Go values. It reports false for a rule it does not
+// describe, which the validator's text then says.
+func violation(s *jsonschema.Schema, v any) (string, bool) {
+	if len(s.Enum) > 0 && !slices.ContainsFunc(s.Enum, func(e any) bool { return reflect.DeepEqual(asJSON(e), v) }) {
+		opts := make([]string, len(s.Enum))
+		for i, e := range s.Enum {
+			opts[i] = briefValue(asJSON(e))
+		}
+		return fmt.Sprintf("%s is not one of %s", briefValue(v), strings.Join(opts, ", ")), true
+	}
+	switch x := v.(type) {
+	case float64:
+		return numberViolation(s, x)
+	case string:
+		n := utf8.RuneCountInString(x)
+		switch {
+		case s.MinLength != nil && n < *s.MinLength && n == 0:
+			return `"" is empty`, true
+		case s.MinLength != nil && n < *s.MinLength:
+			return fmt.Sprintf("%s is shorter than %d characters", briefValue(x), *s.MinLength), true
+		case s.MaxLength != nil && n > *s.MaxLength:
+			return fmt.Sprintf("%s (%d characters) is longer than %d", briefValue(x), n, *s.MaxLength), true
+		}
+	case []any:
+		switch {
+		case s.MinItems != nil && len(x) < *s.MinItems && len(x) == 0:
+			return fmt.Sprintf("[] is empty: at least %d item(s)", *s.MinItems), true
+		case s.MinItems != nil && len(x) < *s.MinItems:
+			return fmt.Sprintf("%d items are fewer than %d", len(x), *s.MinItems), true
+		case s.MaxItems != nil && len(x) > *s.MaxItems:
+			return fmt.Sprintf("%d items are more than %d", len(x), *s.MaxItems), true
+		}
+	}
+	return "", false
+}
+
+// asJSON returns a schema's value as an argument decodes (a named string
+// type's value as a string, an int as a float64), to compare it with one.
+func asJSON(x any) any {
+	b, err := json.Marshal(x)
+	if err != nil {
+		return x
+	}
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return x
+	}
+	return v
+}
+
+// numberViolation is violation for a number.
+func numberViolation(s *jsonschema.Schema, x float64) (string, bool) {
+	val := briefValue(x)
+	switch {
+	case s.Minimum != nil && x < *s.Minimum:
+		return fmt.Sprintf("%s is below %s", val, briefValue(*s.Minimum)), true
+	case s.ExclusiveMinimum != nil && x <= *s.ExclusiveMinimum:
+		return fmt.Sprintf("%s is not above %s", val, briefValue(*s.ExclusiveMinimum)), true
+	case s.Maximum != nil && x > *s.Maximum:
+		return fmt.Sprintf("%s is above %s", val, briefValue(*s.Maximum)), true
+	case s.ExclusiveMaximum != nil && x >= *s.ExclusiveMaximum:
+		return fmt.Sprintf("%s is not below %s", val, briefValue(*s.ExclusiveMaximum)), true
+	}
+	return "", false
+}
+
+// typedValue names v's JSON type and, for a scalar, v itself, briefly
+// (`string "1"`, "number 2.5", "null", "array").
+func typedValue(v any) string {
+	switch v.(type) {
+	case float64, string, bool:
+		return jsonType(v) + " " + briefValue(v)
+	}
+	return jsonType(v)
+}
+
+// briefLen is how much of a value a message quotes.
+const briefLen = 40
+
+// briefValue writes an argument value for a message: a number as JSON
+// writes it, a string quoted and cut to briefLen bytes, a container by its
+// JSON type.
+func briefValue(v any) string {
+	switch x := v.(type) {
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	case string:
+		return strconv.Quote(briefText(x))
+	case bool:
+		return strconv.FormatBool(x)
+	case nil:
+		return "null"
+	}
+	return jsonType(v)
+}
+
+// briefText cuts s to briefLen bytes (at a character boundary), marking
+// the cut with "…".
+func briefText(s string) string {
+	if len(s) <= briefLen {
+		return s
+	}
+	cut := briefLen
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 // schemaTypes lists the JSON types s allows (none when it does not say).
@@ -357,4 +556,22 @@ func describeType(s *jsonschema.Schema) string {
 		return fmt.Sprintf("types %q", s.Types)
 	}
 	return "an untyped schema (argument type any?)"
+}
+
+// briefPathSegments is how many segments of a long path a message keeps at
+// each end; a path of up to four times as many is kept whole.
+const briefPathSegments = 4
+
+// briefPath shortens a deep JSON Pointer for a message, keeping its first
+// and last segments around "…" ("/doc/a/a/…/a/a/a"): a value nested
+// hundreds of levels deep would otherwise fill the message with its path.
+// structuredContent.error.path keeps the whole pointer.
+func briefPath(p string) string {
+	segs := strings.Split(p, "/")[1:]
+	if len(segs) <= 4*briefPathSegments {
+		return p
+	}
+	head := strings.Join(segs[:briefPathSegments], "/")
+	tail := strings.Join(segs[len(segs)-briefPathSegments:], "/")
+	return fmt.Sprintf("/%s/…(%d levels)…/%s", head, len(segs)-2*briefPathSegments, tail)
 }

@@ -114,7 +114,7 @@ func (e *ParamError) Error() string {
 	if e.Path == "" {
 		return "invalid arguments: " + e.Reason
 	}
-	return fmt.Sprintf("invalid argument %s: %s", e.Path, e.Reason)
+	return fmt.Sprintf("invalid argument %s: %s", briefPath(e.Path), e.Reason)
 }
 
 // ErrorKind returns "bad_params".

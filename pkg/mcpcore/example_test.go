@@ -60,5 +60,5 @@ func Example() {
 	}
 	// Output:
 	// false {"sum":42}
-	// true invalid argument /a: got string, want integer
+	// true invalid argument /a: got string "two", want integer
 }

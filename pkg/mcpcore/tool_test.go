@@ -64,15 +64,15 @@ func TestBadParams(t *testing.T) {
 	for _, tc := range []struct {
 		name, args, path, reason string
 	}{
-		{"wrong type deep", `{"items":[{"name":"a"},{"name":"b"},{"name":3}]}`, "/items/2/name", "got integer, want string"},
+		{"wrong type deep", `{"items":[{"name":"a"},{"name":"b"},{"name":3}]}`, "/items/2/name", "got integer 3, want string"},
 		{"unknown field deep", `{"items":[{"name":"a","extra":1}]}`, "/items/0/extra", "unexpected argument"},
 		{"unknown field", `{"items":[],"colour":"red"}`, "/colour", "unexpected argument"},
 		{"field in another case", `{"Items":[]}`, "/Items", "unexpected argument"},
 		{"missing required", `{}`, "/items", "missing required argument"},
 		{"missing required deep", `{"items":[{"count":1}]}`, "/items/0/name", "missing required argument"},
-		{"wrong container", `{"items":"x"}`, "/items", "got string, want null or array"},
+		{"wrong container", `{"items":"x"}`, "/items", `got string "x", want null or array`},
 		{"not an object", `[1,2]`, "", "must be a JSON object"},
-		{"overflow", `{"items":[{"name":"a","count":1e30}]}`, "/items/0/count", `cannot decode "1e30" into int`},
+		{"overflow", `{"items":[{"name":"a","count":1e30}]}`, "/items/0/count", `1e30 is out of range: an integer from -9223372036854775808 to 9223372036854775807`},
 		{"key with slash", `{"items":[],"a/b~c":1}`, "/a~1b~0c", "unexpected argument"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -127,7 +127,9 @@ func TestArgumentsDecoder(t *testing.T) {
 		{`{"n":0}`, "/n", "want a positive integer"},
 		{`{"n":-1}`, "", "minus one is right out"},
 		{`{"n":1,"m":2}`, "/m", "unexpected argument"},
-		{`{"n":"1"}`, "/n", "cannot decode"},
+		{`{"n":"1"}`, "/n", "got string, want integer"},
+		{`{"n":1.5}`, "/n", "1.5 is not an integer"},
+		{`{"n":1e30}`, "/n", "1e30 is out of range: an integer from -9223372036854775808 to 9223372036854775807"},
 		{`[1]`, "", "must be a JSON object"},
 	} {
 		d := errorKind(t, r.call(t, "ta_self", json.RawMessage(tc.args)))

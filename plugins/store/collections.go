@@ -25,7 +25,7 @@ func (p *Plugin) addCollectionTools() {
 		Annotations: &mcp.ToolAnnotations{IdempotentHint: true, OpenWorldHint: new(false)}}, p.createScalarIndex, mcpcore.ToolOptions{Timeout: buildTimeout})
 	addTool(p, &mcp.Tool{Name: "create_compound_index", Description: "Create a secondary index on two or more fields, named after them (\"city+age\") unless name is given; it serves queries on any leading prefix of its fields." + indexNote,
 		Annotations: &mcp.ToolAnnotations{IdempotentHint: true, OpenWorldHint: new(false)}}, p.createCompoundIndex, mcpcore.ToolOptions{Timeout: buildTimeout})
-	addTool(p, &mcp.Tool{Name: "set_schema", Description: "Declare (or replace) a collection's schema: its top-level fields with a type, required (present and not null) and unique (distinct across documents; null and missing values are not compared). The existing documents must satisfy it (else schema_violation or unique_violation, and nothing changes); later writes are checked against it. fields: [] declares an empty schema, which accepts any document. Returns {collection, fields}.",
+	addTool(p, &mcp.Tool{Name: "set_schema", Description: "Declare (or replace) a collection's schema: its top-level fields with a type, required (present and not null) and unique (distinct across documents; null and missing values are not compared). The existing documents must satisfy it (else schema_violation or unique_violation, and nothing changes); later writes are checked against it. fields: [] declares an empty schema, which accepts any document; fields: null removes the declaration (and the indexes of its unique fields), after which get_schema returns {fields: null}. Returns {collection, fields}.",
 		Annotations: &mcp.ToolAnnotations{IdempotentHint: true, OpenWorldHint: new(false)}}, p.setSchema)
 	addTool(p, &mcp.Tool{Name: "get_schema", Description: "Get a collection's declared schema: {fields: [...]}, {fields: null} when none is declared ([] is a declared empty schema). Fails with collection_not_found when the collection does not exist.",
 		Annotations: readOnly()}, p.getSchema)
@@ -122,6 +122,9 @@ func lastIndex(list []string, s string) int {
 }
 
 func paths(fields []fieldPath) []string {
+	if fields == nil {
+		return nil // not given: the engine's default (select: the whole document)
+	}
 	out := make([]string, len(fields))
 	for i, f := range fields {
 		out[i] = string(f)
@@ -159,7 +162,7 @@ type fieldDefArg struct {
 
 type setSchemaArgs struct {
 	Collection collectionName `json:"collection"`
-	Fields     []fieldDefArg  `json:"fields" jsonschema:"the declared fields ([] for an empty schema that accepts any document)"`
+	Fields     []fieldDefArg  `json:"fields" jsonschema:"the declared fields: [] declares an empty schema (any document, but declared); null removes the declaration, as get_schema shows a collection without one"`
 }
 
 // schemaReply is the result of set_schema and get_schema.
@@ -170,6 +173,12 @@ type schemaReply struct {
 }
 
 func (p *Plugin) setSchema(ctx context.Context, _ *mcp.CallToolRequest, in setSchemaArgs) (any, error) {
+	if in.Fields == nil { // fields: null, which get_schema returns for no schema
+		if _, err := p.db.DropSchema(ctx, string(in.Collection)); err != nil {
+			return nil, engineFailure(err, placeAt("/collection"))
+		}
+		return schemaReply{Collection: string(in.Collection)}, nil
+	}
 	s := docstore.Schema{Fields: make([]docstore.FieldDef, len(in.Fields))}
 	for i, f := range in.Fields {
 		s.Fields[i] = docstore.FieldDef{Name: string(f.Name), Type: string(f.Type), Required: f.Required, Unique: f.Unique}

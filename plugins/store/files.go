@@ -29,7 +29,7 @@ func (p *Plugin) addFileTools() {
 }
 
 type backupArgs struct {
-	Path string `json:"path" jsonschema:"the backup file, relative to the server's files_dir, which it may not leave (no absolute path, no \"..\" out of it, no symbolic link out of it)"`
+	Path filePathArg `json:"path" jsonschema:"the backup file, relative to the server's files_dir, which it may not leave (no absolute path, no \"..\" out of it, no symbolic link out of it)"`
 }
 
 // backupReply is backup's result.
@@ -39,7 +39,7 @@ type backupReply struct {
 }
 
 func (p *Plugin) backup(ctx context.Context, req *mcp.CallToolRequest, in backupArgs) (any, error) {
-	rel, err := p.filePath("/path", in.Path, true)
+	rel, err := p.filePath("/path", string(in.Path), true)
 	if err != nil {
 		return nil, err
 	}
@@ -51,8 +51,8 @@ func (p *Plugin) backup(ctx context.Context, req *mcp.CallToolRequest, in backup
 }
 
 type dumpArgs struct {
-	Collections []collectionName `json:"collections,omitempty" jsonschema:"the collections to dump (default: all)"`
-	Path        string           `json:"path,omitempty" jsonschema:"the file to write, relative to the server's files_dir, which it may not leave (no absolute path, no \"..\" out of it, no symbolic link out of it); without it the JSON Lines come back as data"`
+	Collections collectionList `json:"collections,omitempty" jsonschema:"the collections to dump (default: all)"`
+	Path        filePathArg    `json:"path,omitempty" jsonschema:"the file to write, relative to the server's files_dir, which it may not leave (no absolute path, no \"..\" out of it, no symbolic link out of it); without it the JSON Lines come back as data"`
 }
 
 // dumpReply is dump's result.
@@ -76,7 +76,7 @@ func (p *Plugin) dump(ctx context.Context, req *mcp.CallToolRequest, in dumpArgs
 		return "/collections"
 	}
 	if in.Path != "" {
-		rel, err := p.filePath("/path", in.Path, true)
+		rel, err := p.filePath("/path", string(in.Path), true)
 		if err != nil {
 			return nil, err
 		}
@@ -122,9 +122,9 @@ func (c *cappedBuffer) Write(b []byte) (int, error) {
 }
 
 type loadArgs struct {
-	Path string   `json:"path,omitempty" jsonschema:"the dump file to read, relative to the server's files_dir, which it may not leave (no absolute path, no \"..\" out of it, no symbolic link out of it); or give data"`
-	Data *string  `json:"data,omitempty" jsonschema:"the dump as JSON Lines text (what dump returns as data); or give path"`
-	Mode loadMode `json:"mode,omitempty" jsonschema:"what to do with a collection of the dump that exists: refuse (the default) when it holds documents, replace it, or merge into it"`
+	Path filePathArg `json:"path,omitempty" jsonschema:"the dump file to read, relative to the server's files_dir, which it may not leave (no absolute path, no \"..\" out of it, no symbolic link out of it); or give data"`
+	Data *string     `json:"data,omitempty" jsonschema:"the dump as JSON Lines text (what dump returns as data); or give path"`
+	Mode loadMode    `json:"mode,omitempty" jsonschema:"what to do with a collection of the dump that exists: refuse (the default) when it holds documents, replace it, or merge into it"`
 }
 
 func (p *Plugin) load(ctx context.Context, req *mcp.CallToolRequest, in loadArgs) (any, error) {
@@ -142,7 +142,7 @@ func (p *Plugin) load(ctx context.Context, req *mcp.CallToolRequest, in loadArgs
 	case in.Path == "":
 		return nil, &mcpcore.ParamError{Reason: "give path (a dump file under files_dir) or data (the dump's JSON Lines)"}
 	}
-	rel, err := p.filePath("/path", in.Path, false)
+	rel, err := p.filePath("/path", string(in.Path), false)
 	if err != nil {
 		return nil, err
 	}

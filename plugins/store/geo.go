@@ -92,9 +92,9 @@ type geoArgs struct {
 	Near       *nearArg       `json:"near,omitempty" jsonschema:"find the points within radius_m metres of (lat, lon), nearest first: {lat, lon, radius_m}. Give this or box."`
 	Box        *boxArg        `json:"box,omitempty" jsonschema:"find the points inside a latitude/longitude box, edges included: {south, west, north, east}. Give this or near."`
 	Filter     filterArg      `json:"filter,omitempty"`
-	Select     []fieldPath    `json:"select,omitempty" jsonschema:"dotted paths to keep in each document (default: the whole document)"`
+	Select     []fieldPath    `json:"select,omitempty" jsonschema:"dotted paths to keep in each document (default: the whole document; [] keeps none of it: {}, the ids only)"`
 	Limit      pageLimit      `json:"limit,omitempty" jsonschema:"the page size: default 100; larger than 10000 is clamped to 10000"`
-	Cursor     string         `json:"cursor,omitempty" jsonschema:"the next_cursor of the previous page (same query), to continue after it"`
+	Cursor     cursorArg      `json:"cursor,omitempty" jsonschema:"the next_cursor of the previous page (same query), to continue after it"`
 	Explain    bool           `json:"explain,omitempty" jsonschema:"add the query plan to the reply"`
 }
 
@@ -129,7 +129,7 @@ func (p *Plugin) geo(ctx context.Context, _ *mcp.CallToolRequest, in geoArgs) (a
 		return nil, err
 	}
 	limit := clampPage(int(in.Limit))
-	q := docstore.GeoQuery{Index: string(in.Index), Filter: f, Select: paths(in.Select), Limit: limit, Cursor: in.Cursor}
+	q := docstore.GeoQuery{Index: string(in.Index), Filter: f, Select: paths(in.Select), Limit: limit, Cursor: string(in.Cursor)}
 	if n := in.Near; n != nil {
 		q.Near = &docstore.GeoNear{Center: docstore.LatLon{Lat: float64(n.Lat), Lon: float64(n.Lon)}, Radius: float64(n.RadiusM)}
 	}

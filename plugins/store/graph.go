@@ -25,11 +25,18 @@ type (
 	depthArg int
 	// propsArg is an edge's properties: a JSON object.
 	propsArg struct{ jsonArg }
+	// edgeTypes restricts a traversal to some edge types: at least one,
+	// since none would follow no edge.
+	edgeTypes []edgeType
 )
+
+// edgeTypeSchema is an edge's type: 1 to docstore.MaxEdgeType bytes.
+var edgeTypeSchema = &jsonschema.Schema{Type: "string", MinLength: jsonschema.Ptr(1), MaxLength: jsonschema.Ptr(docstore.MaxEdgeType)}
 
 func init() {
 	for t, s := range map[reflect.Type]*jsonschema.Schema{
-		reflect.TypeFor[edgeType]():          {Type: "string", MinLength: jsonschema.Ptr(1), MaxLength: jsonschema.Ptr(docstore.MaxEdgeType)},
+		reflect.TypeFor[edgeType]():          edgeTypeSchema,
+		reflect.TypeFor[edgeTypes]():         listSchema(edgeTypeSchema),
 		reflect.TypeFor[direction]():         {Type: "string", Enum: []any{string(docstore.Out), string(docstore.In)}},
 		reflect.TypeFor[traverseDirection](): {Type: "string", Enum: []any{string(docstore.Out), string(docstore.In), string(docstore.Both)}},
 		reflect.TypeFor[depthArg]():          {Type: "integer", Minimum: jsonschema.Ptr(1.0), Maximum: jsonschema.Ptr(float64(docstore.MaxTraverseDepth))},
@@ -197,9 +204,9 @@ type neighborsArgs struct {
 	ID         idArg          `json:"id"`
 	Type       edgeType       `json:"type,omitempty" jsonschema:"only edges of this type (default: every type)"`
 	Limit      pageLimit      `json:"limit,omitempty" jsonschema:"the page size: default 100; larger than 10000 is clamped to 10000"`
-	Cursor     string         `json:"cursor,omitempty" jsonschema:"the next_cursor of the previous page, to continue after it"`
+	Cursor     cursorArg      `json:"cursor,omitempty" jsonschema:"the next_cursor of the previous page, to continue after it"`
 	WithDocs   bool           `json:"with_docs,omitempty" jsonschema:"add each neighbour's document"`
-	Select     []fieldPath    `json:"select,omitempty" jsonschema:"with with_docs: dotted paths to keep in each neighbour's document (default: the whole document)"`
+	Select     []fieldPath    `json:"select,omitempty" jsonschema:"with with_docs: dotted paths to keep in each neighbour's document (default: the whole document; [] keeps none of it: {}, the ids only)"`
 }
 
 // neighborReply is one edge of neighbors and in_neighbors.
@@ -231,7 +238,7 @@ func (p *Plugin) listNeighbors(ctx context.Context, in neighborsArgs, list func(
 	}
 	limit := clampPage(int(in.Limit))
 	res, err := list(ctx, docstore.Ref{Collection: string(in.Collection), ID: id},
-		docstore.NeighborQuery{Type: string(in.Type), Limit: limit, Cursor: in.Cursor, WithDocs: in.WithDocs, Select: paths(in.Select)})
+		docstore.NeighborQuery{Type: string(in.Type), Limit: limit, Cursor: string(in.Cursor), WithDocs: in.WithDocs, Select: paths(in.Select)})
 	if err != nil {
 		return nil, engineFailure(err, fieldAt(""))
 	}
@@ -256,12 +263,12 @@ func (p *Plugin) listNeighbors(ctx context.Context, in neighborsArgs, list func(
 type traverseArgs struct {
 	Collection collectionName    `json:"collection" jsonschema:"the start document's collection"`
 	ID         idArg             `json:"id" jsonschema:"the start document's id: a JSON string or integer"`
-	Types      []edgeType        `json:"types,omitempty" jsonschema:"follow only edges of these types (default: every type)"`
+	Types      edgeTypes         `json:"types,omitempty" jsonschema:"follow only edges of these types (default: every type)"`
 	Direction  traverseDirection `json:"direction,omitempty" jsonschema:"out (the default): along edges to the documents linked to; in: back to the documents that link; both"`
 	MaxDepth   depthArg          `json:"max_depth,omitempty" jsonschema:"how many edges away from the start to go, 1 to 64 (default 2)"`
 	Limit      pageLimit         `json:"limit,omitempty" jsonschema:"the most nodes returned besides the start: default 100; larger than 10000 is clamped to 10000; when more are reachable, truncated is true"`
 	WithDocs   bool              `json:"with_docs,omitempty" jsonschema:"add each node's document"`
-	Select     []fieldPath       `json:"select,omitempty" jsonschema:"with with_docs: dotted paths to keep in each document (default: the whole document)"`
+	Select     []fieldPath       `json:"select,omitempty" jsonschema:"with with_docs: dotted paths to keep in each document (default: the whole document; [] keeps none of it: {}, the ids only)"`
 }
 
 // nodeReply is one node of traverse.

@@ -13,16 +13,16 @@ import (
 type joinArgs struct {
 	Collection    collectionName `json:"collection" jsonschema:"the local collection, paged"`
 	Filter        filterArg      `json:"filter,omitempty"`
-	Select        []fieldPath    `json:"select,omitempty" jsonschema:"dotted paths to keep in each local document (default: the whole document)"`
+	Select        []fieldPath    `json:"select,omitempty" jsonschema:"dotted paths to keep in each local document (default: the whole document; [] keeps none of it: {}, the ids only)"`
 	Limit         pageLimit      `json:"limit,omitempty" jsonschema:"the page size of local documents: default 100; larger than 10000 is clamped to 10000"`
-	Cursor        string         `json:"cursor,omitempty" jsonschema:"the next_cursor of the previous page, to continue after it"`
+	Cursor        cursorArg      `json:"cursor,omitempty" jsonschema:"the next_cursor of the previous page, to continue after it"`
 	Foreign       collectionName `json:"foreign" jsonschema:"the foreign collection, whose documents are joined"`
 	LocalField    fieldPath      `json:"local_field,omitempty" jsonschema:"join by field: the local documents' field (with foreign_field)"`
 	ForeignField  fieldPath      `json:"foreign_field,omitempty" jsonschema:"join by field: the foreign documents' field that must equal local_field"`
 	EdgeType      edgeType       `json:"edge_type,omitempty" jsonschema:"join by edges: the type of the edges that lead to the foreign documents (instead of local_field and foreign_field)"`
 	Direction     direction      `json:"direction,omitempty" jsonschema:"join by edges: out (the default) follows edges from the local document, in follows edges into it"`
 	ForeignFilter filterArg      `json:"foreign_filter,omitempty" jsonschema:"a filter the joined documents must also match (see filter)"`
-	ForeignSelect []fieldPath    `json:"foreign_select,omitempty" jsonschema:"dotted paths to keep in each joined document (default: the whole document)"`
+	ForeignSelect []fieldPath    `json:"foreign_select,omitempty" jsonschema:"dotted paths to keep in each joined document (default: the whole document; [] keeps none of it: {}, the ids only)"`
 	ForeignLimit  pageLimit      `json:"foreign_limit,omitempty" jsonschema:"the most joined documents per local document: default 100; larger than 10000 is clamped to 10000; more is true when more joined"`
 	Explain       bool           `json:"explain,omitempty" jsonschema:"add the join's plan to the reply"`
 }
@@ -60,7 +60,7 @@ func (p *Plugin) join(ctx context.Context, _ *mcp.CallToolRequest, in joinArgs) 
 		return nil, err
 	}
 	limit := clampPage(int(in.Limit))
-	q := docstore.JoinQuery{Filter: f, Select: paths(in.Select), Limit: limit, Cursor: in.Cursor,
+	q := docstore.JoinQuery{Filter: f, Select: paths(in.Select), Limit: limit, Cursor: string(in.Cursor),
 		Foreign: string(in.Foreign), LocalField: string(in.LocalField), ForeignField: string(in.ForeignField),
 		EdgeType: string(in.EdgeType), Direction: docstore.Direction(in.Direction),
 		ForeignFilter: ff, ForeignSelect: paths(in.ForeignSelect), ForeignLimit: clampPage(int(in.ForeignLimit))}

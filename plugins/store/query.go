@@ -19,11 +19,11 @@ func (p *Plugin) addQueryTools() {
 type pageArgs struct {
 	Collection collectionName `json:"collection"`
 	Filter     filterArg      `json:"filter,omitempty"`
-	OrderBy    string         `json:"order_by,omitempty" jsonschema:"\"id\" (the default) or a field that is the first field of an index: documents without it (or null) first, then by id"`
+	OrderBy    fieldPath      `json:"order_by,omitempty" jsonschema:"\"id\" (the default) or a field that is the first field of an index: documents without it (or null) first, then by id"`
 	Desc       bool           `json:"desc,omitempty" jsonschema:"reverse the order"`
 	Limit      pageLimit      `json:"limit,omitempty" jsonschema:"the page size: default 100; larger than 10000 is clamped to 10000"`
-	Cursor     string         `json:"cursor,omitempty" jsonschema:"the next_cursor of the previous page, to continue after it"`
-	Select     []fieldPath    `json:"select,omitempty" jsonschema:"dotted paths to keep in each document (default: the whole document)"`
+	Cursor     cursorArg      `json:"cursor,omitempty" jsonschema:"the next_cursor of the previous page, to continue after it"`
+	Select     []fieldPath    `json:"select,omitempty" jsonschema:"dotted paths to keep in each document (default: the whole document; [] keeps none of it: {}, the ids only)"`
 	Explain    bool           `json:"explain,omitempty" jsonschema:"add the query plan to the reply"`
 }
 
@@ -49,10 +49,8 @@ func (p *Plugin) page(ctx context.Context, _ *mcp.CallToolRequest, in pageArgs) 
 	case limit > docstore.MaxLimit:
 		limit = docstore.MaxLimit
 	}
-	q := docstore.Query{Filter: f, OrderBy: in.OrderBy, Desc: in.Desc, Limit: limit, Cursor: in.Cursor}
-	for _, s := range in.Select {
-		q.Select = append(q.Select, string(s))
-	}
+	q := docstore.Query{Filter: f, OrderBy: string(in.OrderBy), Desc: in.Desc, Limit: limit, Cursor: string(in.Cursor)}
+	q.Select = paths(in.Select)
 	res, err := p.db.Page(ctx, string(in.Collection), q)
 	if err != nil {
 		return nil, engineFailure(err, func(e *docstore.Error) string {

@@ -73,6 +73,16 @@ float32 vector, ` + "`{\"$bytes\": \"<base64>\"}`" + ` is bytes. A failed call's
 argument), or the engine's code: ` + "`not_found`, `collection_not_found`, `unique_violation`,\n`revision_mismatch` (with `revision` and `exists`), `schema_violation`, `index_exists`" + `.
 A large result is paged through the ` + "`result`" + ` tool (see the README).
 
+An argument given empty is never read as not given. Leaving an optional
+argument out (or giving ` + "`null`" + ` where its type allows null) gives its default;
+a value that is given means exactly what it says, or is refused with
+` + "`bad_params`" + `: ` + "`select: []`" + ` keeps no field (each ` + "`doc`" + ` is ` + "`{}`" + `, the ids only);
+` + "`set_schema`" + ` ` + "`fields: []`" + ` declares an empty schema and ` + "`fields: null`" + ` removes
+the declaration; a list that narrows what a query reads (` + "`types`" + `, ` + "`collections`" + `,
+` + "`fields`" + `) needs at least one item, since none would select nothing; an empty
+string (` + "`cursor`" + `, ` + "`order_by`" + `, ` + "`index`" + `, ` + "`path`" + `, a name) and a number below its
+minimum (` + "`limit: 0`" + `, ` + "`vector.k: 0`" + `, ` + "`vector.ef: 0`" + `) are refused.
+
 `)
 	byName := map[string]*mcp.Tool{}
 	for _, tool := range tools {

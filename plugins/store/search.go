@@ -27,6 +27,9 @@ type (
 	vectorDimension int
 	// indexType is create_index's kind of index.
 	indexType string
+	// vectorBound is the vector source's k or ef: 1 to docstore.MaxLimit
+	// (0 is refused, never read as "not given").
+	vectorBound int
 )
 
 func init() {
@@ -37,9 +40,26 @@ func init() {
 		reflect.TypeFor[vectorMetric]():    {Type: "string", Enum: []any{docstore.MetricCosine, docstore.MetricDot, docstore.MetricL2}},
 		reflect.TypeFor[vectorDimension](): {Type: "integer", Minimum: jsonschema.Ptr(1.0), Maximum: jsonschema.Ptr(float64(docstore.MaxVectorDimension))},
 		reflect.TypeFor[indexType]():       {Type: "string", Enum: []any{"secondary", "vector"}},
+		reflect.TypeFor[vectorBound]():     {Type: "integer", Minimum: jsonschema.Ptr(1.0), Maximum: jsonschema.Ptr(float64(docstore.MaxLimit))},
 	} {
 		argTypeSchemas[t] = s
 	}
+	argTypeSchemas[reflect.TypeFor[docstore.TextQuery]()] = textQuerySchema()
+}
+
+// textQuerySchema is the schema of search's text source, the engine's
+// TextQuery, whose index and fields, when given, may not be empty: "" names
+// no index and [] no field.
+func textQuerySchema() *jsonschema.Schema {
+	s, err := jsonschema.For[docstore.TextQuery](nil)
+	if err != nil {
+		panic(fmt.Sprintf("the schema of docstore.TextQuery: %v", err)) // a programming error, caught by every test
+	}
+	s.Properties["index"] = nameSchema(s.Properties["index"].Description)
+	fields := listSchema(&jsonschema.Schema{Type: "string", MinLength: jsonschema.Ptr(1)})
+	fields.Description = s.Properties["fields"].Description
+	s.Properties["fields"] = fields
+	return s
 }
 
 func (p *Plugin) addSearchTools() {
@@ -50,9 +70,9 @@ func (p *Plugin) addSearchTools() {
 // vectorSource is search's vector argument.
 type vectorSource struct {
 	Vector      queryVector `json:"vector" jsonschema:"the query vector: numbers, as many as the collection's vector dimension (float32 components; zero is refused for cosine)"`
-	K           int         `json:"k,omitempty" jsonschema:"how many nearest documents this source ranks (1 to 10000; default: the limit, or the MMR pool)"`
+	K           vectorBound `json:"k,omitempty" jsonschema:"how many nearest documents this source ranks (1 to 10000; default: the limit, or the MMR pool)"`
 	Approximate bool        `json:"approximate,omitempty" jsonschema:"search the HNSW index instead of scanning every vector: much faster on large collections, may miss a few of the nearest"`
-	Ef          int         `json:"ef,omitempty" jsonschema:"the HNSW search breadth, for approximate (default 100, never less than k): larger finds more of the true nearest, slower"`
+	Ef          vectorBound `json:"ef,omitempty" jsonschema:"the HNSW search breadth, for approximate (default 100, never less than k): larger finds more of the true nearest, slower"`
 }
 
 // textSource is search's text argument: the text query, as the engine
@@ -66,7 +86,7 @@ type searchArgs struct {
 	Text       *textSource    `json:"text,omitempty" jsonschema:"the text source: {query, index?, fields?, ...} (its properties say more), ranked by BM25 over the collection's text index (create_text_index)"`
 	RRFK       rrfKArg        `json:"rrf_k,omitempty" jsonschema:"RRF's k, at least 1 (default 60): larger flattens the difference between ranks"`
 	MMR        *mmrArg        `json:"mmr,omitempty" jsonschema:"MMR's λ in [0, 1], the weight of relevance against diversity (1: relevance order; 0.5 balances); needs a vector source"`
-	Select     []fieldPath    `json:"select,omitempty" jsonschema:"dotted paths to keep in each document (default: the whole document)"`
+	Select     []fieldPath    `json:"select,omitempty" jsonschema:"dotted paths to keep in each document (default: the whole document; [] keeps none of it: {}, the ids only)"`
 	Limit      pageLimit      `json:"limit,omitempty" jsonschema:"the number of hits: default 10; larger than 10000 is clamped to 10000"`
 	Explain    bool           `json:"explain,omitempty" jsonschema:"add each hit's rank and score in each source, and the filter's plan"`
 }
@@ -111,14 +131,12 @@ func (p *Plugin) search(ctx context.Context, _ *mcp.CallToolRequest, in searchAr
 		q.MMR = new(float64(*in.MMR))
 	}
 	if v := in.Vector; v != nil {
-		q.Vector = &docstore.VectorQuery{Vector: make([]float32, len(v.Vector)), K: v.K, Approximate: v.Approximate, Ef: v.Ef}
+		q.Vector = &docstore.VectorQuery{Vector: make([]float32, len(v.Vector)), K: int(v.K), Approximate: v.Approximate, Ef: int(v.Ef)}
 		for i, x := range v.Vector {
 			q.Vector.Vector[i] = float32(x) // beyond float32's range: ±Inf, which the engine refuses
 		}
 	}
-	for _, s := range in.Select {
-		q.Select = append(q.Select, string(s))
-	}
+	q.Select = paths(in.Select)
 	res, err := p.db.Search(ctx, string(in.Collection), q)
 	if err != nil {
 		return nil, engineFailure(err, func(e *docstore.Error) string {

@@ -81,13 +81,13 @@ func (p *Plugin) createTextIndex(ctx context.Context, req *mcp.CallToolRequest, 
 type phraseSearchArgs struct {
 	Collection collectionName `json:"collection"`
 	Phrase     string         `json:"phrase" jsonschema:"the words to find, in this order"`
-	Index      string         `json:"index,omitempty" jsonschema:"the text index (default: the collection's only text index)"`
-	Fields     []fieldPath    `json:"fields,omitempty" jsonschema:"search only these of the index's fields (default: all)"`
+	Index      indexName      `json:"index,omitempty" jsonschema:"the text index (default: the collection's only text index)"`
+	Fields     fieldList      `json:"fields,omitempty" jsonschema:"search only these of the index's fields (default: all)"`
 	Slop       slop           `json:"slop,omitempty" jsonschema:"how many extra words may stand between the phrase's words, in all (default 0: the exact phrase)"`
 	Filter     filterArg      `json:"filter,omitempty"`
-	Select     []fieldPath    `json:"select,omitempty" jsonschema:"dotted paths to keep in each document (default: the whole document)"`
+	Select     []fieldPath    `json:"select,omitempty" jsonschema:"dotted paths to keep in each document (default: the whole document; [] keeps none of it: {}, the ids only)"`
 	Limit      pageLimit      `json:"limit,omitempty" jsonschema:"the page size: default 100; larger than 10000 is clamped to 10000"`
-	Cursor     string         `json:"cursor,omitempty" jsonschema:"the next_cursor of the previous page, to continue after it"`
+	Cursor     cursorArg      `json:"cursor,omitempty" jsonschema:"the next_cursor of the previous page, to continue after it"`
 }
 
 // phraseHit is one document of phrase_search's result.
@@ -119,8 +119,8 @@ func (p *Plugin) phraseSearch(ctx context.Context, _ *mcp.CallToolRequest, in ph
 	if limit == 0 {
 		limit = docstore.DefaultLimit
 	}
-	q := docstore.PhraseQuery{Phrase: in.Phrase, Index: in.Index, Fields: paths(in.Fields), Slop: int(in.Slop),
-		Filter: f, Limit: limit, Cursor: in.Cursor, Select: paths(in.Select)}
+	q := docstore.PhraseQuery{Phrase: in.Phrase, Index: string(in.Index), Fields: paths(in.Fields), Slop: int(in.Slop),
+		Filter: f, Limit: limit, Cursor: string(in.Cursor), Select: paths(in.Select)}
 	res, err := p.db.PhraseSearch(ctx, string(in.Collection), q)
 	if err != nil {
 		return nil, engineFailure(err, func(e *docstore.Error) string {

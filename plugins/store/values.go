@@ -29,10 +29,18 @@ func (a *jsonArg) UnmarshalJSON(b []byte) error {
 // present reports whether the argument was given (null included).
 func (a jsonArg) present() bool { return a.raw != nil }
 
-// value converts the argument, at JSON Pointer path, into a Value.
+// value converts the argument, at JSON Pointer path, into a Value. A value
+// nested too deeply is refused at path, in a few words: the pointer to its
+// depth would be hundreds of segments long.
 func (a jsonArg) value(path string) (docstore.Value, error) {
 	v, err := docstore.FromJSON(a.raw)
-	if err != nil {
+	var ve *docstore.ValueError
+	switch {
+	case errors.Is(err, docstore.ErrTooDeep):
+		return docstore.Value{}, &mcpcore.ParamError{Path: path, Reason: fmt.Sprintf("nested more than %d levels deep", docstore.MaxDepth)}
+	case errors.As(err, &ve):
+		return docstore.Value{}, &mcpcore.ParamError{Path: path + ve.Path, Reason: ve.Err.Error()}
+	case err != nil:
 		return docstore.Value{}, &mcpcore.ParamError{Path: path, Reason: err.Error()}
 	}
 	return v, nil
@@ -61,6 +69,17 @@ type (
 	compoundFields []fieldPath
 	// pageLimit is a page size, at least 1 (clamped to docstore.MaxLimit).
 	pageLimit int
+	// cursorArg is the next_cursor of a previous page: never empty (the
+	// first page is asked for by leaving cursor out).
+	cursorArg string
+	// filePathArg is a file under files_dir: never empty.
+	filePathArg string
+	// fieldList restricts a query to some fields: at least one, since none
+	// would select nothing (null, like leaving it out, means all).
+	fieldList []fieldPath
+	// collectionList names some collections: at least one, since none
+	// would select nothing.
+	collectionList []collectionName
 	// fieldType is a schema field's type.
 	fieldType string
 	// loadMode is load's mode.
@@ -98,6 +117,12 @@ func nameSchema(description string) *jsonschema.Schema {
 	return &jsonschema.Schema{Type: "string", MinLength: jsonschema.Ptr(1), MaxLength: jsonschema.Ptr(256), Description: description}
 }
 
+// listSchema is an optional list that restricts a query to its items: null
+// (the same as leaving it out) or at least one item.
+func listSchema(items *jsonschema.Schema) *jsonschema.Schema {
+	return &jsonschema.Schema{Types: []string{"null", "array"}, MinItems: jsonschema.Ptr(1), Items: items}
+}
+
 func fieldsSchema(min int) *jsonschema.Schema {
 	return &jsonschema.Schema{Type: "array", MinItems: jsonschema.Ptr(min), Items: &jsonschema.Schema{Type: "string", MinLength: jsonschema.Ptr(1)}}
 }
@@ -117,6 +142,10 @@ var argTypeSchemas = map[reflect.Type]*jsonschema.Schema{
 	reflect.TypeFor[indexFields]():    fieldsSchema(1),
 	reflect.TypeFor[compoundFields](): fieldsSchema(2),
 	reflect.TypeFor[pageLimit]():      {Type: "integer", Minimum: jsonschema.Ptr(1.0)},
+	reflect.TypeFor[cursorArg]():      {Type: "string", MinLength: jsonschema.Ptr(1)},
+	reflect.TypeFor[filePathArg]():    {Type: "string", MinLength: jsonschema.Ptr(1)},
+	reflect.TypeFor[fieldList]():      listSchema(&jsonschema.Schema{Type: "string", MinLength: jsonschema.Ptr(1)}),
+	reflect.TypeFor[collectionList](): listSchema(nameSchema("a collection: 1 to 256 bytes without NUL")),
 	reflect.TypeFor[fieldType]():      {Type: "string", Enum: fieldTypes},
 	reflect.TypeFor[loadMode]():       {Type: "string", Enum: loadModes},
 }
