@@ -1,0 +1,71 @@
+package httporigin
+
+import (
+	"crypto/tls"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+)
+
+func TestAllowed(t *testing.T) {
+	r := httptest.NewRequest("GET", "http://127.0.0.1:8080/api", nil)
+	tests := []struct {
+		list   []string
+		origin string
+		want   bool
+	}{
+		{nil, "", true},                       // not a browser's cross-origin request
+		{nil, "http://127.0.0.1:8080", true},  // same origin
+		{nil, "HTTP://127.0.0.1:8080", true},  // case
+		{nil, "https://127.0.0.1:8080", true}, // scheme not compared (TLS proxy)
+		{nil, "http://localhost:8080", false}, // another host name
+		{nil, "http://127.0.0.1:8081", false},
+		{nil, "null", false},
+		{[]string{"https://app.example"}, "https://app.example", true},
+		{[]string{"https://app.example/"}, "https://APP.example", true},
+		{[]string{"https://app.example"}, "https://app.example:8443", false},
+		{[]string{"https://app.example"}, "https://evil.example", false},
+		{[]string{"*"}, "https://evil.example", true},
+		{[]string{"*"}, "null", true},
+	}
+	for _, tt := range tests {
+		if got := New(tt.list).Allowed(tt.origin, r); got != tt.want {
+			t.Errorf("%q, Origin %q: %v, want %v", tt.list, tt.origin, got, tt.want)
+		}
+	}
+	tlsReq := httptest.NewRequest("GET", "https://app.example/api", nil)
+	tlsReq.TLS = &tls.ConnectionState{}
+	if !New(nil).Allowed("https://app.example", tlsReq) || New(nil).Allowed("http://app.example", tlsReq) {
+		t.Error("default ports: https://app.example is app.example:443 and http://app.example is not")
+	}
+}
+
+// "*" answers "*" without credentials; a listed origin is echoed, with
+// credentials when the route asks; same-origin and refused origins get no
+// CORS header.
+func TestSetCORS(t *testing.T) {
+	tests := []struct {
+		list        []string
+		origin      string
+		credentials bool
+		allow, cred string
+	}{
+		{[]string{"*"}, "https://any.example", true, "*", ""},
+		{[]string{"*", "https://app.example"}, "https://app.example", true, "https://app.example", "true"},
+		{[]string{"https://app.example"}, "https://app.example", true, "https://app.example", "true"},
+		{[]string{"https://app.example"}, "https://app.example", false, "https://app.example", ""},
+		{[]string{"https://app.example"}, "https://evil.example", true, "", ""},
+		{nil, "http://127.0.0.1:8080", true, "", ""},
+	}
+	for _, tt := range tests {
+		h := http.Header{}
+		h.Add("Vary", "Origin") // the core's, before the route's
+		granted := New(tt.list).SetCORS(h, tt.origin, tt.credentials)
+		if h.Get("Access-Control-Allow-Origin") != tt.allow || h.Get("Access-Control-Allow-Credentials") != tt.cred || granted != (tt.allow != "") {
+			t.Errorf("%q, Origin %q: %v %v", tt.list, tt.origin, granted, h)
+		}
+		if len(h.Values("Vary")) != 1 {
+			t.Errorf("%q, Origin %q: Vary %q", tt.list, tt.origin, h.Values("Vary"))
+		}
+	}
+}
