@@ -148,6 +148,7 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		h.cors(hdr, origin)
+		r = h.origins.WithoutCookies(r) // "*" admits an origin without its cookies
 	}
 	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), h.prefix)
 	if !ok || rest != "" && rest[0] != '/' {

@@ -119,6 +119,7 @@ func (h *wsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write(append(ErrorJSON(&Error{Kind: KindForbidden, Message: "origin " + origin + " is not allowed"}), '\n'))
 		return
 	}
+	r = h.origins.WithoutCookies(r) // "*" admits an origin without its cookies
 	var sessionID string
 	if h.sessions != nil {
 		// The connection keeps one session id: the live one the cookie

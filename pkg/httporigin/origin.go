@@ -12,8 +12,10 @@
 // case and a trailing "/"), or when the list holds "*" (any origin). "*"
 // is Keryx's: any origin may read the answers, but never with credentials
 // (cookies): Access-Control-Allow-Origin is "*" itself, as browsers
-// require, and Access-Control-Allow-Credentials is not sent. A listed
-// origin is echoed, and may be given credentials.
+// require, Access-Control-Allow-Credentials is not sent, and the routes
+// that sign requests in by cookie drop one such a request carries
+// ([Policy.WithoutCookies]). A listed origin is echoed, and may be given
+// credentials.
 package httporigin
 
 import (
@@ -54,6 +56,27 @@ func normalize(origin string) string { return strings.ToLower(strings.TrimSuffix
 // proceed.
 func (p Policy) Allowed(origin string, r *http.Request) bool {
 	return origin == "" || p.any || p.list[normalize(origin)] || SameOrigin(origin, r)
+}
+
+// Credentialed reports whether a request r from origin may carry the
+// browser's ambient credentials (cookies): no Origin, the same origin or a
+// listed one may; an origin admitted only by "*" may not.
+func (p Policy) Credentialed(origin string, r *http.Request) bool {
+	return origin == "" || p.list[normalize(origin)] || SameOrigin(origin, r)
+}
+
+// WithoutCookies returns r, or, when r's origin is admitted only by "*", a
+// copy of r without its Cookie header. "*" admits any origin without
+// credentials: a cookie a browser sends along anyway (same site, another
+// origin: another port of localhost, a sibling subdomain) must not sign
+// the request in, or any page of that site could act as the user.
+func (p Policy) WithoutCookies(r *http.Request) *http.Request {
+	if p.Credentialed(r.Header.Get("Origin"), r) || r.Header.Get("Cookie") == "" {
+		return r
+	}
+	r = r.Clone(r.Context())
+	r.Header.Del("Cookie")
+	return r
 }
 
 // AllowOrigin is the Access-Control-Allow-Origin value for a request from

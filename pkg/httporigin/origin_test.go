@@ -69,3 +69,20 @@ func TestSetCORS(t *testing.T) {
 		}
 	}
 }
+
+// An origin admitted only by "*" loses its cookies; the same origin, a
+// listed one and a request without Origin keep them.
+func TestWithoutCookies(t *testing.T) {
+	p := New([]string{"*", "https://app.example"})
+	for origin, keep := range map[string]bool{"": true, "http://127.0.0.1:8080": true, "https://app.example": true, "http://localhost:3000": false} {
+		r := httptest.NewRequest("GET", "http://127.0.0.1:8080/api", nil)
+		r.Header.Set("Cookie", "s=1")
+		if origin != "" {
+			r.Header.Set("Origin", origin)
+		}
+		got := p.WithoutCookies(r)
+		if (got.Header.Get("Cookie") != "") != keep || r.Header.Get("Cookie") == "" {
+			t.Errorf("Origin %q: cookie %q (the original's %q), keep %v", origin, got.Header.Get("Cookie"), r.Header.Get("Cookie"), keep)
+		}
+	}
+}
