@@ -112,7 +112,8 @@ func TestActionsStartOAuthByDefault(t *testing.T) {
 // TestActionsOriginAny: with MCP_ALLOWED_ORIGINS='*' (any origin),
 // cross-origin requests to the metadata, the token endpoint, /mcp and /api
 // are answered (they were all 403) with Access-Control-Allow-Origin "*"
-// and no credentials header; preflights are answered too.
+// and no credentials header; preflights are answered too. With OAuth
+// opted out, the start WARNs that any web page can then call the tools.
 func TestActionsOriginAny(t *testing.T) {
 	t.Setenv("MCP_ALLOWED_ORIGINS", "*")
 	hp := startActionsDefault(t)
@@ -136,6 +137,11 @@ func TestActionsOriginAny(t *testing.T) {
 			t.Errorf("%s %s from %s: %d, Access-Control-Allow-Origin %q, Access-Control-Allow-Credentials %q; want %d, \"*\" and none",
 				c.method, c.path, origin, resp.StatusCode, resp.Header.Get("Access-Control-Allow-Origin"), resp.Header.Get("Access-Control-Allow-Credentials"), c.want)
 		}
+	}
+	// Without OAuth, "*" opens the tools to any web page: the start says so.
+	off := startActions(t)
+	if w := logLines(off.stderr.String(), "any web page"); len(w) != 1 || w[0]["level"] != "WARN" {
+		t.Errorf(`"*" with "oauth": false: want a WARN that any web page can call the tools, got %v`, w)
 	}
 }
 

@@ -9,10 +9,12 @@ import (
 	"log/slog"
 	"net"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/mcpkit/mcpkit/pkg/httporigin"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore/httpserve"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore/stdio"
@@ -271,6 +273,8 @@ func serveHTTP(ctx context.Context, srv *mcpcore.Server, web *httpSettings, logg
 	case web.noMCP != "":
 		path = ""
 		logger.Info("MCP server disabled ("+web.noMCP+"): /mcp is not served (404); only /healthz and the plugins' routes are", "plugins", pluginNames(srv))
+	case !h.Authenticated() && slices.Contains(web.origins, httporigin.Any):
+		logger.Warn(`/mcp is unauthenticated and http.allowed_origins has "*": any web page a local browser opens can call every tool; set http.bearer_tokens_file or a plugin's OAuth server`)
 	case !h.Authenticated():
 		logger.Warn("/mcp is unauthenticated: any client that reaches the listener calls every tool; set http.bearer_tokens_file or a plugin's OAuth server")
 	}
