@@ -19,6 +19,7 @@
 package httporigin
 
 import (
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -50,7 +51,36 @@ func New(allowed []string) Policy {
 	return p
 }
 
-func normalize(origin string) string { return strings.ToLower(strings.TrimSuffix(origin, "/")) }
+// normalize is the form origins are compared in: lower case, without a
+// trailing "/" or the scheme's default port (a browser never sends
+// "https://app.example:443").
+func normalize(origin string) string {
+	o := strings.ToLower(strings.TrimSuffix(origin, "/"))
+	if s, ok := strings.CutSuffix(o, ":443"); ok && strings.HasPrefix(o, "https://") {
+		return s
+	}
+	if s, ok := strings.CutSuffix(o, ":80"); ok && strings.HasPrefix(o, "http://") {
+		return s
+	}
+	return o
+}
+
+// Check reports why entry cannot be in an allow list: it must be "*" or
+// an http(s) origin, scheme://host[:port] with nothing after but an
+// optional "/". Anything else ("app.example", "https://app.example/app",
+// "null") would never match what a browser sends, or would admit what it
+// should not.
+func Check(entry string) error {
+	if entry == Any {
+		return nil
+	}
+	u, err := url.Parse(strings.TrimSuffix(entry, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+		u.Path != "" || u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(u.Host, ":") || strings.Contains(entry, "?") || strings.Contains(entry, "#") {
+		return fmt.Errorf("%q is not an origin: want \"*\" or scheme://host[:port] (http or https) with no path", entry)
+	}
+	return nil
+}
 
 // Allowed reports whether a request r from origin (its Origin header) may
 // proceed.

@@ -86,3 +86,22 @@ func TestWithoutCookies(t *testing.T) {
 		}
 	}
 }
+
+func TestCheck(t *testing.T) {
+	for _, ok := range []string{"*", "https://app.example", "http://127.0.0.1:3000", "https://app.example/", "http://[::1]:8080"} {
+		if err := Check(ok); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "app.example", "null", "https://app.example/app", "ftp://app.example", "https://user@app.example",
+		"https://app.example?x", "https://app.example#x", "*.example.com", "https://", "https://app.example:"} {
+		if err := Check(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	// A listed default port matches what a browser sends (it omits it).
+	r := httptest.NewRequest("GET", "http://127.0.0.1:8080/api", nil)
+	if !New([]string{"https://app.example:443"}).Allowed("https://app.example", r) || !New([]string{"http://app.example"}).Allowed("http://app.example:80", r) {
+		t.Error("default ports are not compared as the same origin")
+	}
+}
