@@ -16,7 +16,10 @@
 #     rate-limit counts and OAuth clients, codes and tokens in the process
 #     (lost at exit); its HTTP API under /api (OpenAPI at /api/swagger), its
 #     WebSocket at /ws, and its OAuth 2.1 authorization server (the sign-in
-#     and sign-up pages at /oauth/authorize, metadata under /.well-known).
+#     and sign-up pages at /oauth/authorize, metadata under /.well-known),
+#     its dynamic registrations raised from the production limit (5 an hour
+#     per address) to 1000 an hour when it serves on loopback, so that a
+#     developer can try client after client; the map says which applies.
 #
 # /mcp wants a bearer token: one the OAuth server issued (what an OAuth
 # capable client gets by itself: it meets the 401, discovers, registers and
@@ -190,11 +193,45 @@ if has store; then
 	add_config store '{"path": "'"$data/store.db"'", "files_dir": "'"$data/files"'"}'
 	log "store file=$data/store.db files_dir=$data/files"
 fi
+# http_addr ARGS...: the address of --http among mcpkit's arguments.
+http_addr() {
+	local arg prev=""
+	for arg in "$@"; do
+		case "$arg" in
+		--http=* | -http=*)
+			echo "${arg#*=}"
+			return
+			;;
+		esac
+		if [ "$prev" = --http ] || [ "$prev" = -http ]; then
+			echo "$arg"
+			return
+		fi
+		prev=$arg
+	done
+}
+# on_loopback ADDR: ADDR (host:port) names a loopback host; an empty host
+# (":8080") is every interface.
+on_loopback() {
+	case "${1%:*}" in
+	127.* | localhost | "[::1]") return 0 ;;
+	esac
+	return 1
+}
+# OAuth registrations: the production limit (5 an hour per address) stops
+# a developer trying a few clients; on loopback only, where every client is
+# this machine's, the demo raises it.
+register_limit=5
+register_note="clients an hour per address (the production limit: mcpkit serves beyond loopback)"
+if on_loopback "$(http_addr "$@")"; then
+	register_limit=1000
+	register_note="clients an hour per address (raised for trying clients on loopback; the production default is 5)"
+fi
 if has actions; then
 	# No "redis" section: the app's state is embedded. No OAuth issuer: each
 	# request's own origin, right for 127.0.0.1 and localhost alike.
-	add_config actions '{"data_path": "'"$data/actions.db"'", "oauth": {}}'
-	log "actions app file=$data/actions.db api=/api oauth=on"
+	add_config actions '{"data_path": "'"$data/actions.db"'", "oauth": {"register_limit": '"$register_limit"'}}'
+	log "actions app file=$data/actions.db api=/api oauth=on register_limit=$register_limit"
 fi
 printf '{"enable": [%s], "http": {"bearer_tokens_file": "%s"}, "plugins": {%s}}\n' \
 	"$enable" "$dir/token" "$configs" >"$dir/mcpkit.json"
@@ -221,6 +258,7 @@ print_map() {
 		row "OAuth authorize" "$base/oauth/authorize  (sign-in and sign-up page; a client opens it with its request)"
 		row "OAuth metadata" "$base/.well-known/oauth-authorization-server"
 		row "resource metadata" "$base/.well-known/oauth-protected-resource/mcp"
+		row "OAuth register" "$register_limit $register_note"
 	fi
 	if has store; then
 		row "store file" "$data/store.db  (backup, dump and load files in $data/files)"

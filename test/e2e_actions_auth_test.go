@@ -145,9 +145,9 @@ func TestActionsStartConfigAuth(t *testing.T) {
 }
 
 // TestActionsStartMCPDisabled: with mcp_enabled false in the file, `mcpkit
-// actions start` serves the app's HTTP API but none of its actions over
-// MCP; a route other than /mcp is refused with exit code 3 rather than
-// ignored.
+// actions start` serves the app's HTTP API and no /mcp at all (404, where
+// it served an empty MCP server), saying so in its log; a route other than
+// /mcp is refused with exit code 3 rather than ignored.
 func TestActionsStartMCPDisabled(t *testing.T) {
 	t.Parallel()
 	cfg := writeConfig(t, `{"plugins": {"actions": {"config": {"mcp_enabled": false}}}}`)
@@ -155,15 +155,11 @@ func TestActionsStartMCPDisabled(t *testing.T) {
 	if code, body := httpDo(t, "GET", hp.base+"/api/status", ""); code != 200 {
 		t.Errorf("GET /api/status: %d %s", code, body)
 	}
-	cs := hp.connect(t, legacyEra, nil)
-	tools, err := cs.ListTools(t.Context(), nil)
-	if err != nil {
-		t.Fatal(err)
+	if resp := crossOrigin(t, hp.base, "POST", "/mcp", "", "", initializeBody); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("POST /mcp with mcp_enabled false: %d, want 404", resp.StatusCode)
 	}
-	for _, tool := range tools.Tools {
-		if tool.Name == "status" || tool.Name == "message-post" {
-			t.Errorf("tool %s served with mcp_enabled false", tool.Name)
-		}
+	if l := logLines(hp.stderr.String(), "MCP server disabled (plugins.actions.config.mcp_enabled is false)"); len(l) != 1 {
+		t.Errorf("no log line saying /mcp is disabled:\n%s", hp.stderr.String())
 	}
 	bad := writeConfig(t, `{"plugins": {"actions": {"config": {"mcp_route": "/other"}}}}`)
 	out, err := exec.Command(binary(t), "actions", "start", "--http", "127.0.0.1:0", "--config", bad).CombinedOutput()

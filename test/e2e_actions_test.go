@@ -15,9 +15,18 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// startActions runs `mcpkit actions start --http 127.0.0.1:0` and returns
-// its base URL once it listens.
+// startActions runs `mcpkit actions start --http 127.0.0.1:0` with the
+// OAuth server opted out ("oauth": false: /mcp without a token, for the
+// tests of the app's tools rather than of its sign-in) and returns its
+// base URL once it listens. startActionsDefault runs it without a
+// configuration.
 func startActions(t *testing.T) *httpProc {
+	t.Helper()
+	cfg := writeConfig(t, `{"plugins": {"actions": {"config": {"oauth": false}}}}`)
+	return startListening(t, binary(t), "actions", "--log-format", "json", "start", "--http", "127.0.0.1:0", "--config", cfg)
+}
+
+func startActionsDefault(t *testing.T) *httpProc {
 	t.Helper()
 	return startListening(t, binary(t), "actions", "--log-format", "json", "start", "--http", "127.0.0.1:0")
 }

@@ -56,7 +56,9 @@ func (b *browser) do(method, route, body string) (int, string, []string) {
 func TestActionsUsersAndSessions(t *testing.T) {
 	t.Parallel()
 	const password = "e2e secret password"
-	hp := startListening(t, binary(t), "actions", "--log-format", "json", "--log-level", "debug", "start", "--http", "127.0.0.1:0")
+	// OAuth opted out: the MCP part is about the same actions as tools.
+	cfg := writeConfig(t, `{"plugins": {"actions": {"config": {"oauth": false}}}}`)
+	hp := startListening(t, binary(t), "actions", "--log-format", "json", "--log-level", "debug", "start", "--http", "127.0.0.1:0", "--config", cfg)
 	b := newBrowser(t, hp.base)
 	code, body, cookies := b.do("PUT", "/user", `{"name":"Ann","email":"ann@example.com","password":"`+password+`"}`)
 	if code != 200 || !strings.Contains(body, `"name":"Ann"`) || len(cookies) != 1 ||

@@ -40,7 +40,7 @@ type runMap struct {
 
 // The map's labels, in the order run.sh prints them.
 var runMapLabels = []string{"MCP", "MCP token file", "health", "app API", "app OpenAPI", "app WebSocket", "app data file",
-	"OAuth authorize", "OAuth metadata", "resource metadata", "store file", "redis-server"}
+	"OAuth authorize", "OAuth metadata", "resource metadata", "OAuth register", "store file", "redis-server"}
 
 var runMapRow = regexp.MustCompile(`^  (\S.*?\S)  +(\S+)`)
 
@@ -229,6 +229,18 @@ func TestRunWholeProduct(t *testing.T) {
 	}](t, callTool(t, oc, "actions_message-post", map[string]any{"channel": "run", "text": "as a user"}))
 	if posted.Author != "Ann" || posted.UserID == 0 { // signOnPage signs up as Ann
 		t.Fatalf("the OAuth client posted as %+v, want the user who signed up", posted)
+	}
+	// A developer tries client after client: on loopback, make run raises
+	// the registration limit (5 an hour per address in production), and
+	// the map says so.
+	if m.rows["OAuth register"] != "1000" {
+		t.Errorf("map OAuth register = %q, want 1000 (raised on loopback)", m.rows["OAuth register"])
+	}
+	for i := range 10 {
+		if _, err := oauthex.RegisterClient(ctx, asm.RegistrationEndpoint, &oauthex.ClientRegistrationMetadata{
+			RedirectURIs: []string{stoppedRedirect}, ClientName: "try " + strconv.Itoa(i), TokenEndpointAuthMethod: "none"}, http.DefaultClient); err != nil {
+			t.Fatalf("registration %d after the go-sdk client's: %v", i+1, err)
+		}
 	}
 	cs.Close()
 	oc.Close()

@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	segjson "github.com/segmentio/encoding/json"
+
+	"github.com/mcpkit/mcpkit/pkg/httporigin"
 )
 
 // HTTPOptions configures [App.HTTPHandler].
@@ -49,7 +51,7 @@ type httpHandler struct {
 	app      *App
 	prefix   string
 	maxBody  int64
-	origins  origins
+	origins  httporigin.Policy
 	logger   *slog.Logger
 	limiter  *rateLimiter // nil: no rate limit
 	identify func(*http.Request) string
@@ -108,7 +110,7 @@ func (a *App) HTTPHandler(opts HTTPOptions) http.Handler {
 	if h.logger == nil {
 		h.logger = a.logger
 	}
-	h.origins = newOrigins(opts.AllowedOrigins)
+	h.origins = httporigin.New(opts.AllowedOrigins)
 	h.identify = opts.Identify
 	h.sessions = opts.Sessions.withDefaults()
 	h.limiter = newRateLimiter(opts.RateLimit, opts.TrustForwardedFor)
@@ -141,11 +143,12 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hdr["Referrer-Policy"] = []string{"no-referrer"}
 	hdr["X-Frame-Options"] = []string{"DENY"}
 	if origin := r.Header.Get("Origin"); origin != "" {
-		if !h.origins.allowed(origin, r.Host) {
+		if !h.origins.Allowed(origin, r) {
 			h.fail(w, r, id, "", &Error{Kind: KindForbidden, Message: "origin " + origin + " is not allowed"})
 			return
 		}
 		h.cors(hdr, origin)
+		r = h.origins.WithoutCookies(r) // "*" admits an origin without its cookies
 	}
 	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), h.prefix)
 	if !ok || rest != "" && rest[0] != '/' {
@@ -397,15 +400,13 @@ func (h *httpHandler) serveSwagger(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(h.swagger)
 }
 
+// cors answers an admitted origin by the listener's one policy (package
+// httporigin): a listed origin is echoed with credentials (the session
+// cookie), any other under "*" gets "*" without them.
 func (h *httpHandler) cors(hdr http.Header, origin string) {
-	hdr["Vary"] = []string{"Origin"}
-	if h.origins.any {
-		hdr["Access-Control-Allow-Origin"] = []string{"*"}
-		return
+	if h.origins.SetCORS(hdr, origin, true) {
+		hdr["Access-Control-Expose-Headers"] = []string{"X-Request-Id, " + rateHeaders}
 	}
-	hdr["Access-Control-Allow-Origin"] = []string{origin}
-	hdr["Access-Control-Allow-Credentials"] = []string{"true"}
-	hdr["Access-Control-Expose-Headers"] = []string{"X-Request-Id, " + rateHeaders}
 }
 
 // splitPath splits an escaped path under the prefix into its segments ("" and

@@ -24,7 +24,7 @@ type sessionKV struct {
 // sessionServer serves an app whose actions read, set and destroy the
 // caller's session, over HTTP at /api and WebSocket at /ws, both with
 // sessions in store (nil: a new LocalSessionStore) under opts.
-func sessionServer(t *testing.T, tlsServer bool, opts action.Sessions) (*httptest.Server, *action.Sessions) {
+func sessionServer(t *testing.T, tlsServer bool, opts action.Sessions, origins ...string) (*httptest.Server, *action.Sessions) {
 	t.Helper()
 	if opts.Store == nil {
 		opts.Store = action.NewLocalSessionStore()
@@ -61,8 +61,8 @@ func sessionServer(t *testing.T, tlsServer bool, opts action.Sessions) (*httptes
 		},
 	})
 	mux := http.NewServeMux()
-	mux.Handle("/api/", app.HTTPHandler(action.HTTPOptions{Sessions: &opts}))
-	mux.Handle("/ws", app.WebSocketHandler(action.WebSocketOptions{Sessions: &opts}))
+	mux.Handle("/api/", app.HTTPHandler(action.HTTPOptions{Sessions: &opts, AllowedOrigins: origins}))
+	mux.Handle("/ws", app.WebSocketHandler(action.WebSocketOptions{Sessions: &opts, AllowedOrigins: origins}))
 	srv := httptest.NewUnstartedServer(mux)
 	if tlsServer {
 		srv.StartTLS()
@@ -223,5 +223,52 @@ func TestWebSocketSession(t *testing.T) {
 	wsCall(t, fresh, `{"messageType":"action","action":"session:set","params":{"key":"user","value":"cy"},"messageId":2}`)
 	if _, v, _ := sessionDo(t, srv, "GET", "/api/session/user", "", newID); v != "cy" {
 		t.Fatalf("HTTP with the upgrade's cookie sees user %v", v)
+	}
+}
+
+// TestWildcardOriginWithoutCookies: "*" admits any origin without
+// credentials, so a session cookie a browser sends along from an origin
+// admitted only by "*" (same site, another port) signs nothing in, over
+// HTTP and WebSocket; from the same origin, or a listed one, it does.
+func TestWildcardOriginWithoutCookies(t *testing.T) {
+	t.Parallel()
+	srv, _ := sessionServer(t, false, action.Sessions{}, "*", "https://listed.example")
+	_, _, set := sessionDo(t, srv, "POST", "/api/session", `{"key":"user","value":"ann"}`, "")
+	id := cookieID(t, set, action.DefaultSessionTTL, false)
+	get := func(origin string) any {
+		req, err := http.NewRequest("GET", srv.URL+"/api/session/user", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Cookie", "mcpkit_session="+id)
+		req.Header.Set("Origin", origin)
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var v any
+		if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET from %s: %d (%v)", origin, resp.StatusCode, err)
+		}
+		return v
+	}
+	for origin, want := range map[string]any{srv.URL: "ann", "https://listed.example": "ann", "http://localhost:3000": nil} {
+		if got := get(origin); got != want {
+			t.Errorf("the session seen from %s: %v, want %v", origin, got, want)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	u := "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws"
+	for origin, want := range map[string]any{srv.URL: "ann", "http://localhost:3000": nil} {
+		c, _, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPHeader: http.Header{"Cookie": {"mcpkit_session=" + id}, "Origin": {origin}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := wsCall(t, c, `{"messageType":"action","action":"session:get","params":{"key":"user"},"messageId":1}`); m["response"] != want {
+			t.Errorf("the WebSocket's session from %s: %v, want %v", origin, m["response"], want)
+		}
+		_ = c.CloseNow()
 	}
 }

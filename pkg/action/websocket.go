@@ -8,14 +8,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/coder/websocket"
 	segjson "github.com/segmentio/encoding/json"
+
+	"github.com/mcpkit/mcpkit/pkg/httporigin"
 )
 
 // WebSocketOptions configures [App.WebSocketHandler].
@@ -59,7 +58,7 @@ const wsWriteTimeout = 10 * time.Second
 type wsHandler struct {
 	app      *App
 	opts     WebSocketOptions
-	origins  origins
+	origins  httporigin.Policy
 	sessions *Sessions // nil: none
 }
 
@@ -110,16 +109,17 @@ func (a *App) WebSocketHandler(opts WebSocketOptions) http.Handler {
 	if opts.Logger == nil {
 		opts.Logger = a.logger
 	}
-	return &wsHandler{app: a, opts: opts, origins: newOrigins(opts.AllowedOrigins), sessions: opts.Sessions.withDefaults()}
+	return &wsHandler{app: a, opts: opts, origins: httporigin.New(opts.AllowedOrigins), sessions: opts.Sessions.withDefaults()}
 }
 
 func (h *wsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if origin := r.Header.Get("Origin"); origin != "" && !h.origins.allowed(origin, r.Host) {
+	if origin := r.Header.Get("Origin"); origin != "" && !h.origins.Allowed(origin, r) {
 		w.Header()["Content-Type"] = []string{"application/json"}
 		w.WriteHeader(http.StatusForbidden)
 		_, _ = w.Write(append(ErrorJSON(&Error{Kind: KindForbidden, Message: "origin " + origin + " is not allowed"}), '\n'))
 		return
 	}
+	r = h.origins.WithoutCookies(r) // "*" admits an origin without its cookies
 	var sessionID string
 	if h.sessions != nil {
 		// The connection keeps one session id: the live one the cookie
@@ -390,32 +390,4 @@ func (b *bucket) take(now time.Time) bool {
 	}
 	b.tokens--
 	return true
-}
-
-// origins is a browser-origin allow list: a request's own host is always
-// allowed.
-type origins struct {
-	any  bool
-	list []string
-}
-
-func newOrigins(allowed []string) origins {
-	var o origins
-	for _, s := range allowed {
-		if s == "*" {
-			o.any = true
-		} else {
-			o.list = append(o.list, strings.TrimSuffix(s, "/"))
-		}
-	}
-	return o
-}
-
-// allowed reports whether a request to host from origin may proceed.
-func (o origins) allowed(origin, host string) bool {
-	if o.any || slices.Contains(o.list, origin) {
-		return true
-	}
-	u, err := url.Parse(origin)
-	return err == nil && u.Host != "" && strings.EqualFold(u.Host, host)
 }

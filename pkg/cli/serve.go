@@ -9,10 +9,12 @@ import (
 	"log/slog"
 	"net"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/mcpkit/mcpkit/pkg/httporigin"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore/httpserve"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore/stdio"
@@ -43,6 +45,11 @@ type ServeParams struct {
 	// the runtime's monitor (internal/rawio). All is restored when the
 	// session ends. It does not apply to HTTP.
 	OneProcessor bool
+	// NoMCP, when not empty, says why /mcp is not served (an action app
+	// whose MCP server is disabled: "MCP_SERVER_ENABLED=false"): over HTTP
+	// /mcp is 404, logged at start, and only /healthz and the plugins'
+	// routes are served; stdio, which carries MCP only, is refused.
+	NoMCP string
 }
 
 // Serve assembles the server of p.Options and serves it until ctx ends
@@ -72,6 +79,11 @@ func Serve(ctx context.Context, p ServeParams) int {
 		first = append(first, "from", p.TransportFrom)
 	}
 	logger.Info("serving", first...)
+	if p.NoMCP != "" && p.HTTPAddr == "" {
+		logger.Error("refusing to serve stdio", "err", &mcpcore.ConfigError{Field: "transport",
+			Reason: "MCP is disabled (" + p.NoMCP + ") and stdio carries MCP only: serve HTTP (--http ADDR) for the plugins' routes"})
+		return ExitConfig
+	}
 
 	var web *httpSettings
 	if p.HTTPAddr != "" {
@@ -100,6 +112,7 @@ func Serve(ctx context.Context, p ServeParams) int {
 		logger.Warn("no plugin selected: serving only " + mcpcore.InfoURI + "; choose plugins with --plugins or the config's \"enable\" (see 'mcpkit plugins')")
 	}
 	if web != nil {
+		web.noMCP = p.NoMCP
 		return serveHTTP(ctx, srv, web, logger)
 	}
 	stdin, stdout := p.Stdin, p.Stdout
@@ -185,6 +198,7 @@ func httpOptions(srv *mcpcore.Server, web *httpSettings, logger *slog.Logger) ht
 		MaxBodyBytes:        lim.FrameBytes,
 		MaxInflightBytes:    lim.InflightRequestBytes,
 		AllowedOrigins:      web.origins,
+		NoMCP:               web.noMCP != "",
 		BearerTokens:        web.tokens,
 		Verifier:            plugins.Verifier,
 		ResourceMetadataURL: plugins.ResourceMetadataURL,
@@ -216,6 +230,7 @@ type httpSettings struct {
 	origins []string
 	tokens  []string
 	tls     *tls.Config
+	noMCP   string // ServeParams.NoMCP
 }
 
 // httpSetup reads the HTTP credentials and TLS files. Whether the listen
@@ -250,12 +265,21 @@ func serveHTTP(ctx context.Context, srv *mcpcore.Server, web *httpSettings, logg
 		logger.Error("refusing to serve HTTP", "err", err)
 		return ExitConfig
 	}
-	scheme := "http"
+	scheme, path := "http", httpserve.MCPPath
 	if web.tls != nil {
 		scheme = "https"
 	}
+	switch {
+	case web.noMCP != "":
+		path = ""
+		logger.Info("MCP server disabled ("+web.noMCP+"): /mcp is not served (404); only /healthz and the plugins' routes are", "plugins", pluginNames(srv))
+	case !h.Authenticated() && slices.Contains(web.origins, httporigin.Any):
+		logger.Warn(`/mcp is unauthenticated and http.allowed_origins has "*": any web page a local browser opens can call every tool; set http.bearer_tokens_file or a plugin's OAuth server`)
+	case !h.Authenticated():
+		logger.Warn("/mcp is unauthenticated: any client that reaches the listener calls every tool; set http.bearer_tokens_file or a plugin's OAuth server")
+	}
 	ready := func(addr net.Addr) {
-		logger.Info("listening", "addr", addr.String(), "transport", "http", "url", scheme+"://"+addr.String()+"/mcp",
+		logger.Info("listening", "addr", addr.String(), "transport", "http", "url", scheme+"://"+addr.String()+path,
 			"tls", web.tls != nil, "auth", h.Authenticated(), "plugins", pluginNames(srv))
 	}
 	if err := httpserve.ListenAndServe(ctx, web.addr, h, httpserve.ServeOptions{Logger: logger, Ready: ready, TLS: web.tls}); err != nil {

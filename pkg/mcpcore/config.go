@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/mcpkit/mcpkit/pkg/httporigin"
 	"github.com/mcpkit/mcpkit/pkg/jsonscan"
 )
 
@@ -53,7 +54,9 @@ type HTTPConfig struct {
 	// tokens that authenticate /mcp, one per line.
 	BearerTokensFile string `json:"bearer_tokens_file,omitempty"`
 	BearerTokensEnv  string `json:"bearer_tokens_env,omitempty"`
-	// AllowedOrigins are browser origins admitted besides same-origin ones.
+	// AllowedOrigins are browser origins admitted besides same-origin ones,
+	// by /mcp and every plugin route alike ("scheme://host[:port]"; "*" is
+	// any origin, never with credentials: package httporigin).
 	AllowedOrigins []string `json:"allowed_origins,omitempty"`
 	// TLSCertFile and TLSKeyFile (both or neither) serve HTTPS: PEM files of
 	// the certificate chain and its private key.
@@ -116,6 +119,11 @@ func (c Config) Validate() error {
 	}
 	if c.HTTP.BearerTokensFile != "" && c.HTTP.BearerTokensEnv != "" {
 		return &ConfigError{Field: "http.bearer_tokens", Reason: "set bearer_tokens_file or bearer_tokens_env, not both"}
+	}
+	for _, o := range c.HTTP.AllowedOrigins {
+		if err := httporigin.Check(o); err != nil {
+			return &ConfigError{Field: "http.allowed_origins", Reason: err.Error()}
+		}
 	}
 	return nil
 }

@@ -112,6 +112,8 @@ func TestLoadConfig(t *testing.T) {
 		{`{"plugins": {"x": {"prefix": "Bad"}}}`, `plugins.x.prefix`},
 		{`{"http": {"bearer_tokens_file": "/a", "bearer_tokens_env": "B"}}`, `not both`},
 		{`{"http": {"tls_cert_file": "/a.pem"}}`, `together`},
+		{`{"http": {"allowed_origins": ["https://ok.example", "app.example"]}}`, `http.allowed_origins: "app.example" is not an origin`},
+		{`{"http": {"allowed_origins": ["https://app.example/app"]}}`, `http.allowed_origins`},
 	} {
 		_, err := LoadConfig(writeFile(t, "c.json", tc.body))
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, ErrConfig) {

@@ -79,6 +79,7 @@ type Server struct {
 	uris    map[string]string      // resource URI or template → owning plugin
 	prompts map[string]string      // prompt name → owning plugin
 	http    HTTPContributions
+	origins []string // http.allowed_origins (Host.AllowedOrigins)
 	// The plugins that set the single-owner HTTP contributions.
 	verifierOwner, storeOwner string
 	// directCall runs a direct call (Run): Options.Middleware around the
@@ -128,6 +129,7 @@ func NewServer(ctx context.Context, opts Options) (_ *Server, err error) {
 		direct:    map[string]directEntry{},
 		uris:      map[string]string{},
 		prompts:   map[string]string{},
+		origins:   slices.Clone(opts.Config.HTTP.AllowedOrigins),
 	}
 	s.sessions.init()
 	s.life, s.endLife = context.WithCancel(context.WithoutCancel(ctx))
@@ -402,6 +404,13 @@ func (h *Host) Prefix() string { return h.prefix }
 
 // Limits returns the effective core limits.
 func (h *Host) Limits() Limits { return h.srv.limits }
+
+// AllowedOrigins are the browser origins the HTTP listener admits besides
+// same-origin requests (http.allowed_origins; "*" is any): the core
+// refuses every other origin on /mcp and on the plugins' routes. A plugin
+// route that answers CORS itself decides with the same list (package
+// httporigin), so that both agree.
+func (h *Host) AllowedOrigins() []string { return slices.Clone(h.srv.origins) }
 
 // Limit returns the effective value of one of the plugin's own limits
 // (declared in [PluginInfo.Limits] or [Instance.Limits]; durations in

@@ -36,17 +36,25 @@ memory and lost at exit. The command's flags (--data, --log-level,
         serve the actions plugin alone: every action as an MCP tool under its
         own name (':' as '-': message-post), its resources and prompts, over
         stdio by default; --http ADDR serves /mcp, the app's HTTP API at /api
-        (with /api/swagger) and its WebSocket at /ws. --config FILE is the
+        (with /api/swagger) and its WebSocket at /ws. As in Keryx, /mcp
+        wants an OAuth token from the app's own authorization server
+        (/oauth, /.well-known): a client meets a 401 naming the
+        protected-resource metadata; plugins.actions.config.oauth false
+        opts out, and /mcp is then unauthenticated unless http has bearer
+        tokens (a WARN says so). --config FILE is the
         file 'mcpkit serve --config' reads: its limits, its http section
         (addr, bearer tokens, TLS, origins) and plugins.actions (prefix, limits,
         config); other plugins' sections are ignored, and --data wins over
         its data_path. The environment fills what the file leaves unset:
-        $MCP_SERVER_ENABLED (default true; false serves only /api and /ws),
+        $MCP_SERVER_ENABLED (default true; false serves no /mcp (404) and no
+        OAuth server, only /api and /ws, and refuses --stdio),
         $MCP_SERVER_ROUTE (only /mcp), $MCP_SERVER_INSTRUCTIONS (default the
         app's description), $MCP_MARKDOWN_DEPTH_LIMIT (default 5),
         $MCP_SESSION_TTL (seconds a legacy MCP session may stay idle: the
         core's http_session_idle) and $MCP_ALLOWED_ORIGINS (comma-separated:
-        http.allowed_origins).
+        http.allowed_origins, the one origin policy of /mcp, /api, /ws,
+        /oauth and /.well-known; '*' is any origin, answered with '*' and
+        never with credentials).
   templates DIR
         write the OAuth pages' default templates (oauth-authorize.html,
         oauth-success.html, oauth-common.css, mcpkit.svg) into DIR for
@@ -63,14 +71,15 @@ tools behind the prefix "actions_", configured under plugins.actions.config:
 {"mcp_enabled", "mcp_route", "data_path", "instructions",
 "markdown_depth_limit", "rate_limit", "redis", "session", "oauth"}; with "redis",
 several instances share PubSub, rate-limit counts, task queues, web sessions,
-MCP sessions and OAuth clients, codes and tokens. "oauth" ({} for the
+MCP sessions and OAuth clients, codes and tokens. "oauth" ({} or true for the
 defaults; "issuer", "code_ttl_seconds", "client_ttl_seconds",
 "refresh_ttl_seconds", "access_ttl_seconds", "register_limit",
-"register_window_ms", "allowed_origins", "templates_dir", "verify_cache_ms") makes /mcp want an
+"register_window_ms", "templates_dir", "verify_cache_ms") makes /mcp want an
 OAuth token its users get by signing in or up with the app's login and signup
-actions; $MCP_OAUTH_CODE_TTL, $MCP_OAUTH_CLIENT_TTL, $MCP_OAUTH_REFRESH_TTL,
+actions (beside other plugins it is off unless set; false turns it off);
+$MCP_OAUTH_CODE_TTL, $MCP_OAUTH_CLIENT_TTL, $MCP_OAUTH_REFRESH_TTL,
 $RATE_LIMIT_OAUTH_REGISTER_LIMIT and $RATE_LIMIT_OAUTH_REGISTER_WINDOW_MS fill
-what it leaves unset.`
+what it leaves unset. Its origins are http.allowed_origins.`
 
 func init() {
 	cli.RegisterCommand(cli.Command{
@@ -142,12 +151,12 @@ func runStart(ctx context.Context, env *cli.Env, data string, args []string) int
 	if err != nil {
 		return env.Fail(err)
 	}
-	opts, err := startOptions(file, data, os.Getenv)
+	opts, noMCP, err := startOptions(file, data, os.Getenv)
 	if err != nil {
 		return env.Fail(err)
 	}
 	opts.Logger = env.Logger
-	return cli.Serve(ctx, cli.ServeParams{Options: opts, HTTPAddr: addr, TransportFrom: from, Stdin: env.Stdin, Stdout: env.Stdout})
+	return cli.Serve(ctx, cli.ServeParams{Options: opts, HTTPAddr: addr, TransportFrom: from, Stdin: env.Stdin, Stdout: env.Stdout, NoMCP: noMCP})
 }
 
 // Environment variables of the seed that `mcpkit actions start` reads for
@@ -165,12 +174,15 @@ const (
 // configuration file's content: the example app's plugin alone, without a
 // prefix unless the file gives one, serving its instructions; data, when
 // not empty, is the app's data file. getenv fills EnvSessionTTL and
-// EnvAllowedOrigins where the file leaves them at their defaults.
-func startOptions(file mcpcore.Config, data string, getenv func(string) string) (mcpcore.Options, error) {
+// EnvAllowedOrigins where the file leaves them at their defaults. As in
+// Keryx, the OAuth server guards /mcp unless the file says "oauth":
+// false. noMCP, when not empty, says why /mcp is not served: the app's
+// MCP server is disabled, and the plugin is the server's only one.
+func startOptions(file mcpcore.Config, data string, getenv func(string) string) (_ mcpcore.Options, noMCP string, _ error) {
 	if s := getenv(EnvSessionTTL); s != "" && file.Limits.HTTPSessionIdle == mcpcore.DefaultLimits().HTTPSessionIdle {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {
-			return mcpcore.Options{}, &mcpcore.ConfigError{Field: EnvSessionTTL, Reason: fmt.Sprintf("%q is not a positive number of seconds", s)}
+			return mcpcore.Options{}, "", &mcpcore.ConfigError{Field: EnvSessionTTL, Reason: fmt.Sprintf("%q is not a positive number of seconds", s)}
 		}
 		file.Limits.HTTPSessionIdle = mcpcore.Duration(time.Duration(n) * time.Second) // its range is checked with the other limits
 	}
@@ -182,20 +194,33 @@ func startOptions(file mcpcore.Config, data string, getenv func(string) string) 
 		}
 	}
 	pc := file.Plugins["actions"]
-	if data != "" {
-		var cfg Config
-		if len(pc.Config) > 0 {
-			if err := mcpcore.DecodeStrict(pc.Config, &cfg); err != nil {
-				return mcpcore.Options{}, &mcpcore.ConfigError{Field: "plugins.actions.config", Reason: err.Error()}
-			}
+	var cfg Config
+	if len(pc.Config) > 0 {
+		if err := mcpcore.DecodeStrict(pc.Config, &cfg); err != nil {
+			return mcpcore.Options{}, "", &mcpcore.ConfigError{Field: "plugins.actions.config", Reason: err.Error()}
 		}
-		cfg.DataPath = data
-		raw, err := json.Marshal(cfg)
-		if err != nil {
-			return mcpcore.Options{}, fmt.Errorf("encode the actions configuration: %w", err)
-		}
-		pc.Config = raw
 	}
+	if data != "" {
+		cfg.DataPath = data
+	}
+	// The file's own settings are left for the plugin to resolve (with
+	// the environment) at Configure, which reports their errors; here
+	// only whether MCP is served matters.
+	resolved, err := cfg.resolve(getenv)
+	switch {
+	case err != nil: // Configure reports it
+	case !*resolved.MCPEnabled && cfg.MCPEnabled != nil:
+		noMCP = "plugins.actions.config.mcp_enabled is false"
+	case !*resolved.MCPEnabled:
+		noMCP = EnvEnabled + "=false"
+	case cfg.OAuth == nil:
+		cfg.OAuth = &OAuthConfig{}
+	}
+	raw, err := json.Marshal(cfg)
+	if err != nil {
+		return mcpcore.Options{}, "", fmt.Errorf("encode the actions configuration: %w", err)
+	}
+	pc.Config = raw
 	if pc.Prefix == nil {
 		pc.Prefix = new("")
 	}
@@ -203,7 +228,7 @@ func startOptions(file mcpcore.Config, data string, getenv func(string) string) 
 	file.Plugins = map[string]mcpcore.PluginConfig{"actions": pc}
 	p := New(OpenExample)
 	return mcpcore.Options{Config: file, Instances: []mcpcore.Instance{{Name: "actions", Plugin: p}},
-		Middleware: []mcp.Middleware{InstructionsMiddleware(p.Instructions)}}, nil
+		Middleware: []mcp.Middleware{InstructionsMiddleware(p.Instructions)}}, noMCP, nil
 }
 
 // InstructionsMiddleware serves instructions() as the server instructions

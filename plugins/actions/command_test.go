@@ -35,7 +35,7 @@ func TestStartOptions(t *testing.T) {
 		}
 	}
 	file := mcpcore.DefaultConfig()
-	opts, err := startOptions(file, "", env(EnvSessionTTL, "3600", EnvAllowedOrigins, "https://a.example, https://b.example"))
+	opts, _, err := startOptions(file, "", env(EnvSessionTTL, "3600", EnvAllowedOrigins, "https://a.example, https://b.example"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestStartOptions(t *testing.T) {
 	file.Limits.HTTPSessionIdle = mcpcore.Duration(10 * time.Minute)
 	file.HTTP.AllowedOrigins = []string{"https://file.example"}
 	file.Plugins = map[string]mcpcore.PluginConfig{"actions": {Prefix: &prefix, Config: json.RawMessage(`{"data_path": "/from/file", "instructions": "kept"}`)}, "store": {}}
-	opts, err = startOptions(file, "/from/flag", env(EnvSessionTTL, "3600", EnvAllowedOrigins, "https://a.example"))
+	opts, _, err = startOptions(file, "/from/flag", env(EnvSessionTTL, "3600", EnvAllowedOrigins, "https://a.example"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,12 +63,57 @@ func TestStartOptions(t *testing.T) {
 		t.Errorf("the file wins: %+v, actions config %+v", c, cfg)
 	}
 
-	if _, err := startOptions(mcpcore.DefaultConfig(), "", env(EnvSessionTTL, "soon")); !errors.Is(err, mcpcore.ErrConfig) {
+	if _, _, err := startOptions(mcpcore.DefaultConfig(), "", env(EnvSessionTTL, "soon")); !errors.Is(err, mcpcore.ErrConfig) {
 		t.Errorf("MCP_SESSION_TTL=soon: %v", err)
 	}
-	opts, err = startOptions(mcpcore.DefaultConfig(), "", env(EnvSessionTTL, "90000"))
+	opts, _, err = startOptions(mcpcore.DefaultConfig(), "", env(EnvSessionTTL, "90000"))
 	if err != nil || opts.Config.Validate() == nil {
 		t.Errorf("MCP_SESSION_TTL=90000 (over 24h) passes validation: %v", err)
+	}
+}
+
+// startOptions turns the OAuth server on when the file leaves "oauth"
+// unset (as in Keryx, /mcp wants a token), keeps "oauth": false off and an
+// object as given, and, with MCP disabled (by the file or
+// MCP_SERVER_ENABLED), serves no /mcp and no OAuth server, saying why.
+func TestStartOptionsOAuthAndMCP(t *testing.T) {
+	tests := []struct {
+		name, config, enabled string
+		wantOAuth             bool
+		wantNoMCP             string
+	}{
+		{"default", ``, "", true, ""},
+		{"no oauth key", `{"instructions": "x"}`, "", true, ""},
+		{"opt-out", `{"oauth": false}`, "", false, ""},
+		{"an object", `{"oauth": {"register_limit": 9}}`, "", true, ""},
+		{"true", `{"oauth": true}`, "", true, ""},
+		{"disabled by the environment", ``, "false", false, "MCP_SERVER_ENABLED=false"},
+		{"disabled by the file", `{"mcp_enabled": false}`, "true", false, "plugins.actions.config.mcp_enabled is false"},
+	}
+	for _, tt := range tests {
+		file := mcpcore.DefaultConfig()
+		if tt.config != "" {
+			file.Plugins = map[string]mcpcore.PluginConfig{"actions": {Config: json.RawMessage(tt.config)}}
+		}
+		opts, noMCP, err := startOptions(file, "", func(k string) string {
+			if k == EnvEnabled {
+				return tt.enabled
+			}
+			return ""
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		var cfg Config
+		if err := mcpcore.DecodeStrict(opts.Config.Plugins["actions"].Config, &cfg); err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if cfg.oauthOn() != tt.wantOAuth || noMCP != tt.wantNoMCP {
+			t.Errorf("%s: OAuth on %v, noMCP %q; want %v, %q", tt.name, cfg.oauthOn(), noMCP, tt.wantOAuth, tt.wantNoMCP)
+		}
+		if tt.name == "an object" && cfg.OAuth.RegisterLimit != 9 {
+			t.Errorf("%s: the object is not kept: %+v", tt.name, cfg.OAuth)
+		}
 	}
 }
 

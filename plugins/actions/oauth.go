@@ -1,7 +1,9 @@
 package actions
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -52,9 +54,10 @@ type OAuthConfig struct {
 	AccessTTLSeconds int `json:"access_ttl_seconds,omitempty"`
 	RegisterLimit    int `json:"register_limit,omitempty"`
 	RegisterWindowMS int `json:"register_window_ms,omitempty"`
-	// AllowedOrigins are the browser origins the OAuth endpoints answer
-	// CORS requests of ("*": any, without credentials); default
-	// $MCP_ALLOWED_ORIGINS (comma-separated).
+	// AllowedOrigins is refused: the OAuth endpoints follow the listener's
+	// one origin policy, http.allowed_origins (which
+	// $MCP_ALLOWED_ORIGINS fills under `mcpkit actions start`), as /mcp,
+	// /api and /ws do. It is kept to say so rather than "unknown field".
 	AllowedOrigins []string `json:"allowed_origins,omitempty"`
 	// VerifyCacheMS is how long an instance trusts a token it verified
 	// before reading the shared state again. A revocation is answered
@@ -65,7 +68,49 @@ type OAuthConfig struct {
 	// TemplatesDir holds page templates replacing the embedded defaults
 	// (`mcpkit actions templates DIR` writes them).
 	TemplatesDir string `json:"templates_dir,omitempty"`
+
+	// off is `"oauth": false`: the server is off by the configuration's
+	// explicit choice (the opt-out of `mcpkit actions start`'s default).
+	off bool
 }
+
+// UnmarshalJSON takes false (the server off), true (on, as {}) or the
+// object, decoded strictly.
+func (o *OAuthConfig) UnmarshalJSON(b []byte) error {
+	switch string(bytes.TrimSpace(b)) {
+	case "false":
+		*o = OAuthConfig{off: true}
+		return nil
+	case "true":
+		*o = OAuthConfig{}
+		return nil
+	}
+	var c oauthObject
+	if err := mcpcore.DecodeStrict(b, &c); err != nil {
+		var ce *mcpcore.ConfigError
+		if errors.As(err, &ce) {
+			return &mcpcore.ConfigError{Field: "oauth", Reason: ce.Reason + " (want false, true or an object)"}
+		}
+		return err
+	}
+	*o = OAuthConfig(c)
+	return nil
+}
+
+// MarshalJSON writes false for the server off, else the object.
+func (o OAuthConfig) MarshalJSON() ([]byte, error) {
+	if o.off {
+		return []byte("false"), nil
+	}
+	return json.Marshal(oauthObject(o))
+}
+
+// oauthObject is OAuthConfig without its JSON methods.
+type oauthObject OAuthConfig
+
+// oauthOn reports whether the configuration serves the OAuth server: an
+// "oauth" object (or true), not absent nor false.
+func (c Config) oauthOn() bool { return c.OAuth != nil && !c.OAuth.off }
 
 // resolve fills o's unset fields from the environment and checks them.
 func (o *OAuthConfig) resolve(getenv func(string) string) error {
@@ -94,12 +139,9 @@ func (o *OAuthConfig) resolve(getenv func(string) string) error {
 			return &mcpcore.ConfigError{Field: field, Reason: fmt.Sprintf("%d is negative", *f.v)}
 		}
 	}
-	if len(o.AllowedOrigins) == 0 {
-		for v := range strings.SplitSeq(getenv(EnvAllowedOrigins), ",") {
-			if v = strings.TrimSpace(v); v != "" {
-				o.AllowedOrigins = append(o.AllowedOrigins, v)
-			}
-		}
+	if len(o.AllowedOrigins) > 0 {
+		return &mcpcore.ConfigError{Field: "oauth.allowed_origins", Reason: "set http.allowed_origins instead" +
+			" (MCP_ALLOWED_ORIGINS under mcpkit actions start): one origin policy serves /mcp, /api, /ws, /oauth and /.well-known"}
 	}
 	return nil
 }
@@ -113,7 +155,7 @@ func (p *Plugin) attachOAuth() error {
 		ResourcePath: MCPRoute, ResourceName: p.app.Name(), CodeTTL: secs(o.CodeTTLSeconds), ClientTTL: secs(o.ClientTTLSeconds),
 		RefreshTTL: secs(o.RefreshTTLSeconds), AccessTTL: secs(o.AccessTTLSeconds), RegisterLimit: o.RegisterLimit,
 		RegisterWindow: time.Duration(o.RegisterWindowMS) * time.Millisecond, TrustForwardedFor: p.cfg.RateLimit.TrustForwardedFor,
-		AllowedOrigins: o.AllowedOrigins, TemplateDir: o.TemplatesDir, Logger: p.host.Logger(),
+		AllowedOrigins: p.host.AllowedOrigins(), TemplateDir: o.TemplatesDir, Logger: p.host.Logger(),
 		VerifyCache: time.Duration(o.VerifyCacheMS) * time.Millisecond})
 	if err != nil {
 		return fmt.Errorf("oauth: %w", err)

@@ -29,11 +29,18 @@ import (
 // server's URL. tokens are the core's static bearer tokens.
 func oauthWeb(t testing.TB, cfg string, tokens ...string) string {
 	t.Helper()
+	return webWithOrigins(t, cfg, nil, tokens...)
+}
+
+// webWithOrigins is oauthWeb with origins as the configuration's
+// http.allowed_origins, which the plugin and the core both follow.
+func webWithOrigins(t testing.TB, cfg string, origins []string, tokens ...string) string {
+	t.Helper()
 	web := httptest.NewUnstartedServer(nil)
 	base := "http://" + web.Listener.Addr().String()
 	p := New(func(_ context.Context, c Config, ps action.PubSub) (*action.App, io.Closer, error) {
 		opts := exampleapp.Options{BcryptCost: 4}
-		if c.OAuth != nil {
+		if c.oauthOn() {
 			opts.PrincipalPrefix = OAuthPrincipalPrefix
 		}
 		ex, err := exampleapp.Open("", ps, opts)
@@ -44,6 +51,7 @@ func oauthWeb(t testing.TB, cfg string, tokens ...string) string {
 	})
 	c := mcpcore.DefaultConfig()
 	c.Plugins = map[string]mcpcore.PluginConfig{"actions": {Prefix: new(""), Config: json.RawMessage(strings.ReplaceAll(cfg, "%s", base))}}
+	c.HTTP.AllowedOrigins = origins
 	srv, err := mcpcore.NewServer(t.Context(), mcpcore.Options{Config: c, Instances: []mcpcore.Instance{{Name: "actions", Plugin: p}}})
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +62,7 @@ func oauthWeb(t testing.TB, cfg string, tokens ...string) string {
 	for _, r := range contrib.Routes {
 		routes = append(routes, httpserve.Route{Pattern: r.Pattern, Handler: r.Handler, Owner: r.Plugin})
 	}
-	h, err := httpserve.NewHandler(httpserve.Options{Server: srv.MCP(), BearerTokens: tokens, Verifier: contrib.Verifier,
+	h, err := httpserve.NewHandler(httpserve.Options{Server: srv.MCP(), BearerTokens: tokens, Verifier: contrib.Verifier, AllowedOrigins: origins,
 		ResourceMetadataURL: contrib.ResourceMetadataURL, SessionStore: contrib.SessionStore, Routes: routes})
 	if err != nil {
 		t.Fatal(err)
@@ -196,12 +204,19 @@ func TestOAuthConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// MCP_ALLOWED_ORIGINS is the listener's one origin policy
+	// (http.allowed_origins under `mcpkit actions start`), not the OAuth
+	// server's own.
 	if o := c.OAuth; o.CodeTTLSeconds != 60 || o.ClientTTLSeconds != 5 || o.RegisterLimit != 9 || o.RegisterWindowMS != 1000 ||
-		strings.Join(o.AllowedOrigins, " ") != "https://a.example https://b.example" {
+		len(o.AllowedOrigins) != 0 {
 		t.Fatalf("resolved %+v", o)
 	}
 	for _, tc := range []struct{ cfg, env, field string }{
 		{`{"oauth": {}, "mcp_enabled": false}`, "", "oauth"},
+		{`{"oauth": true, "mcp_enabled": false}`, "", "oauth"},
+		{`{"oauth": {"allowed_origins": ["https://a.example"]}}`, "", "oauth.allowed_origins"},
+		{`{"oauth": "yes"}`, "", "oauth"},
+		{`{"oauth": {"nope": 1}}`, "", "oauth"},
 		{`{"oauth": {"code_ttl_seconds": -1}}`, "", "oauth.code_ttl_seconds"},
 		{`{"oauth": {}}`, "x", EnvOAuthCodeTTL},
 		{`{"oauth": {"issuer": "ftp://x"}}`, "", ""},

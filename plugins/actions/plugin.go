@@ -107,10 +107,14 @@ type Config struct {
 	// Session configures the web sessions of the HTTP API and the
 	// WebSocket (a cookie naming a session kept with the shared state).
 	Session *SessionConfig `json:"session,omitempty"`
-	// OAuth, when set, makes the plugin the OAuth 2.1 authorization server
-	// of /mcp (oauth.go): MCP clients then need a token it issued to a user
-	// who signed in or up with the app's login or signup action, and the
-	// app's actions see that user as the caller. It needs MCPEnabled.
+	// OAuth, when an object (or true), makes the plugin the OAuth 2.1
+	// authorization server of /mcp (oauth.go): MCP clients then need a
+	// token it issued to a user who signed in or up with the app's login
+	// or signup action, and the app's actions see that user as the
+	// caller. It needs MCPEnabled. false turns it off. Absent: off beside
+	// other plugins (`mcpkit serve`, whose /mcp the core's bearer tokens
+	// guard), on under `mcpkit actions start` when MCP is enabled, as in
+	// Keryx, where an MCP client meets a 401 first.
 	OAuth *OAuthConfig `json:"oauth,omitempty"`
 }
 
@@ -201,7 +205,7 @@ func (c Config) resolve(getenv func(string) string) (Config, error) {
 	if n := c.Session.CookieName; n != "" && !validCookieName(n) {
 		return c, &mcpcore.ConfigError{Field: "session.cookie_name", Reason: fmt.Sprintf("%q is not a cookie name (letters, digits and !#$%%&'*+-.^_`|~)", n)}
 	}
-	if c.OAuth != nil {
+	if c.oauthOn() {
 		if !*c.MCPEnabled {
 			return c, &mcpcore.ConfigError{Field: "oauth", Reason: "the OAuth server is for /mcp, and mcp_enabled is false"}
 		}
@@ -253,7 +257,7 @@ type Opener func(ctx context.Context, cfg Config, ps action.PubSub) (app *action
 // OpenExample opens the example app (package exampleapp) on cfg.DataPath.
 func OpenExample(_ context.Context, cfg Config, ps action.PubSub) (*action.App, io.Closer, error) {
 	var opts exampleapp.Options
-	if cfg.OAuth != nil {
+	if cfg.oauthOn() {
 		opts.PrincipalPrefix = OAuthPrincipalPrefix // the OAuth server's users are the app's
 	}
 	ex, err := exampleapp.Open(cfg.DataPath, ps, opts)
@@ -333,8 +337,10 @@ func (p *Plugin) Attach(ctx context.Context, h *mcpcore.Host) error {
 	if *p.cfg.MCPEnabled {
 		errs = append(errs, p.attachMCP(ctx))
 	}
-	if p.cfg.OAuth != nil {
+	if p.cfg.oauthOn() {
 		errs = append(errs, p.attachOAuth())
+	} else if p.cfg.OAuth != nil && *p.cfg.MCPEnabled {
+		h.Logger().Info(`OAuth server off ("oauth": false): /mcp takes no OAuth token, only the core's static bearer tokens if any`)
 	}
 	if slices.ContainsFunc(app.Actions(), func(a *action.Action) bool { return a.Task != nil }) {
 		// Task workers (an in-process queue) run for the server's lifetime:
@@ -349,9 +355,12 @@ func (p *Plugin) Attach(ctx context.Context, h *mcpcore.Host) error {
 		}()
 	}
 	sessions := p.cfg.sessions(p.state.web) // one value: a WebSocket shares its cookie's session
-	h.HandleHTTP("/api/", app.HTTPHandler(action.HTTPOptions{Prefix: "/api", Logger: h.Logger(), Sessions: sessions,
+	// The listener's one origin policy: the core checks it in front of
+	// every route, and /api and /ws answer CORS by the same list.
+	origins := h.AllowedOrigins()
+	h.HandleHTTP("/api/", app.HTTPHandler(action.HTTPOptions{Prefix: "/api", Logger: h.Logger(), Sessions: sessions, AllowedOrigins: origins,
 		RateLimit: p.cfg.rateLimit(p.state.rates), TrustForwardedFor: p.cfg.RateLimit.TrustForwardedFor}))
-	ws := app.WebSocketHandler(action.WebSocketOptions{PubSub: p.state.pubsub, Logger: h.Logger(), Sessions: sessions})
+	ws := app.WebSocketHandler(action.WebSocketOptions{PubSub: p.state.pubsub, Logger: h.Logger(), Sessions: sessions, AllowedOrigins: origins})
 	h.HandleHTTP("/ws", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// An upgraded connection outlives the HTTP server's shutdown: end
 		// it, its subscriptions and its running action with the server.

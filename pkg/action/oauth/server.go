@@ -14,11 +14,11 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/mcpkit/mcpkit/pkg/action"
+	"github.com/mcpkit/mcpkit/pkg/httporigin"
 )
 
 // Defaults of [Options] (Keryx's, seed 002).
@@ -87,7 +87,8 @@ type Options struct {
 	// entry (set it only behind a proxy that writes it).
 	TrustForwardedFor bool
 	// AllowedOrigins are the browser origins the metadata, register, token
-	// and revoke endpoints answer CORS requests of; "*" is any origin,
+	// and revoke endpoints answer CORS requests of (the listener's one
+	// policy, package httporigin); "*" is any origin,
 	// then without credentials.
 	AllowedOrigins []string
 	// TemplateDir, if set, holds templates that replace the embedded
@@ -369,25 +370,18 @@ func wrapStore(err error) error {
 	return fmt.Errorf("oauth store: %w", err)
 }
 
-// cors answers CORS for the JSON endpoints: an allowed Origin is echoed
-// with credentials, "*" is sent as is without them.
+// cors answers CORS for the JSON endpoints by the listener's one origin
+// policy (package httporigin): a listed Origin is echoed with
+// credentials, any other under "*" gets "*" without them. (The core has
+// refused an origin the policy does not admit.)
 func (s *Server) cors(next http.HandlerFunc) http.HandlerFunc {
+	policy := httporigin.New(s.opts.AllowedOrigins)
 	return func(w http.ResponseWriter, r *http.Request) {
-		if origin := r.Header.Get("Origin"); origin != "" {
-			h := w.Header()
-			h.Add("Vary", "Origin")
-			switch {
-			case slices.Contains(s.opts.AllowedOrigins, origin):
-				h.Set("Access-Control-Allow-Origin", origin)
-				h.Set("Access-Control-Allow-Credentials", "true")
-			case slices.Contains(s.opts.AllowedOrigins, "*"):
-				h.Set("Access-Control-Allow-Origin", "*")
-			}
-			if r.Method == http.MethodOptions && h.Get("Access-Control-Allow-Origin") != "" {
-				h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
-				h.Set("Access-Control-Allow-Headers", "Content-Type, Authorization, MCP-Protocol-Version")
-				h.Set("Access-Control-Max-Age", "600")
-			}
+		h := w.Header()
+		if policy.SetCORS(h, r.Header.Get("Origin"), true) && r.Method == http.MethodOptions {
+			h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
+			h.Set("Access-Control-Allow-Headers", "Content-Type, Authorization, MCP-Protocol-Version")
+			h.Set("Access-Control-Max-Age", "600")
 		}
 		next(w, r)
 	}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 )
@@ -44,69 +43,47 @@ func (h *Handler) checkHost(next http.Handler) http.Handler {
 	})
 }
 
-// checkOrigin rejects a browser request from a foreign origin. A request
-// without Origin, a same-origin one (Origin's host:port is the Host) and one
-// from AllowedOrigins pass; the last also gets CORS headers, and its
-// preflight is answered here (before auth, as preflights carry no token).
-func (h *Handler) checkOrigin(next http.Handler) http.Handler {
+// checkOrigin rejects a browser request from a foreign origin, by the one
+// origin policy of the listener (package httporigin: no Origin, the same
+// origin, a listed one, or any under "*"). For /mcp (mcp true) it also
+// answers CORS: an admitted cross-origin request gets its
+// Access-Control-Allow-Origin (its origin, or "*" under "*"; never with
+// credentials: /mcp takes bearer tokens, not cookies) and its preflight is
+// answered here, before auth, as preflights carry no token. A plugin
+// route gets Access-Control-Allow-Origin on the same terms, and its
+// preflights go to its handler, which knows its methods and headers (the
+// action framework's /api and the OAuth endpoints answer them by the same
+// policy).
+func (h *Handler) checkOrigin(next http.Handler, mcp bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		origin := r.Header.Get("Origin")
 		if origin == "" {
 			next.ServeHTTP(w, r)
 			return
 		}
-		if h.allowed[strings.ToLower(origin)] {
-			hd := w.Header()
-			hd.Set("Access-Control-Allow-Origin", origin)
-			hd.Add("Vary", "Origin")
-			hd.Set("Access-Control-Expose-Headers", "Mcp-Session-Id, Mcp-Protocol-Version, WWW-Authenticate")
-			if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
-				hd.Set("Access-Control-Allow-Methods", "GET, POST, DELETE")
-				if req := r.Header.Get("Access-Control-Request-Headers"); req != "" {
-					hd.Set("Access-Control-Allow-Headers", req)
-				}
-				hd.Set("Access-Control-Max-Age", "600")
-				w.WriteHeader(http.StatusNoContent)
-				return
+		if !h.origins.Allowed(origin, r) {
+			h.logger.Debug("rejected request: origin not allowed", "origin", origin, "host", r.Host)
+			abandonBody(w, r)
+			http.Error(w, fmt.Sprintf("Forbidden: origin %q is not allowed", origin), http.StatusForbidden)
+			return
+		}
+		hd := w.Header()
+		if !h.origins.SetCORS(hd, origin, false) || !mcp {
+			next.ServeHTTP(w, r)
+			return
+		}
+		hd.Set("Access-Control-Expose-Headers", "Mcp-Session-Id, Mcp-Protocol-Version, WWW-Authenticate")
+		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+			hd.Set("Access-Control-Allow-Methods", "GET, POST, DELETE")
+			if req := r.Header.Get("Access-Control-Request-Headers"); req != "" {
+				hd.Set("Access-Control-Allow-Headers", req)
 			}
-			next.ServeHTTP(w, r)
+			hd.Set("Access-Control-Max-Age", "600")
+			w.WriteHeader(http.StatusNoContent)
 			return
 		}
-		if sameOrigin(origin, r) {
-			next.ServeHTTP(w, r)
-			return
-		}
-		h.logger.Debug("rejected request: origin not allowed", "origin", origin, "host", r.Host)
-		abandonBody(w, r)
-		http.Error(w, fmt.Sprintf("Forbidden: origin %q is not allowed", origin), http.StatusForbidden)
+		next.ServeHTTP(w, r)
 	})
-}
-
-// sameOrigin reports whether origin names the host and port the request was
-// sent to. The scheme is not compared: behind a TLS-terminating proxy the
-// request arrives as plain HTTP.
-func sameOrigin(origin string, r *http.Request) bool {
-	u, err := url.Parse(origin)
-	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return false
-	}
-	reqScheme := "http"
-	if r.TLS != nil {
-		reqScheme = "https"
-	}
-	return strings.EqualFold(withPort(u.Host, u.Scheme), withPort(r.Host, reqScheme))
-}
-
-// withPort adds the scheme's default port to a host that has none.
-func withPort(host, scheme string) string {
-	if _, _, err := net.SplitHostPort(host); err == nil {
-		return host
-	}
-	port := "80"
-	if scheme == "https" {
-		port = "443"
-	}
-	return net.JoinHostPort(strings.Trim(host, "[]"), port)
 }
 
 // isLoopbackHostPort reports whether a "host[:port]" names a loopback host.

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpkit/mcpkit/pkg/httporigin"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore/sessionstore"
 )
 
@@ -76,10 +77,15 @@ type Options struct {
 	// 408 and the connection is closed. Zero means [DefaultBodyTimeout];
 	// negative, no bound.
 	BodyTimeout time.Duration
-	// AllowedOrigins are extra browser origins ("scheme://host:port", exact)
-	// allowed besides same-origin requests; they also get CORS headers.
+	// AllowedOrigins are extra browser origins ("scheme://host:port", exact
+	// but for case and a trailing "/") allowed besides same-origin
+	// requests, on /mcp and every plugin route alike; "*" allows any origin,
+	// without credentials (package httporigin). They also get CORS headers.
 	// Requests without an Origin header always pass this check.
 	AllowedOrigins []string
+	// NoMCP leaves /mcp unserved (404): the server serves only its plugin
+	// routes and /healthz (an action app whose MCP server is disabled).
+	NoMCP bool
 	// BearerTokens, if non-empty, are static tokens /mcp accepts as
 	// "Authorization: Bearer <token>" (see [StaticTokens]). /healthz and
 	// plugin routes stay open.
@@ -118,7 +124,7 @@ type Handler struct {
 	logger      *slog.Logger
 	maxBody     int64
 	bodyTimeout time.Duration
-	allowed     map[string]bool
+	origins     httporigin.Policy
 	inflight    budget
 	versions    []string // the protocol versions the MCP-Protocol-Version header may name
 	stateless   *mcp.StreamableHTTPHandler
@@ -157,7 +163,7 @@ func NewHandler(opts Options) (*Handler, error) {
 		logger:      logger,
 		maxBody:     opts.MaxBodyBytes,
 		bodyTimeout: opts.BodyTimeout,
-		allowed:     make(map[string]bool, len(opts.AllowedOrigins)),
+		origins:     httporigin.New(opts.AllowedOrigins),
 		inflight:    budget{max: opts.MaxInflightBytes},
 		versions:    mcp.SupportedProtocolVersions(),
 		sessions:    make(map[string]*session),
@@ -168,9 +174,6 @@ func NewHandler(opts Options) (*Handler, error) {
 	}
 	if h.bodyTimeout == 0 {
 		h.bodyTimeout = DefaultBodyTimeout
-	}
-	for _, o := range opts.AllowedOrigins {
-		h.allowed[strings.ToLower(strings.TrimSuffix(o, "/"))] = true
 	}
 	h.stateless = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return opts.Server }, &mcp.StreamableHTTPOptions{
 		Stateless:                    true,
@@ -183,7 +186,7 @@ func NewHandler(opts Options) (*Handler, error) {
 	if h.Authenticated() {
 		endpoint = h.authenticate(endpoint)
 	}
-	mux, err := h.routes(h.limitBody(h.checkHost(h.checkOrigin(endpoint))), opts.Routes)
+	mux, err := h.routes(h.limitBody(h.checkHost(h.checkOrigin(endpoint, true))), opts.Routes)
 	if err != nil {
 		return nil, err
 	}
@@ -236,15 +239,17 @@ func (h *Handler) OpenSessions() int {
 	return len(h.sessions)
 }
 
-// routes builds the mux: /mcp, /healthz and the plugin routes, each plugin
+// routes builds the mux: /mcp (unless NoMCP), /healthz and the plugin routes, each plugin
 // route behind the body deadline and the Host and Origin checks. It refuses
 // a route ServeMux finds in conflict with another, and one that would take
 // requests for /mcp or /healthz (ServeMux would let "POST /mcp" win over
 // "/mcp", for instance).
 func (h *Handler) routes(endpoint http.Handler, plugin []Route) (*http.ServeMux, error) {
-	core := []Route{
-		{Pattern: MCPPath, Handler: endpoint, Owner: coreOwner},
-		{Pattern: HealthPath, Handler: http.HandlerFunc(serveHealth), Owner: coreOwner},
+	core := []Route{{Pattern: HealthPath, Handler: http.HandlerFunc(serveHealth), Owner: coreOwner}}
+	reserved := []string{HealthPath}
+	if !h.opts.NoMCP {
+		core = append(core, Route{Pattern: MCPPath, Handler: endpoint, Owner: coreOwner})
+		reserved = append(reserved, MCPPath)
 	}
 	mux := http.NewServeMux()
 	owners := make(map[string]string) // pattern -> owner
@@ -254,7 +259,7 @@ func (h *Handler) routes(endpoint http.Handler, plugin []Route) (*http.ServeMux,
 		case rt.Pattern == "" || rt.Handler == nil || rt.Owner == "":
 			return nil, fmt.Errorf("%w: route %q of %q needs a pattern, a handler and an owner", ErrInvalidOptions, rt.Pattern, rt.Owner)
 		case i >= len(core):
-			rt.Handler = h.limitBody(h.checkHost(h.checkOrigin(rt.Handler)))
+			rt.Handler = h.limitBody(h.checkHost(h.checkOrigin(rt.Handler, false)))
 		}
 		if err := handle(mux, rt); err != nil {
 			for _, prev := range done {
@@ -269,7 +274,7 @@ func (h *Handler) routes(endpoint http.Handler, plugin []Route) (*http.ServeMux,
 	}
 	for _, rt := range plugin {
 		method, host := patternParts(rt.Pattern)
-		for _, path := range []string{MCPPath, HealthPath} {
+		for _, path := range reserved {
 			probe := &http.Request{Method: method, Host: host, URL: &url.URL{Path: path}}
 			if _, got := mux.Handler(probe); got != path {
 				return nil, fmt.Errorf("%w: route %q of %s would take %s requests for %s, which %s reserves",

@@ -219,3 +219,54 @@ func TestListenAndServeRefusesUnauthenticated(t *testing.T) {
 		t.Errorf("authenticated handler on 0.0.0.0: %v", err)
 	}
 }
+
+// TestOriginAny: "*" admits every origin on /mcp and on plugin routes
+// alike (it made every cross-origin request a 403), answering "*" without
+// credentials; a plugin route's preflight reaches its handler (which
+// knows its methods), while /mcp's is answered by the core.
+func TestOriginAny(t *testing.T) {
+	route := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodOptions {
+			w.Header().Set("Access-Control-Allow-Methods", "PUT")
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		io.WriteString(w, "route")
+	})
+	env := start(t, Options{AllowedOrigins: []string{"*"}, Routes: []Route{{Pattern: "/oauth/token", Handler: route, Owner: "actions"}}})
+	for _, path := range []string{MCPPath, "/oauth/token"} {
+		body := ""
+		if path == MCPPath {
+			body = initBody
+		}
+		resp, got := env.do(t, http.MethodPost, path, body, map[string]string{"Origin": "https://any.example"})
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("Access-Control-Allow-Origin") != "*" || resp.Header.Get("Access-Control-Allow-Credentials") != "" {
+			t.Errorf("POST %s from any origin: %d %v %q", path, resp.StatusCode, resp.Header, got)
+		}
+	}
+	resp, _ := env.do(t, http.MethodOptions, "/oauth/token", "", map[string]string{"Origin": "https://any.example", "Access-Control-Request-Method": "PUT"})
+	if resp.StatusCode != http.StatusNoContent || resp.Header.Get("Access-Control-Allow-Methods") != "PUT" || resp.Header.Get("Access-Control-Allow-Origin") != "*" {
+		t.Errorf("a plugin route's preflight: %d %v", resp.StatusCode, resp.Header)
+	}
+	resp, _ = env.do(t, http.MethodOptions, MCPPath, "", map[string]string{"Origin": "https://any.example", "Access-Control-Request-Method": "POST"})
+	if resp.StatusCode != http.StatusNoContent || resp.Header.Get("Access-Control-Allow-Methods") != "GET, POST, DELETE" {
+		t.Errorf("/mcp's preflight: %d %v", resp.StatusCode, resp.Header)
+	}
+	env.h.Close()
+}
+
+// TestNoMCP: with NoMCP, /mcp is 404 and the plugin routes and /healthz
+// are served.
+func TestNoMCP(t *testing.T) {
+	env := start(t, Options{NoMCP: true, Routes: []Route{{Pattern: "GET /api/{name}", Handler: nameRoute(), Owner: "actions"}}})
+	if resp, body := env.do(t, http.MethodPost, MCPPath, initBody, nil); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("POST /mcp: %d %s, want 404", resp.StatusCode, body)
+	}
+	if resp, body := env.do(t, http.MethodGet, "/api/bob", "", nil); resp.StatusCode != http.StatusOK || body != "hello bob " {
+		t.Errorf("GET /api/bob: %d %s", resp.StatusCode, body)
+	}
+	if resp, _ := env.do(t, http.MethodGet, HealthPath, "", nil); resp.StatusCode != http.StatusOK {
+		t.Errorf("GET /healthz: %d", resp.StatusCode)
+	}
+	env.h.Close()
+}
