@@ -141,7 +141,7 @@ func (a *App) Run(ctx context.Context, c *Conn, name string, params json.RawMess
 	}
 	act, ok := a.Lookup(name)
 	if !ok {
-		return nil, &Error{Kind: KindNotFound, Message: fmt.Sprintf("no action %q", name)}
+		return nil, &Error{Kind: KindNotFound, Message: "no action " + echo(name)}
 	}
 	m, err := parseParams(params)
 	if err != nil {
