@@ -1,6 +1,7 @@
 package test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,7 +11,9 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/oauth2"
 
 	"github.com/mcpkit/mcpkit/internal/redistest"
@@ -264,5 +267,67 @@ func TestActionsOAuthCodeReplayRevokes(t *testing.T) {
 	form = url.Values{"grant_type": {"refresh_token"}, "client_id": {conf.ClientID}, "refresh_token": {tok.RefreshToken}}
 	if resp, body := request(t, http.DefaultClient, "POST", hp.base+"/oauth/token", form.Encode(), "Content-Type", "application/x-www-form-urlencoded"); resp.StatusCode != 400 {
 		t.Errorf("the first exchange's refresh token: %d %s, want 400", resp.StatusCode, body)
+	}
+}
+
+// logsAt connects a legacy MCP client to hp that keeps the standalone SSE
+// stream and sets its log level to level (none when ""), and returns the
+// PubSub messages it gets.
+func logsAt(t *testing.T, hp *httpProc, level mcp.LoggingLevel) chan logged {
+	t.Helper()
+	ch := make(chan logged, 10)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e"}, &mcp.ClientOptions{
+		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
+			b, _ := json.Marshal(r.Params.Data)
+			var d struct {
+				Channel string
+				Message struct{ Text string }
+			}
+			_ = json.Unmarshal(b, &d)
+			ch <- logged{d.Channel, d.Message.Text}
+		}}).Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: hp.base + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: legacyEra})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	if level != "" {
+		if err := cs.SetLoggingLevel(t.Context(), &mcp.SetLoggingLevelParams{Level: level}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A call on the session: its standalone stream is open by the time it
+	// is answered.
+	if _, err := cs.ListTools(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	return ch
+}
+
+// TestActionsPubSubReachesEveryClient: a message posted through the HTTP
+// API reaches every connected legacy MCP client as a log notification,
+// one that never set a log level too, in process and with the sessions
+// shared through Redis; a client that set a level above info gets none.
+func TestActionsPubSubReachesEveryClient(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t, redistest.Options{})
+	for name, plugin := range map[string]string{"in process": `{}`, "redis": `{"redis": {"addr": "` + srv.Addr + `", "prefix": "e2e-every:"}}`} {
+		t.Run(name, func(t *testing.T) {
+			cfg := writeConfig(t, `{"plugins": {"actions": {"config": `+plugin+`}}}`)
+			hp := startListening(t, binary(t), "actions", "--log-format", "json", "start", "--http", "127.0.0.1:0", "--config", cfg)
+			silent, unset, info := logsAt(t, hp, "error"), logsAt(t, hp, ""), logsAt(t, hp, "info")
+			if code, body := httpDo(t, "POST", hp.base+"/api/messages", `{"channel":"general","text":"to all","author":"ann"}`); code != 200 {
+				t.Fatalf("POST /api/messages: %d %s", code, body)
+			}
+			for who, ch := range map[string]chan logged{"the client without a level": unset, "the client at info": info} {
+				if l := firstLog(t, who, ch); l.channel != "general" || l.text != "to all" {
+					t.Errorf("%s got %+v", who, l)
+				}
+			}
+			select {
+			case l := <-silent:
+				t.Errorf("the client at error got %+v", l)
+			case <-time.After(300 * time.Millisecond):
+			}
+		})
 	}
 }

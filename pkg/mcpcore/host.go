@@ -196,6 +196,7 @@ func NewServer(ctx context.Context, opts Options) (_ *Server, err error) {
 	s.mcp.AddReceivingMiddleware(s.addInstructions, s.trackSessions)
 	s.mcp.AddReceivingMiddleware(opts.Middleware...)
 	s.mcp.AddReceivingMiddleware(encodeToolResults)
+	s.mcp.AddSendingMiddleware(sendLogsByDefault)
 	s.directCall = s.directChain(opts.Middleware)
 	s.reuseResults = len(opts.Middleware) == 0
 	s.addInfoResource()
