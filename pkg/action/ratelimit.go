@@ -27,7 +27,8 @@ const DefaultRateWindow = time.Minute
 // and previous those of the one before. Every counted request is counted,
 // refused ones too: a client that keeps calling while refused stays refused.
 //
-// A client is its principal ([HTTPOptions.Identify]) when it has one, with
+// A client is its principal (its credentials' by [HTTPOptions.Identify],
+// else its signed-in web session's, [Session.SignIn]) when it has one, with
 // the Authenticated limit, else its IP address with the Unauthenticated
 // limit (an IPv6 address by its /64 network, which one host usually holds
 // whole). The two are counted apart: a principal's calls do not use its

@@ -31,7 +31,9 @@
 // refused with invalid_redirect_uri; compared exactly at every step; a
 // code exchanged twice revokes the tokens of its first exchange; errors
 // found before the redirect URI is known good are rendered as a page and
-// never redirected; registrations rate-limited per IP; a CSRF token on
+// never redirected; registrations rate-limited per IP; failed sign-ins on
+// the page counted with the app's other ones (it runs the login action
+// through App.Run, where [action.SignInLimit] applies); a CSRF token on
 // the form post (double-submit cookie); secrets compared in constant time;
 // the pages sent with a strict Content-Security-Policy including
 // frame-ancestors 'none'.
