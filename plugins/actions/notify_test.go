@@ -51,8 +51,10 @@ func TestPubSubReachesMCPClients(t *testing.T) {
 }
 
 // TestPubSubReachesClientsWithoutALevel: a PubSub message reaches every
-// connected client, one that never set a log level too (at info, marked
-// as sent by default); a client that set a level above info gets none.
+// connected legacy client, one that never set a log level too (at info,
+// marked as sent by default); a client that set a level above info gets
+// none, and so does a 2026-07-28 client, which asks for log messages per
+// request.
 func TestPubSubReachesClientsWithoutALevel(t *testing.T) {
 	p := New(OpenExample)
 	_, srv, err := mcptest.Connect(t, mcpcore.Options{Instances: []mcpcore.Instance{{Name: "actions", Plugin: p}}})
@@ -74,6 +76,13 @@ func TestPubSubReachesClientsWithoutALevel(t *testing.T) {
 		}
 		sessions = append(sessions, cs)
 	}
+	modern := make(chan *mcp.LoggingMessageParams, 10)
+	mcs := mcptest.Session(t, srv, &mcp.ClientOptions{LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
+		modern <- r.Params
+	}}, &mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
+	if _, err := mcs.ListTools(t.Context(), nil); err != nil { // the host tracks the session from its first request
+		t.Fatal(err)
+	}
 	res, err := sessions[0].CallTool(t.Context(), &mcp.CallToolParams{Name: "actions_message-post",
 		Arguments: map[string]any{"channel": "news", "text": "for all", "author": "ann"}})
 	if err != nil || res.IsError {
@@ -94,6 +103,8 @@ func TestPubSubReachesClientsWithoutALevel(t *testing.T) {
 	select {
 	case l := <-logs["error"]:
 		t.Fatalf("the client with level error got %+v", l)
+	case l := <-modern:
+		t.Fatalf("the 2026-07-28 client got %+v", l)
 	case <-time.After(200 * time.Millisecond):
 	}
 }
