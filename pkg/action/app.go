@@ -23,6 +23,7 @@ type App struct {
 	actions           map[string]*Action
 	logger            *slog.Logger
 	authorizeChannel  ChannelAuthorizer // nil: every channel
+	signIn            *SignInLimit      // nil: failed sign-ins are not limited
 }
 
 // ChannelAuthorizer decides whether the client of c may receive channel's
@@ -141,7 +142,7 @@ func (a *App) Run(ctx context.Context, c *Conn, name string, params json.RawMess
 	}
 	act, ok := a.Lookup(name)
 	if !ok {
-		return nil, &Error{Kind: KindNotFound, Message: fmt.Sprintf("no action %q", name)}
+		return nil, &Error{Kind: KindNotFound, Message: "no action " + echo(name)}
 	}
 	m, err := parseParams(params)
 	if err != nil {
@@ -170,6 +171,15 @@ func (a *App) run(ctx context.Context, c *Conn, act *Action, raw json.RawMessage
 	in, err := act.schema.decode(raw, m)
 	if err != nil {
 		return nil, err
+	}
+	if act.MCP.LoginAction && a.signIn != nil {
+		var attempt *signInAttempt
+		if attempt, err = a.signIn.begin(ctx, c, m); err != nil {
+			return nil, err
+		}
+		// Runs before the deferred finish (last in, first out), on the
+		// call's own error.
+		defer func() { err = attempt.end(ctx, err) }()
 	}
 	for _, mw := range act.Before {
 		if mw.Before == nil {

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
+	"unicode/utf8"
 )
 
 // Kind classifies an action error; every transport maps it to its own
@@ -74,7 +77,100 @@ func (e *Error) Error() string {
 // Unwrap returns the cause.
 func (e *Error) Unwrap() error { return e.Err }
 
-// paramError is an error of kind k about the input named field.
+// paramError is an error of kind k about the input named field. Its
+// message and field echo at most a prefix of any long value the client
+// sent ([clipMessage], [clip]): a 1 MiB bad value is not sent back.
 func paramError(k Kind, field, format string, args ...any) *Error {
-	return &Error{Kind: k, Field: field, Message: fmt.Sprintf(format, args...)}
+	return &Error{Kind: k, Field: clip(field), Message: clipMessage(fmt.Sprintf(format, args...))}
+}
+
+// Bounds of what an error message echoes of the client's input.
+const (
+	// EchoChars is how many characters of a long value an error message
+	// quotes, followed by "…(N bytes)" with the value's whole length.
+	EchoChars = 64
+	// maxMessageBytes bounds a whole param error message, for the values
+	// a message shows unquoted (a number, an array).
+	maxMessageBytes = 512
+)
+
+// clip returns s when it has at most EchoChars characters, else its
+// first EchoChars characters followed by "…(N bytes)", N being len(s).
+func clip(s string) string {
+	if p, ok := echoPrefix(s); ok {
+		return fmt.Sprintf("%s…(%d bytes)", p, len(s))
+	}
+	return s
+}
+
+// echo is v quoted (as %q does) and clipped as [clip] does: the way a
+// message names a value the client sent.
+func echo(v string) string {
+	if p, ok := echoPrefix(v); ok {
+		return fmt.Sprintf("%s…(%d bytes)", strconv.Quote(p), len(v))
+	}
+	return strconv.Quote(v)
+}
+
+// echoPrefix returns the first EchoChars characters of s and true, or ""
+// and false when s has no more than that.
+func echoPrefix(s string) (string, bool) {
+	if len(s) <= EchoChars {
+		return "", false // fewer bytes than EchoChars: fewer characters too
+	}
+	n := 0
+	for i := range s {
+		if n == EchoChars {
+			return s[:i], true
+		}
+		n++
+	}
+	return "", false
+}
+
+// clipMessage shortens a message that echoes long values: each Go-quoted
+// string in it (how the schema validator and this package quote a value)
+// of more than EchoChars characters is replaced by [echo] of it, and a
+// message still over maxMessageBytes (a long value shown unquoted) is
+// clipped to that many bytes.
+func clipMessage(msg string) string {
+	msg = clipQuoted(msg)
+	if len(msg) <= maxMessageBytes {
+		return msg
+	}
+	n := maxMessageBytes
+	for n > 0 && !utf8.RuneStart(msg[n]) {
+		n--
+	}
+	return fmt.Sprintf("%s…(%d bytes)", msg[:n], len(msg))
+}
+
+// clipQuoted replaces each Go-quoted string in msg of more than EchoChars
+// characters by [echo] of it.
+func clipQuoted(msg string) string {
+	if len(msg) <= EchoChars {
+		return msg
+	}
+	var b strings.Builder
+	for rest := msg; ; {
+		i := strings.IndexByte(rest, '"')
+		if i < 0 {
+			b.WriteString(rest)
+			return b.String()
+		}
+		b.WriteString(rest[:i])
+		rest = rest[i:]
+		q, err := strconv.QuotedPrefix(rest)
+		if err != nil {
+			b.WriteByte('"')
+			rest = rest[1:]
+			continue
+		}
+		if v, err := strconv.Unquote(q); err == nil {
+			b.WriteString(echo(v))
+		} else {
+			b.WriteString(q)
+		}
+		rest = rest[len(q):]
+	}
 }

@@ -24,10 +24,16 @@ type HTTPOptions struct {
 	MaxBodyBytes   int64        // the request body limit; 0 is 1 MiB
 	AllowedOrigins []string     // browser origins allowed (CORS); "*" allows any, without credentials
 	Logger         *slog.Logger // nil: the app's logger
-	// Identify returns the principal a request authenticates as ("" for
-	// none); it becomes Conn.Principal and the request's rate-limit key.
-	// nil: every request is unauthenticated.
-	Identify func(*http.Request) (principal string)
+	// Identify returns the principal a request's credentials (a bearer
+	// token, say) authenticate it as ("" for none); an error refuses the
+	// request (an *Error as it is: unauthorized for a bad token, with
+	// WWW-Authenticate: Bearer error="invalid_token" when the request
+	// carried a bearer token; any other is a 500, logged). Without
+	// credentials, a request whose web session is signed in
+	// ([Session.SignIn]) is that session's principal. The principal
+	// becomes Conn.Principal and the request's rate-limit key (the
+	// Authenticated limit). nil: only sessions identify.
+	Identify func(*http.Request) (principal string, err error)
 	// RateLimit limits each client's requests (see [RateLimit]); nil: no
 	// limit.
 	RateLimit *RateLimit
@@ -54,10 +60,13 @@ type httpHandler struct {
 	origins  httporigin.Policy
 	logger   *slog.Logger
 	limiter  *rateLimiter // nil: no rate limit
-	identify func(*http.Request) string
-	sessions *Sessions // nil: none
-	routes   []*route  // most literal segments first
-	swagger  []byte
+	identify func(*http.Request) (string, error)
+	// trustForwarded takes Conn.Remote from X-Forwarded-For
+	// (HTTPOptions.TrustForwardedFor).
+	trustForwarded bool
+	sessions       *Sessions // nil: none
+	routes         []*route  // most literal segments first
+	swagger        []byte
 }
 
 // HTTPHandler serves the app's actions that have a Web route, Keryx
@@ -111,7 +120,7 @@ func (a *App) HTTPHandler(opts HTTPOptions) http.Handler {
 		h.logger = a.logger
 	}
 	h.origins = httporigin.New(opts.AllowedOrigins)
-	h.identify = opts.Identify
+	h.identify, h.trustForwarded = opts.Identify, opts.TrustForwardedFor
 	h.sessions = opts.Sessions.withDefaults()
 	h.limiter = newRateLimiter(opts.RateLimit, opts.TrustForwardedFor)
 	for _, act := range a.Actions() {
@@ -159,11 +168,19 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.serveSwagger(w, r)
 		return
 	}
-	var principal string
-	if h.identify != nil {
-		principal = h.identify(r)
-	}
 	preflight := r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" && r.Header.Get("Origin") != ""
+	var cl caller
+	if !preflight {
+		var err error
+		if cl, err = h.caller(r); err != nil {
+			if strings.HasPrefix(strings.ToLower(r.Header.Get("Authorization")), "bearer ") {
+				hdr["Www-Authenticate"] = []string{`Bearer error="invalid_token"`}
+			}
+			h.fail(w, r, id, "", err)
+			return
+		}
+	}
+	principal := cl.principal
 	if h.limiter != nil && !preflight {
 		if err := h.limiter.allow(r, principal, hdr); err != nil {
 			h.fail(w, r, id, "", err)
@@ -211,10 +228,43 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, id, "", &Error{Kind: KindNotFound, Message: "no route " + r.Method + " " + r.URL.Path})
 		return
 	}
-	h.serveAction(w, r, id, principal, found.act, pathParams)
+	h.serveAction(w, r, id, cl, found.act, pathParams)
 }
 
-func (h *httpHandler) serveAction(w http.ResponseWriter, r *http.Request, id, principal string, act *Action, pathParams map[string]string) {
+// caller is who a request comes from: its principal, and its web session
+// (nil without Sessions) with the session id its cookie named ("" for
+// none).
+type caller struct {
+	principal string
+	session   *Session
+	cookie    string
+}
+
+// caller identifies r's client: the principal its credentials name
+// (HTTPOptions.Identify), else its signed-in session's.
+func (h *httpHandler) caller(r *http.Request) (caller, error) {
+	var cl caller
+	if h.sessions != nil {
+		var err error
+		cl.cookie = h.sessions.cookieID(r)
+		if cl.session, err = h.sessions.load(r.Context(), cl.cookie, false); err != nil {
+			return cl, err
+		}
+	}
+	if h.identify != nil {
+		p, err := h.identify(r)
+		if err != nil {
+			return cl, err
+		}
+		cl.principal = p
+	}
+	if cl.principal == "" && cl.session != nil {
+		cl.principal = cl.session.Principal()
+	}
+	return cl, nil
+}
+
+func (h *httpHandler) serveAction(w http.ResponseWriter, r *http.Request, id string, cl caller, act *Action, pathParams map[string]string) {
 	m, err := h.params(w, r, act, pathParams)
 	if err != nil {
 		h.fail(w, r, id, act.Name, err)
@@ -227,18 +277,10 @@ func (h *httpHandler) serveAction(w http.ResponseWriter, r *http.Request, id, pr
 			return
 		}
 	}
-	c := &Conn{Type: "web", ID: id, Remote: r.RemoteAddr, Principal: principal}
-	var cookie string
-	if h.sessions != nil {
-		cookie = h.sessions.cookieID(r)
-		if c.Session, err = h.sessions.load(r.Context(), cookie, false); err != nil {
-			h.fail(w, r, id, act.Name, err)
-			return
-		}
-	}
+	c := &Conn{Type: "web", ID: id, Remote: RemoteAddr(r, h.trustForwarded), Principal: cl.principal, Session: cl.session}
 	out, err := h.app.run(r.Context(), c, act, raw, m)
 	if c.Session != nil { // before anything is written
-		h.sessions.setCookie(w, r, c.Session, cookie != "")
+		h.sessions.setCookie(w, r, c.Session, cl.cookie != "")
 	}
 	if err != nil {
 		h.fail(w, r, id, act.Name, err)

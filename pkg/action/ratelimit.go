@@ -27,7 +27,8 @@ const DefaultRateWindow = time.Minute
 // and previous those of the one before. Every counted request is counted,
 // refused ones too: a client that keeps calling while refused stays refused.
 //
-// A client is its principal ([HTTPOptions.Identify]) when it has one, with
+// A client is its principal (its credentials' by [HTTPOptions.Identify],
+// else its signed-in web session's, [Session.SignIn]) when it has one, with
 // the Authenticated limit, else its IP address with the Unauthenticated
 // limit (an IPv6 address by its /64 network, which one host usually holds
 // whole). The two are counted apart: a principal's calls do not use its
@@ -65,6 +66,9 @@ type RateStore interface {
 	// (at least 1) and key's count in window index-1 (0 when none). Counts
 	// of earlier windows are never asked for again: a store may drop them.
 	Hit(ctx context.Context, key string, index int64, window time.Duration) (current, previous int64, err error)
+	// Peek returns what Hit would, without counting: key's count in
+	// window index (0 when none) and in window index-1.
+	Peek(ctx context.Context, key string, index int64, window time.Duration) (current, previous int64, err error)
 }
 
 // MemoryRateStore is an in-process [RateStore]. It keeps, per key, the
@@ -115,6 +119,20 @@ func (s *MemoryRateStore) Hit(_ context.Context, key string, index int64, window
 		c.index, c.prev, c.current = index, 0, 0
 	}
 	c.current++
+	return c.current, c.prev, nil
+}
+
+// Peek implements [RateStore]. It never fails.
+func (s *MemoryRateStore) Peek(_ context.Context, key string, index int64, window time.Duration) (int64, int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.keys[key]
+	switch {
+	case c == nil || c.window != window || c.index < index-1:
+		return 0, 0, nil
+	case c.index == index-1:
+		return 0, c.current, nil
+	}
 	return c.current, c.prev, nil
 }
 
@@ -203,19 +221,40 @@ func (rl *rateLimiter) allow(r *http.Request, principal string, hdr http.Header)
 // retryAt is the first Unix ns at which a request would be allowed, with
 // no more requests after the cur-th of the window starting at start.
 func (rl *rateLimiter) retryAt(start, cur, prev int64, limit int) int64 {
-	w, l := float64(rl.window), float64(limit)
+	return slidingRetryAt(rl.window, start, cur, prev, limit)
+}
+
+// slidingRetryAt is the first Unix ns at which the sliding count of a key
+// (cur in the window of length window starting at start, prev in the one
+// before, at least limit now) drops under limit, with no more hits.
+func slidingRetryAt(window time.Duration, start, cur, prev int64, limit int) int64 {
+	w, l := float64(window), float64(limit)
 	if cur < int64(limit) {
 		// in this window, once prev*(1-e/w) + cur < limit (prev > 0 here:
-		// the request was refused)
+		// the count is at the limit)
 		return start + int64(math.Ceil(w*(1-(l-float64(cur))/float64(prev))))
 	}
 	// in the next, once cur*(1-e/w) < limit
-	return start + int64(rl.window) + int64(math.Ceil(w*(1-l/float64(cur))))
+	return start + int64(window) + int64(math.Ceil(w*(1-l/float64(cur))))
 }
 
 // ceilSeconds is Unix ns t in whole seconds, rounded up.
 func ceilSeconds(t int64) int64 {
 	return (t + int64(time.Second) - 1) / int64(time.Second)
+}
+
+// RemoteAddr is the address of r's client as [Conn.Remote] gives it:
+// r.RemoteAddr, or, when trustForwarded, the last X-Forwarded-For address
+// when it is an IP address (the client the proxy in front of us saw).
+func RemoteAddr(r *http.Request, trustForwarded bool) string {
+	if xff := r.Header.Values("X-Forwarded-For"); trustForwarded && len(xff) > 0 {
+		last := xff[len(xff)-1]
+		host := strings.TrimSpace(last[strings.LastIndexByte(last, ',')+1:])
+		if _, err := netip.ParseAddr(host); err == nil {
+			return host
+		}
+	}
+	return r.RemoteAddr
 }
 
 // ClientIP is r's client address for limiting by address: the host of
@@ -235,14 +274,22 @@ func ClientIP(r *http.Request, trustForwarded bool) (string, error) {
 			return "", paramError(KindInvalidParam, "", "X-Forwarded-For: %q is not an IP address", host)
 		}
 	}
+	return addressKey(host), nil
+}
+
+// addressKey is the key of a client's address host for limiting by
+// address: an IPv4 address, an IPv6 address's /64 network (which one
+// client holds), or host itself when it is not an IP address (a pipe, a
+// test transport).
+func addressKey(host string) string {
 	ip, err := netip.ParseAddr(host)
 	if err != nil {
-		return host, nil // not an IP (a pipe, a test transport): its name is its key
+		return host
 	}
 	ip = ip.Unmap().WithZone("")
 	if ip.Is6() {
 		p, _ := ip.Prefix(64) // cannot fail: 64 bits of an IPv6 address
-		return p.String(), nil
+		return p.String()
 	}
-	return ip.String(), nil
+	return ip.String()
 }

@@ -50,7 +50,7 @@ func rateApp(t *testing.T, rl *action.RateLimit, mod ...func(*action.HTTPOptions
 	})
 	opts := action.HTTPOptions{
 		RateLimit: rl,
-		Identify:  func(r *http.Request) string { return r.Header.Get("X-User") },
+		Identify:  func(r *http.Request) (string, error) { return r.Header.Get("X-User"), nil },
 	}
 	for _, m := range mod {
 		m(&opts)
@@ -322,6 +322,10 @@ type failingStore struct{}
 var errStoreDown = errors.New("store down")
 
 func (failingStore) Hit(context.Context, string, int64, time.Duration) (int64, int64, error) {
+	return 0, 0, errStoreDown
+}
+
+func (failingStore) Peek(context.Context, string, int64, time.Duration) (int64, int64, error) {
 	return 0, 0, errStoreDown
 }
 

@@ -166,7 +166,7 @@ func (is *inputSchema) decode(raw json.RawMessage, m map[string]any) (any, error
 		}
 		if r := is.checks[k]; r != nil {
 			if err := r.Validate(m[k]); err != nil {
-				return nil, is.invalid(k, err)
+				return nil, is.invalid(k, m[k], err)
 			}
 		}
 	}
@@ -195,7 +195,7 @@ func (is *inputSchema) decode(raw json.RawMessage, m map[string]any) (any, error
 		var te *segjson.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
 			field, _, _ := strings.Cut(te.Field, ".")
-			return nil, is.invalid(field, fmt.Errorf("cannot decode %s into %s", te.Value, te.Type))
+			return nil, is.invalid(field, nil, fmt.Errorf("cannot decode %s into %s", te.Value, te.Type))
 		}
 		return nil, paramError(KindInvalidParam, "", "cannot decode the params: %v", err)
 	}
@@ -210,7 +210,7 @@ func (is *inputSchema) parseTextJSON(m map[string]any) (json.RawMessage, error) 
 		if text, ok := v.(string); ok && is.textJSON[k] {
 			var parsed any
 			if err := segjson.Unmarshal([]byte(text), &parsed); err != nil {
-				return nil, is.invalid(k, fmt.Errorf("not JSON text: %v", err))
+				return nil, is.invalid(k, nil, fmt.Errorf("not JSON text: %v", err))
 			}
 			v = parsed
 		}
@@ -223,13 +223,20 @@ func (is *inputSchema) parseTextJSON(m map[string]any) (json.RawMessage, error) 
 	return raw, nil
 }
 
-// invalid is the invalid_param error for field, whose value failed with
-// err; a secret's reason is withheld, as it may quote the value.
-func (is *inputSchema) invalid(field string, err error) *Error {
+// invalid is the invalid_param error for field, whose value v (nil when
+// not known) failed with err; a secret's reason is withheld, as it may
+// quote the value. A long string value that the reason shows unquoted
+// (the validator's type errors do) is echoed as a prefix, as quoted ones
+// are ([clipMessage]).
+func (is *inputSchema) invalid(field string, v any, err error) *Error {
 	if is.secrets[field] {
 		return paramError(KindInvalidParam, field, "invalid value (the reason is withheld: the param is secret)")
 	}
-	return paramError(KindInvalidParam, field, "%s", innermost(err))
+	msg := clipQuoted(innermost(err))
+	if s, ok := v.(string); ok && len(s) > EchoChars {
+		msg = strings.Replace(msg, s, echo(s), 1)
+	}
+	return paramError(KindInvalidParam, field, "%s", msg)
 }
 
 // innermost returns the message of the innermost wrapped error (the
@@ -272,10 +279,17 @@ func (is *inputSchema) secretValues(params map[string]any) []string {
 	return out
 }
 
-// scrub replaces every secret value in msg by [Redacted].
+// scrub replaces every secret value in msg by [Redacted], and the prefix
+// of a long one that a message may echo instead of it ([echo]).
 func scrub(msg string, secrets []string) string {
 	for _, s := range secrets {
 		msg = strings.ReplaceAll(msg, s, Redacted)
+		if p, ok := echoPrefix(s); ok {
+			msg = strings.ReplaceAll(msg, p, Redacted)
+			if q := strconv.Quote(p); q[1:len(q)-1] != p {
+				msg = strings.ReplaceAll(msg, q[1:len(q)-1], Redacted)
+			}
+		}
 	}
 	return msg
 }
@@ -302,7 +316,7 @@ func (is *inputSchema) coerce(name string, values []string) (any, error) {
 				item = &jsonschema.Schema{}
 			}
 			if out[i], err = coerceOne(item, v); err != nil {
-				return nil, is.invalid(name, err)
+				return nil, is.invalid(name, nil, err)
 			}
 		}
 		return out, nil
@@ -312,7 +326,7 @@ func (is *inputSchema) coerce(name string, values []string) (any, error) {
 	}
 	v, err := coerceOne(p, values[0])
 	if err != nil {
-		return nil, is.invalid(name, err)
+		return nil, is.invalid(name, nil, err)
 	}
 	return v, nil
 }

@@ -173,6 +173,35 @@ func (s *Session) Destroy(ctx context.Context) error {
 	return nil
 }
 
+// SessionPrincipal is the session key of the principal a web client
+// signed in as ([Session.SignIn]).
+const SessionPrincipal = "principal"
+
+// SignIn makes the session's client principal: the session is destroyed
+// (a new id, so that an id planted before sign-in is useless) and then
+// names principal, which the HTTP transport gives as [Conn.Principal] to
+// every request of the session (and counts under the authenticated rate
+// limit).
+func (s *Session) SignIn(ctx context.Context, principal string) error {
+	if principal == "" {
+		return &Error{Kind: KindInvalidParam, Message: "empty principal"}
+	}
+	if err := s.Destroy(ctx); err != nil {
+		return err
+	}
+	return s.Set(ctx, SessionPrincipal, principal)
+}
+
+// Principal is the principal the session's client signed in as
+// ([Session.SignIn]), or "".
+func (s *Session) Principal() string {
+	var p string
+	if ok, err := s.Get(SessionPrincipal, &p); !ok || err != nil {
+		return ""
+	}
+	return p
+}
+
 // isSessionID reports whether v is an id [NewID] makes: 32 lowercase hex
 // digits. Anything else in a cookie is ignored.
 func isSessionID(v string) bool {

@@ -263,7 +263,7 @@ func (c *wsConn) handle(data []byte) {
 	case "unsubscribe":
 		c.reply(m.MessageID, statusOK, c.unsubscribe(m.Channel))
 	default:
-		c.reply(m.MessageID, nil, paramError(KindInvalidParam, "messageType", "unknown messageType %q: want action, subscribe or unsubscribe", m.MessageType))
+		c.reply(m.MessageID, nil, paramError(KindInvalidParam, "messageType", "unknown messageType %s: want action, subscribe or unsubscribe", echo(m.MessageType)))
 	}
 }
 
@@ -320,7 +320,7 @@ func (c *wsConn) unsubscribe(channel string) error {
 	}
 	sub, ok := c.subs[channel]
 	if !ok {
-		return &Error{Kind: KindNotFound, Message: fmt.Sprintf("not subscribed to channel %q", channel)}
+		return &Error{Kind: KindNotFound, Message: "not subscribed to channel " + echo(channel)}
 	}
 	delete(c.subs, channel)
 	return sub.Close()

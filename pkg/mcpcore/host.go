@@ -239,6 +239,7 @@ func (s *Server) newSDKServer(opts Options) *mcp.Server {
 	srv.AddReceivingMiddleware(s.addInstructions, s.trackSessions)
 	srv.AddReceivingMiddleware(opts.Middleware...)
 	srv.AddReceivingMiddleware(encodeToolResults)
+	srv.AddSendingMiddleware(sendLogsByDefault)
 	s.directCall = s.directChain(opts.Middleware)
 	s.reuseResults = len(opts.Middleware) == 0
 	return srv

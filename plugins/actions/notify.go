@@ -46,11 +46,12 @@ func (f *forwardingPubSub) Publish(ctx context.Context, channel string, msg acti
 }
 
 // notifier forwards the relay's messages to this instance's MCP client
-// sessions as log notifications (logger "pubsub", data {channel, message,
-// sender}): to each session whose identity (its principal) the app's
-// channel authorizer allows on the message's channel, and only where the
-// protocol allows a log message — a legacy session whose client has set a
-// log level (the SDK drops the others). A 2026-07-28 client has no session
+// sessions as log notifications (logger "pubsub", level info, data
+// {channel, message, sender}): to each session whose identity (its
+// principal) the app's channel authorizer allows on the message's
+// channel. Every legacy session gets them: one whose client set a log
+// level above info does not, one whose client set none gets them at info
+// (mcpcore's Session.LogByDefault). A 2026-07-28 client has no session
 // that outlives a request, so it gets none: it subscribes over WebSocket.
 // One goroutine, started by startNotifier and ended by stop.
 type notifier struct {
@@ -93,14 +94,13 @@ func (n *notifier) forward(r relayed) {
 	ctx := n.host.Context()
 	data := map[string]any{"channel": r.Channel, "message": r.Message, "sender": r.Sender}
 	for _, s := range n.host.Sessions() {
-		ss := s.ServerSession()
-		if ss == nil {
+		if s.ServerSession() == nil {
 			continue
 		}
 		if n.app.AuthorizeChannel(ctx, &action.Conn{Type: "mcp", ID: s.ID(), Principal: s.Principal()}, r.Channel) != nil {
 			continue
 		}
-		if err := ss.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Logger: "pubsub", Data: data}); err != nil {
+		if err := s.LogByDefault(ctx, &mcp.LoggingMessageParams{Level: "info", Logger: "pubsub", Data: data}); err != nil {
 			n.host.Logger().Debug("pubsub message not forwarded", "session", s.ID(), "err", err)
 		}
 	}

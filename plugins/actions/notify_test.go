@@ -50,6 +50,65 @@ func TestPubSubReachesMCPClients(t *testing.T) {
 	}
 }
 
+// TestPubSubReachesClientsWithoutALevel: a PubSub message reaches every
+// connected legacy client, one that never set a log level too (at info,
+// marked as sent by default); a client that set a level above info gets
+// none, and so does a 2026-07-28 client, which asks for log messages per
+// request.
+func TestPubSubReachesClientsWithoutALevel(t *testing.T) {
+	p := New(OpenExample)
+	_, srv, err := mcptest.Connect(t, mcpcore.Options{Instances: []mcpcore.Instance{{Name: "actions", Plugin: p}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := map[string]chan *mcp.LoggingMessageParams{}
+	var sessions []*mcp.ClientSession
+	for _, level := range []mcp.LoggingLevel{"", "error", "debug"} {
+		ch := make(chan *mcp.LoggingMessageParams, 10)
+		logs[string(level)] = ch
+		cs := mcptest.Session(t, srv, &mcp.ClientOptions{LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
+			ch <- r.Params
+		}}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		if level != "" {
+			if err := cs.SetLoggingLevel(t.Context(), &mcp.SetLoggingLevelParams{Level: level}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		sessions = append(sessions, cs)
+	}
+	modern := make(chan *mcp.LoggingMessageParams, 10)
+	mcs := mcptest.Session(t, srv, &mcp.ClientOptions{LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
+		modern <- r.Params
+	}}, &mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
+	if _, err := mcs.ListTools(t.Context(), nil); err != nil { // the host tracks the session from its first request
+		t.Fatal(err)
+	}
+	res, err := sessions[0].CallTool(t.Context(), &mcp.CallToolParams{Name: "actions_message-post",
+		Arguments: map[string]any{"channel": "news", "text": "for all", "author": "ann"}})
+	if err != nil || res.IsError {
+		t.Fatalf("message-post: %v %v", err, res)
+	}
+	for _, level := range []string{"", "debug"} {
+		select {
+		case l := <-logs[level]:
+			b, _ := json.Marshal(l.Data)
+			if l.Level != "info" || l.Logger != "pubsub" || !strings.Contains(string(b), `"text":"for all"`) ||
+				level == "" && l.Meta["io.mcpkit/default-level"] != true {
+				t.Fatalf("client with level %q: %+v (%s)", level, l, b)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("the client with level %q got no notification", level)
+		}
+	}
+	select {
+	case l := <-logs["error"]:
+		t.Fatalf("the client with level error got %+v", l)
+	case l := <-modern:
+		t.Fatalf("the 2026-07-28 client got %+v", l)
+	case <-time.After(200 * time.Millisecond):
+	}
+}
+
 // TestPubSubReachesOtherInstancesMCPClients: with two instances on one
 // Redis, a message posted on one reaches an MCP client of the other; an
 // inbox's message is not forwarded to a session it is not the inbox of.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
+	"github.com/mcpkit/mcpkit/pkg/action"
 	"github.com/mcpkit/mcpkit/pkg/action/oauth"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
 )
@@ -160,6 +161,7 @@ func (p *Plugin) attachOAuth() error {
 	if err != nil {
 		return fmt.Errorf("oauth: %w", err)
 	}
+	p.oauth = srv
 	for _, pattern := range oauth.RoutePatterns {
 		p.host.HandleHTTP(pattern, srv.Handler())
 	}
@@ -199,6 +201,27 @@ func tokenVerifier(srv *oauth.Server) auth.TokenVerifier {
 		}
 		return &auth.TokenInfo{Scopes: g.Scopes, Expiration: g.Expires, UserID: OAuthPrincipalPrefix + g.User}, nil
 	}
+}
+
+// identifyBearer identifies a request to /api by its bearer token, one
+// the OAuth server issued (for /mcp: the same user, the same grant), as
+// /mcp's verifier does: its user is the principal. A request without one
+// is not identified by it (its web session may be); one with a token
+// that is unknown, expired or revoked is refused as unauthorized, so that
+// a client learns to refresh it rather than being served as anonymous.
+func (p *Plugin) identifyBearer(r *http.Request) (string, error) {
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", nil
+	}
+	g, err := p.oauth.Verify(r.Context(), strings.TrimSpace(token), p.oauth.Resource(r))
+	if errors.Is(err, oauth.ErrInvalidToken) {
+		return "", &action.Error{Kind: action.KindUnauthorized, Message: "the bearer token is unknown, expired or revoked", Err: err}
+	}
+	if err != nil {
+		return "", fmt.Errorf("verify a bearer token: %w", err)
+	}
+	return OAuthPrincipalPrefix + g.User, nil
 }
 
 // watchCloser stops the OAuth revocation watch and waits for it, then

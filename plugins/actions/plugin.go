@@ -45,6 +45,7 @@ import (
 	"time"
 
 	"github.com/mcpkit/mcpkit/pkg/action"
+	"github.com/mcpkit/mcpkit/pkg/action/oauth"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
 	"github.com/mcpkit/mcpkit/plugins/actions/exampleapp"
 )
@@ -98,6 +99,14 @@ type Config struct {
 	// unauthenticated and 200 a minute per principal authenticated. A limit
 	// of 0 leaves that class unlimited.
 	RateLimit *RateLimitConfig `json:"rate_limit,omitempty"`
+	// SignInLimit bounds the failed sign-ins (runs of the app's login
+	// action refused as unauthorized) of each account and each client
+	// address, counted together whichever way they come: PUT /api/session,
+	// the OAuth sign-in page, WebSocket or MCP (see action.SignInLimit);
+	// kept with the rate-limit counts (in Redis when it is set). Unset: 10
+	// per account and 20 per address in 15 minutes. A limit of 0 leaves
+	// that count unlimited.
+	SignInLimit *SignInLimitConfig `json:"sign_in_limit,omitempty"`
 	// Redis, when set, holds the state that several instances of the app
 	// share: PubSub channels, rate-limit counts and task queues (package
 	// pkg/action/redisstate), and the server's legacy streamable-HTTP
@@ -196,6 +205,12 @@ func (c Config) resolve(getenv func(string) string) (Config, error) {
 	if c.RateLimit == nil {
 		c.RateLimit = &RateLimitConfig{Unauthenticated: 20, Authenticated: 200}
 	}
+	if c.SignInLimit == nil {
+		c.SignInLimit = &SignInLimitConfig{PerAccount: 10, PerAddress: 20}
+	}
+	if l := c.SignInLimit; l.PerAccount < 0 || l.PerAddress < 0 || l.WindowSeconds < 0 {
+		return c, &mcpcore.ConfigError{Field: "sign_in_limit", Reason: fmt.Sprintf("limits and window must not be negative (%d per account, %d per address, %d s)", l.PerAccount, l.PerAddress, l.WindowSeconds)}
+	}
 	if c.Session == nil {
 		c.Session = &SessionConfig{}
 	}
@@ -222,6 +237,21 @@ func (c Config) resolve(getenv func(string) string) (Config, error) {
 		return c, &mcpcore.ConfigError{Field: "rate_limit", Reason: fmt.Sprintf("limits and window must not be negative (%v)", err)}
 	}
 	return c, nil
+}
+
+// SignInLimitConfig bounds failed sign-ins.
+type SignInLimitConfig struct {
+	PerAccount int `json:"per_account"`
+	PerAddress int `json:"per_address"`
+	// WindowSeconds is the window's length; default 900.
+	WindowSeconds int `json:"window_seconds,omitempty"`
+}
+
+// signInLimit is the action package's form of the sign-in limit,
+// counted in store (nil: in process).
+func (c Config) signInLimit(store action.RateStore) action.SignInLimit {
+	return action.SignInLimit{PerAccount: c.SignInLimit.PerAccount, PerAddress: c.SignInLimit.PerAddress,
+		Window: time.Duration(c.SignInLimit.WindowSeconds) * time.Second, Store: store}
 }
 
 // validCookieName reports whether n is an RFC 6265 cookie name (an HTTP
@@ -275,7 +305,8 @@ type Plugin struct {
 	closer io.Closer
 	state  sharedState
 	host   *mcpcore.Host
-	notify *notifier // nil before Attach
+	notify *notifier     // nil before Attach
+	oauth  *oauth.Server // nil: the OAuth server is off
 	// tasksDone is closed when the app's task workers have stopped (nil:
 	// the app declares no task).
 	tasksDone chan struct{}
@@ -333,6 +364,11 @@ func (p *Plugin) Attach(ctx context.Context, h *mcpcore.Host) error {
 	if p.cfg.Instructions == "" {
 		p.cfg.Instructions = app.Description()
 	}
+	// One limit of failed sign-ins whichever way they come (the OAuth
+	// page runs the same login action), counted in the shared state.
+	if err := app.SetSignInLimit(p.cfg.signInLimit(p.state.rates)); err != nil {
+		return err
+	}
 	var errs []error
 	if *p.cfg.MCPEnabled {
 		errs = append(errs, p.attachMCP(ctx))
@@ -358,8 +394,12 @@ func (p *Plugin) Attach(ctx context.Context, h *mcpcore.Host) error {
 	// The listener's one origin policy: the core checks it in front of
 	// every route, and /api and /ws answer CORS by the same list.
 	origins := h.AllowedOrigins()
-	h.HandleHTTP("/api/", app.HTTPHandler(action.HTTPOptions{Prefix: "/api", Logger: h.Logger(), Sessions: sessions, AllowedOrigins: origins,
-		RateLimit: p.cfg.rateLimit(p.state.rates), TrustForwardedFor: p.cfg.RateLimit.TrustForwardedFor}))
+	api := action.HTTPOptions{Prefix: "/api", Logger: h.Logger(), Sessions: sessions, AllowedOrigins: origins,
+		RateLimit: p.cfg.rateLimit(p.state.rates), TrustForwardedFor: p.cfg.RateLimit.TrustForwardedFor}
+	if p.oauth != nil {
+		api.Identify = p.identifyBearer // the OAuth server's tokens are good for /api too
+	}
+	h.HandleHTTP("/api/", app.HTTPHandler(api))
 	ws := app.WebSocketHandler(action.WebSocketOptions{PubSub: p.state.pubsub, Logger: h.Logger(), Sessions: sessions, AllowedOrigins: origins})
 	h.HandleHTTP("/ws", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// An upgraded connection outlives the HTTP server's shutdown: end

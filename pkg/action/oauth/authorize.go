@@ -197,7 +197,7 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request, ar authzRequest,
 	if err != nil {
 		return err
 	}
-	out, err := s.opts.App.Run(r.Context(), &action.Conn{Type: "web", ID: action.NewID(), Remote: r.RemoteAddr}, act.Name, params)
+	out, err := s.opts.App.Run(r.Context(), &action.Conn{Type: "web", ID: action.NewID(), Remote: action.RemoteAddr(r, s.opts.TrustForwardedFor)}, act.Name, params)
 	if err != nil {
 		return err
 	}

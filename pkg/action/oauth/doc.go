@@ -24,11 +24,16 @@
 // no instance accepts it afterwards; an instance not listening caches
 // nothing.
 //
-// Hardening: redirect URIs without fragment or userinfo, https except on
-// loopback hosts (custom schemes for native apps; javascript:, data:,
-// vbscript: and file: refused), compared exactly at every step; errors
+// Hardening: redirect URIs without fragment or userinfo, and https, or
+// http on a loopback host (localhost, 127.0.0.0/8, [::1]), or a native
+// app's reverse-domain private-use scheme (RFC 8252 7.1:
+// com.example.app:/cb); every other scheme (ftp:, ws:, javascript:, ...)
+// refused with invalid_redirect_uri; compared exactly at every step; a
+// code exchanged twice revokes the tokens of its first exchange; errors
 // found before the redirect URI is known good are rendered as a page and
-// never redirected; registrations rate-limited per IP; a CSRF token on
+// never redirected; registrations rate-limited per IP; failed sign-ins on
+// the page counted with the app's other ones (it runs the login action
+// through App.Run, where [action.SignInLimit] applies); a CSRF token on
 // the form post (double-submit cookie); secrets compared in constant time;
 // the pages sent with a strict Content-Security-Policy including
 // frame-ancestors 'none'.

@@ -310,6 +310,7 @@ func keyCode(code string) string   { return "code:" + digest(code) }
 func keyAccess(tok string) string  { return "access:" + digest(tok) }
 func keyRefresh(tok string) string { return "refresh:" + digest(tok) }
 func keySpent(tok string) string   { return "spent:" + digest(tok) }
+func keyUsed(code string) string   { return "used:" + digest(code) }
 func keyFamily(id string) string   { return "family:" + id }
 func digest(secret string) string {
 	s := sha256.Sum256([]byte(secret))
@@ -695,8 +696,11 @@ func (s *Server) exchangeCode(ctx context.Context, p map[string]string) (tokenRe
 	if err != nil {
 		return tokenResponse{}, err
 	}
+	if !ok {
+		return tokenResponse{}, s.codeReplayed(ctx, p["code"])
+	}
 	switch {
-	case !ok || expired(g.Expires) || !equal(g.Client, c.ID):
+	case expired(g.Expires) || !equal(g.Client, c.ID):
 		return tokenResponse{}, errBadGrant
 	case !equal(g.RedirectURI, p["redirect_uri"]):
 		return tokenResponse{}, badRequest("invalid_grant", "redirect_uri is not the one of the authorization request")
@@ -705,8 +709,42 @@ func (s *Server) exchangeCode(ctx context.Context, p map[string]string) (tokenRe
 	case p["resource"] != "" && !equal(p["resource"], g.Resource):
 		return tokenResponse{}, badRequest("invalid_target", "resource is not the one of the authorization request")
 	}
+	// The code's use is remembered (with the family its tokens join) for
+	// as long as those tokens may live, before they are issued: a replay
+	// at any time, even during this exchange, revokes them.
 	fam := newSecret()
-	return s.issue(ctx, g, fam, family{Client: c.ID}, s.opts.RefreshTTL)
+	if err := s.put(ctx, keyUsed(p["code"]), fam, s.opts.RefreshTTL); err != nil {
+		return tokenResponse{}, err
+	}
+	resp, err := s.issue(ctx, g, fam, family{Client: c.ID}, s.opts.RefreshTTL)
+	if err != nil {
+		return tokenResponse{}, err
+	}
+	var still string
+	if live, err := s.load(ctx, keyUsed(p["code"]), &still); err != nil || !live {
+		// A replay took the record while the tokens were being issued.
+		return tokenResponse{}, errors.Join(err, s.revokeFamily(ctx, fam), errBadGrant)
+	}
+	return resp, nil
+}
+
+// codeReplayed answers an exchange of a code that is not (or no longer)
+// there. When it was exchanged before, its tokens' family is revoked
+// (OAuth 2.1 4.1.3: a code used twice may have been stolen, and either
+// holder may be the thief).
+func (s *Server) codeReplayed(ctx context.Context, code string) error {
+	var famID string
+	used, err := s.take(ctx, keyUsed(code), &famID)
+	if err != nil {
+		return err
+	}
+	if !used {
+		return errBadGrant
+	}
+	if err := s.revokeFamily(ctx, famID); err != nil {
+		return err
+	}
+	return badRequest("invalid_grant", "the code was already used: the tokens issued for it are revoked")
 }
 
 // issue makes an access and a refresh token of g's user, client,

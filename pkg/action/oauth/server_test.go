@@ -325,12 +325,26 @@ func TestRefusals(t *testing.T) {
 
 			t.Run("code replay", func(t *testing.T) {
 				code := e.code(client, p, "replay@example.com")
-				if resp, _ := e.exchange(client, code, p); resp.StatusCode != 200 {
+				resp, tok := e.exchange(client, code, p)
+				if resp.StatusCode != 200 {
 					t.Fatal(resp.Status)
 				}
 				resp, m := e.exchange(client, code, p)
-				if resp.StatusCode != 400 || m["error"] != "invalid_grant" {
+				if resp.StatusCode != 400 || m["error"] != "invalid_grant" || !strings.Contains(fmt.Sprint(m["error_description"]), "revoked") {
 					t.Fatalf("replayed code: %d %v", resp.StatusCode, m)
+				}
+				// The replay revokes what the first exchange issued (OAuth
+				// 2.1 4.1.3): its access token, and its refresh token.
+				if _, err := e.srv.Verify(t.Context(), tok["access_token"].(string), e.resource()); !errors.Is(err, oauth.ErrInvalidToken) {
+					t.Fatalf("access token of a replayed code: %v", err)
+				}
+				resp, m = e.postForm("/oauth/token", url.Values{"grant_type": {"refresh_token"}, "client_id": {client}, "refresh_token": {tok["refresh_token"].(string)}})
+				if resp.StatusCode != 400 || m["error"] != "invalid_grant" {
+					t.Fatalf("refresh token of a replayed code: %d %v", resp.StatusCode, m)
+				}
+				// A third try is refused too.
+				if resp, m := e.exchange(client, code, p); resp.StatusCode != 400 || m["error"] != "invalid_grant" {
+					t.Fatalf("code tried a third time: %d %v", resp.StatusCode, m)
 				}
 			})
 			t.Run("PKCE mismatch", func(t *testing.T) {
@@ -596,6 +610,16 @@ func TestRedirectURIRules(t *testing.T) {
 		"data:text/html,hi":              false,
 		"file:///etc/passwd":             false,
 		"/relative":                      false,
+		// Remote schemes other than https, and custom schemes that are
+		// not a native app's reverse-domain one (RFC 8252 7.1).
+		"ftp://evil.example/cb":            false,
+		"ws://evil.example/cb":             false,
+		"wss://evil.example/cb":            false,
+		"myapp://cb":                       false,
+		"vbscript:msgbox":                  false,
+		"http://127.0.0.2:8080/cb":         true,
+		"http://localhost.evil.example/cb": false,
+		"http://[::2]/cb":                  false,
 	} {
 		resp, m := e.postJSON("/oauth/register", map[string]any{"redirect_uris": []string{uri}})
 		if got := resp.StatusCode == 201; got != ok {

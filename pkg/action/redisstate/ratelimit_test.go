@@ -47,6 +47,27 @@ func TestRateStoreCounts(t *testing.T) {
 	})
 }
 
+// Peek sees what Hit would, through either store, without counting.
+func TestRateStorePeek(t *testing.T) {
+	conform(t, rateStores, func(t *testing.T, a, b action.RateStore) {
+		peek := func(s action.RateStore, index int64, cur, prev int64) {
+			t.Helper()
+			c, p, err := s.Peek(ctx(t), "k", index, time.Minute)
+			if err != nil || c != cur || p != prev {
+				t.Fatalf("Peek(k, %d) = %d, %d, %v; want %d, %d", index, c, p, err, cur, prev)
+			}
+		}
+		peek(a, 10, 0, 0)
+		hit(t, a, "k", 10, time.Minute, 1, 0)
+		hit(t, b, "k", 10, time.Minute, 2, 0)
+		peek(b, 10, 2, 0)
+		peek(a, 10, 2, 0)
+		peek(a, 11, 0, 2)
+		peek(b, 12, 0, 0)
+		hit(t, a, "k", 10, time.Minute, 3, 0) // the peeks counted nothing
+	})
+}
+
 // Concurrent hits through two stores lose no count.
 func TestRateStoreConcurrent(t *testing.T) {
 	conform(t, rateStores, func(t *testing.T, a, b action.RateStore) {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpkit/mcpkit/pkg/mcpcore/internal/wire"
 )
 
 // The log level of a shared legacy session is set by the client through
@@ -74,11 +76,13 @@ func pinLevel(msgs [][]byte, decoded []jsonrpc.Message) {
 }
 
 // admits reports whether the client wants a log message of level now: the
-// level in the session's record is set and level is at or above it. The
+// level in the session's record is set and level is at or above it, or it
+// is not set and the message is sent by default (byDefault: its _meta
+// has wire.DefaultLogMeta, see mcpcore's Session.LogByDefault). The
 // record is read for every message (without extending it), so a level set
 // through any instance applies at once; a session whose record is gone, or
 // a store that fails, gets no log messages.
-func (s *session) admits(ctx context.Context, level mcp.LoggingLevel) bool {
+func (s *session) admits(ctx context.Context, level mcp.LoggingLevel, byDefault bool) bool {
 	rec, found, err := s.h.opts.SessionStore.Load(ctx, s.id, time.Time{})
 	if err != nil {
 		s.h.logger.Warn("session store: load failed; log message dropped", "session", s.id, "error", err)
@@ -97,25 +101,30 @@ func (s *session) admits(ctx context.Context, level mcp.LoggingLevel) bool {
 	s.mu.Lock()
 	s.state.LogLevel = st.LogLevel // so that a save from this copy keeps it
 	s.mu.Unlock()
-	return st.LogLevel != "" && levelRank(level) >= levelRank(st.LogLevel)
+	if st.LogLevel == "" {
+		return byDefault
+	}
+	return levelRank(level) >= levelRank(st.LogLevel)
 }
 
-// logLevelOf returns the level of msg if it is a log notification.
-func logLevelOf(msg []byte) (mcp.LoggingLevel, bool) {
+// logLevelOf returns the level of msg if it is a log notification, and
+// whether it is sent by default (its _meta has wire.DefaultLogMeta true).
+func logLevelOf(msg []byte) (level mcp.LoggingLevel, byDefault, ok bool) {
 	if !bytes.Contains(msg, []byte(`"notifications/message"`)) {
-		return "", false
+		return "", false, false
 	}
 	m, err := jsonrpc.DecodeMessage(msg)
 	if err != nil {
-		return "", false
+		return "", false, false
 	}
-	req, ok := m.(*jsonrpc.Request)
-	if !ok || req.Method != "notifications/message" || req.IsCall() {
-		return "", false
+	req, isReq := m.(*jsonrpc.Request)
+	if !isReq || req.Method != "notifications/message" || req.IsCall() {
+		return "", false, false
 	}
 	var params struct {
 		Level mcp.LoggingLevel `json:"level"`
+		Meta  map[string]any   `json:"_meta"`
 	}
 	json.Unmarshal(req.Params, &params) // a level missing or malformed ranks as debug
-	return params.Level, true
+	return params.Level, params.Meta[wire.DefaultLogMeta] == true, true
 }

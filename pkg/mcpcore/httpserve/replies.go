@@ -111,7 +111,7 @@ func (rw *replyWriter) Write(p []byte) (int, error) {
 // outbound returns the message to write in place of msg, or drop.
 func (rw *replyWriter) outbound(msg []byte) (out []byte, drop bool) {
 	if rw.shared != nil {
-		if level, ok := logLevelOf(msg); ok && !rw.shared.admits(rw.ctx, level) {
+		if level, byDefault, ok := logLevelOf(msg); ok && !rw.shared.admits(rw.ctx, level, byDefault) {
 			return nil, true
 		}
 	}

@@ -186,12 +186,14 @@ func (a *App) signIn(ctx context.Context, c *action.Conn, in *SignInInputs) (Sig
 
 // startSession signs the web client of c in as u: its session, if any,
 // is destroyed (a new id, so that an id planted before sign-in is
-// useless) and then names u.
+// useless) and then names u, as its principal "user:<id>" (which the
+// HTTP transport gives every request of the session, and rate-limits as
+// authenticated) and by id.
 func (a *App) startSession(ctx context.Context, c *action.Conn, u User) error {
 	if c.Session == nil {
 		return nil
 	}
-	if err := c.Session.Destroy(ctx); err != nil {
+	if err := c.Session.SignIn(ctx, fmt.Sprintf("user:%d", u.ID)); err != nil {
 		return err
 	}
 	return c.Session.Set(ctx, sessionUser, u.ID)
