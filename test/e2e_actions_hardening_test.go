@@ -307,10 +307,11 @@ func logsAt(t *testing.T, hp *httpProc, level mcp.LoggingLevel) chan logged {
 // API reaches every connected legacy MCP client as a log notification,
 // one that never set a log level too, in process and with the sessions
 // shared through Redis; a client that set a level above info gets none.
+// (OAuth is off: this is about notifications, not sign-in.)
 func TestActionsPubSubReachesEveryClient(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t, redistest.Options{})
-	for name, plugin := range map[string]string{"in process": `{}`, "redis": `{"redis": {"addr": "` + srv.Addr + `", "prefix": "e2e-every:"}}`} {
+	for name, plugin := range map[string]string{"in process": `{"oauth": false}`, "redis": `{"oauth": false, "redis": {"addr": "` + srv.Addr + `", "prefix": "e2e-every:"}}`} {
 		t.Run(name, func(t *testing.T) {
 			cfg := writeConfig(t, `{"plugins": {"actions": {"config": `+plugin+`}}}`)
 			hp := startListening(t, binary(t), "actions", "--log-format", "json", "start", "--http", "127.0.0.1:0", "--config", cfg)
