@@ -3,9 +3,9 @@ package kv_test
 import (
 	"bytes"
 	"encoding/binary"
-	"io"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
