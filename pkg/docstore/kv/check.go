@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strings"
 )
 
@@ -455,11 +456,10 @@ func catchDamage(path string, err *error) {
 // panic is a bug of the caller's: damageOf panics again with r, on the
 // stack that raised it.
 func damageOf(path string, r any) error {
-	if f, ok := r.(interface{ Addr() uintptr }); ok {
-		if _, ok := r.(runtime.Error); ok {
-			return &DamageError{Path: path, Problems: []string{fmt.Sprintf(
-				"a read of the file's map faulted at %#x: the file is shorter than its pages, or another program changed it while open", f.Addr())}}
-		}
+	if isFault(r) {
+		return &DamageError{Path: path, Problems: []string{fmt.Sprintf(
+			"a read of the file's map faulted at %#x: the file is shorter than its pages, or another program changed it while open",
+			r.(interface{ Addr() uintptr }).Addr())}}
 	}
 	if raisedInBolt() {
 		return &DamageError{Path: path, Problems: []string{fmt.Sprint("bbolt: ", r)}}
@@ -485,4 +485,34 @@ func raisedInBolt() bool {
 			return false
 		}
 	}
+}
+
+// CatchFault runs fn, which reads a transaction's memory on another
+// goroutine than the transaction's, with memory faults turned into panics,
+// and returns the fault recovered (nil when none); other panics go on.
+// The transaction's goroutine must panic with a fault returned, once fn's
+// goroutine is done, so that the transaction fails with ErrDamaged: a
+// fault (the file cut short underneath) would otherwise kill the process.
+func CatchFault(fn func()) (fault runtime.Error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			if e, ok := r.(runtime.Error); ok && isFault(r) {
+				fault = e
+				return
+			}
+			panic(r)
+		}
+	}()
+	fn()
+	return nil
+}
+
+// isFault reports whether the panic value r is a memory fault that
+// debug.SetPanicOnFault turned into a panic: a runtime.Error with the
+// faulting address.
+func isFault(r any) bool {
+	_, isErr := r.(runtime.Error)
+	_, hasAddr := r.(interface{ Addr() uintptr })
+	return isErr && hasAddr
 }
