@@ -99,7 +99,11 @@ func runCommand(ctx context.Context, env *cli.Env) int {
 			case errors.Is(err, flag.ErrHelp):
 				return cli.ExitOK
 			case errors.As(err, &fe):
-				env.Logger.Error("store "+env.Args[0]+" refused", "err", fe)
+				msg := "store " + env.Args[0] + " refused"
+				if env.Args[0] == "verify" && errors.Is(err, docstore.ErrDamaged) {
+					msg = "store verify found damage"
+				}
+				env.Logger.Error(msg, "err", fe)
 				return cli.ExitConfig
 			}
 			return env.Fail(err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcpkit/mcpkit/pkg/cli"
 	"github.com/mcpkit/mcpkit/pkg/docstore"
+	"github.com/mcpkit/mcpkit/pkg/docstore/kv"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -264,5 +265,33 @@ func TestCommandOptions(t *testing.T) {
 	var c Config
 	if json.Unmarshal(pc.Config, &c) != nil || c.Path != "a.db" || c.FilesDir != "/tmp" || *pc.Prefix != "" || len(opts.Plugins) != 1 || opts.Plugins[0] != "store" {
 		t.Fatalf("options %+v, config %s", opts, pc.Config)
+	}
+}
+
+// TestCommandVerifyDocuments: verify reports a document the engine cannot
+// read (the file's pages sound, what one holds damaged) and exits 3,
+// leaving the file as it was.
+func TestCommandVerifyDocuments(t *testing.T) {
+	file := storeFile(t, 3)
+	db, err := kv.Open(file, kv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx kv.Tx) error {
+		return tx.Bucket([]byte("d\x00d")).Put(docstore.AppendKey(nil, docstore.Text("x")), []byte{0xff, 0xff, 0xff})
+	})
+	if cerr := db.Close(); err != nil || cerr != nil {
+		t.Fatal(err, cerr)
+	}
+	before, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCLI(t, "store", "verify", file)
+	if code != cli.ExitConfig || !strings.HasPrefix(stdout, file+": damaged\n  docstore: verify: ") || !strings.Contains(stderr, "store verify found damage") {
+		t.Errorf("verify: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	if after, err := os.ReadFile(file); err != nil || !bytes.Equal(after, before) {
+		t.Errorf("verify changed the file: %v", err)
 	}
 }

@@ -19,12 +19,13 @@ import (
 const kindDamaged = "damaged"
 
 // damageKind gives the error of a tool call that met damage in the store
-// file the kind "damaged".
+// file the kind "damaged", with the damage found (which names the file) as
+// its message.
 func damageKind[In any](fn mcpcore.ToolFunc[In]) mcpcore.ToolFunc[In] {
 	return func(ctx context.Context, req *mcp.CallToolRequest, in In) (any, error) {
 		out, err := fn(ctx, req, in)
-		if errors.Is(err, docstore.ErrDamaged) {
-			err = &mcpcore.KindError{Kind: kindDamaged, Err: err}
+		if de := (*docstore.DamageError)(nil); errors.As(err, &de) {
+			err = &mcpcore.KindError{Kind: kindDamaged, Err: de}
 		}
 		return out, err
 	}
