@@ -51,12 +51,14 @@ var _ DB = (*boltDB)(nil)
 // read-only, an empty one) fails with ErrInvalidFile; a damaged one (see
 // checkFile) with a *DamageError, before bbolt maps it.
 func Open(path string, opts Options) (DB, error) {
-	if err := checkFile(path); err != nil {
+	if err := checkFile(path, true, opts.Timeout); err != nil {
 		switch {
 		case !opts.ReadOnly && (errors.Is(err, errEmptyFile) || errors.Is(err, fs.ErrNotExist)):
 			// bbolt creates the file, or initializes the empty one.
 		case errors.Is(err, ErrDamaged):
 			return nil, fmt.Errorf("kv: %w", err)
+		case errors.Is(err, errBusy):
+			return nil, lockedError(path, opts.Timeout)
 		default:
 			return nil, fmt.Errorf("kv: open %s: %w", path, err)
 		}
@@ -78,7 +80,7 @@ func Open(path string, opts Options) (DB, error) {
 		case errors.Is(err, ErrDamaged):
 			err = fmt.Errorf("kv: %w", err)
 		case errors.Is(err, bolterrors.ErrTimeout):
-			err = fmt.Errorf("kv: open %s: no lock within %v: %w", path, opts.Timeout, ErrLocked)
+			err = lockedError(path, opts.Timeout)
 		case errors.Is(err, bolterrors.ErrInvalid), errors.Is(err, bolterrors.ErrVersionMismatch),
 			errors.Is(err, bolterrors.ErrChecksum):
 			err = fmt.Errorf("kv: open %s: %w: %w", path, ErrInvalidFile, err)
@@ -90,6 +92,11 @@ func Open(path string, opts Options) (DB, error) {
 	d := &boltDB{db: db, path: path, readOnly: opts.ReadOnly}
 	d.batch.update = d.Update
 	return d, nil
+}
+
+// lockedError is Open's error for a file another DB kept locked.
+func lockedError(path string, timeout time.Duration) error {
+	return fmt.Errorf("kv: open %s: no lock within %v: %w", path, timeout, ErrLocked)
 }
 
 // openBolt is bolt.Open with a panic (bbolt's assertions, on what
@@ -250,7 +257,7 @@ func (d *boltDB) Check() error {
 	check := func(tx *bolt.Tx) error {
 		// In the transaction, so that no commit of this DB writes the
 		// file while it is read.
-		if err := checkFile(d.path); err != nil {
+		if err := checkFile(d.path, false, 0); err != nil {
 			return err
 		}
 		for err := range tx.Check() {

@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"time"
 )
 
 // A bbolt file is read through a memory map and trusted: a file shorter
@@ -114,12 +115,21 @@ var errEmptyFile = fmt.Errorf("%w: the file is empty (0 bytes)", ErrInvalidFile)
 // file, errEmptyFile for an empty one, ErrInvalidFile for a file that is
 // not a bbolt file, a *DamageError for a damaged one, and the error of
 // opening or reading it.
-func checkFile(path string) error {
+//
+// With lock, it reads under a shared lock (see lockShared), waiting up to
+// timeout for a writer's lock, and fails with errBusy if it stays held;
+// without, the caller holds bbolt's lock.
+func checkFile(path string, lock bool, timeout time.Duration) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
+	if lock {
+		if err := lockShared(f, timeout); err != nil {
+			return err
+		}
+	}
 	st, err := f.Stat()
 	if err != nil {
 		return err
