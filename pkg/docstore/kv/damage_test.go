@@ -75,9 +75,9 @@ func readAll(db kv.DB) error {
 // must either open and read back whole or fail with ErrDamaged (or
 // ErrInvalidFile, for a file bbolt does not recognise), naming the file;
 // never crash. It returns Open's error.
-func openDamaged(t *testing.T, data []byte, readOnly bool) error {
+func openDamaged(t *testing.T, dir string, data []byte, readOnly bool) error {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "damaged.db")
+	path := filepath.Join(dir, "damaged.db")
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -107,10 +107,10 @@ func openDamaged(t *testing.T, data []byte, readOnly bool) error {
 // fails to open with a DamageError that says so (read-only or not), and
 // never faults; cut after it, it opens and reads whole.
 func TestOpenTruncated(t *testing.T) {
-	data := storeTemplate(t)
+	data, dir := storeTemplate(t), t.TempDir()
 	for _, cut := range truncations(int64(len(data))) {
 		for _, ro := range []bool{false, true} {
-			err := openDamaged(t, data[:cut], ro)
+			err := openDamaged(t, dir, data[:cut], ro)
 			switch {
 			case cut == 0 && ro:
 				wantErr(t, err, kv.ErrInvalidFile)
@@ -149,7 +149,7 @@ func truncations(size int64) []int64 {
 // read of every value or Check: each fails with ErrDamaged or the file
 // opens and reads. Garbage on a page header is always found.
 func TestOpenCorrupted(t *testing.T) {
-	data := storeTemplate(t)
+	data, dir := storeTemplate(t), t.TempDir()
 	rng := rand.New(rand.NewPCG(25, 1))
 	garbage := make([]byte, 512)
 	found := 0
@@ -161,7 +161,7 @@ func TestOpenCorrupted(t *testing.T) {
 		bad := bytes.Clone(data)
 		copy(bad[off:], garbage)
 		for _, ro := range []bool{false, true} {
-			err := openDamaged(t, bad, ro)
+			err := openDamaged(t, dir, bad, ro)
 			if err != nil {
 				found++
 			}
@@ -369,8 +369,9 @@ func FuzzOpenDamaged(f *testing.F) {
 			at := int(off) % len(bad)
 			copy(bad[at:], patch)
 		}
+		dir := t.TempDir()
 		for _, ro := range []bool{false, true} {
-			openDamaged(t, bad, ro)
+			openDamaged(t, dir, bad, ro)
 		}
 	})
 }
