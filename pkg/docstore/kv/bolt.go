@@ -243,11 +243,11 @@ func (d *boltDB) Backup(w io.Writer) (int64, error) {
 }
 
 // Check implements DB: checkFile (the structure, as Open checks it) and
-
 // bbolt's own consistency check (key order, the free pages, pages neither
 // reachable nor free), in a read transaction when read-only and in a write
 // transaction rolled back otherwise (bbolt's Check is safe beside a
-// writer only then).
+// writer only then). checkFile comes first: bbolt's check follows the
+// pages on a goroutine of its own, where damage would be fatal.
 func (d *boltDB) Check() error {
 	if d.closed.Load() {
 		return fmt.Errorf("kv: check %s: %w", d.path, ErrClosed)
