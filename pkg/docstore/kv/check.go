@@ -188,7 +188,7 @@ func (c *fileCheck) activeMeta() (meta, error) {
 		return b, nil
 	}
 	if errors.Is(m0.err, ErrInvalidFile) && errors.Is(m1.err, ErrInvalidFile) {
-		return meta{}, fmt.Errorf("%w: %v", ErrInvalidFile, m0.err)
+		return meta{}, m0.err
 	}
 	return meta{}, &DamageError{Path: c.f.Name(), Problems: []string{
 		fmt.Sprintf("meta page 0: %v", m0.err), fmt.Sprintf("meta page 1: %v", m1.err)}}
