@@ -50,7 +50,6 @@ themselves, so no server may hold it open (a held file fails at once):
         a collection that exists: refuse (the default) when it holds documents
   backup PATH --out FILE
         a consistent copy of the store in its own file format (atomically)
-
   verify PATH
         checks the store for damage: its pages, bbolt's own consistency
         check, then every document and index; lists what is damaged
