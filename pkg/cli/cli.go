@@ -136,7 +136,7 @@ Examples:
                                                beyond loopback: needs http.bearer_tokens_file in the config
 
 Run 'mcpkit help COMMAND' (or 'mcpkit COMMAND --help') for its flags.
-Exit codes: 0 success, 1 the server failed, 2 bad command line, 3 invalid configuration.
+Exit codes: 0 success, 1 the server failed, 2 bad command line, 3 invalid configuration or an unusable file (nothing was served or done).
 Logs go to stderr; over stdio, stdout carries JSON-RPC only.
 `
 

@@ -155,10 +155,28 @@ func inParallel(n, minRun int, fn func(lo, hi int)) {
 		fn(0, n)
 		return
 	}
+	goReading(workers, func(w int) { fn(w*n/workers, (w+1)*n/workers) })
+}
+
+// goReading runs fn(0) ... fn(workers-1) on goroutines of their own and
+// returns when all have returned. What they read of the store's file (a
+// transaction's values) faults if the file was cut short underneath: the
+// fault is raised again here, on the transaction's goroutine, where the
+// transaction turns it into ErrDamaged (see kv.CatchFault).
+func goReading(workers int, fn func(w int)) {
+	faults := make([]error, workers)
 	var wg sync.WaitGroup
 	for w := range workers {
-		lo, hi := w*n/workers, (w+1)*n/workers
-		wg.Go(func() { fn(lo, hi) })
+		wg.Go(func() {
+			if f := kv.CatchFault(func() { fn(w) }); f != nil {
+				faults[w] = f
+			}
+		})
 	}
 	wg.Wait()
+	for _, f := range faults {
+		if f != nil {
+			panic(f)
+		}
+	}
 }

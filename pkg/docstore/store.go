@@ -63,7 +63,21 @@ type Options struct {
 	// NoSync skips fsync on commit: for tests only; a crash may lose
 	// acknowledged writes.
 	NoSync bool
+	// ReadOnly opens an existing file without ever writing it (a missing
+	// or empty file is an error): every write fails. A file of an earlier
+	// layout with indexes, which only a read-write Open upgrades, fails
+	// with ErrLayout.
+	ReadOnly bool
 }
+
+// ErrDamaged is the cause of the error for a damaged store file: Open
+// refuses one, and an operation that meets damage done to the file while
+// it is open fails with it (a [*DamageError] saying what is wrong); the
+// store stays open.
+var ErrDamaged = kv.ErrDamaged
+
+// DamageError reports what is damaged in a store file.
+type DamageError = kv.DamageError
 
 // Store is an open document store, safe for concurrent use: writers are
 // serialized (and batched when concurrent), readers see consistent
@@ -98,23 +112,39 @@ type IndexDef struct {
 // Open opens the store in the bbolt file at path (created if absent), or
 // an in-memory store when path is "". A file of an earlier layout is
 // upgraded in place (its indexes rebuilt, in one transaction); one of a
-// later layout fails with ErrLayout.
+// later layout fails with ErrLayout. A damaged file fails with ErrDamaged
+// and one that is not a store file with kv.ErrInvalidFile.
 func Open(path string, opts Options) (*Store, error) {
 	var db kv.DB
 	if path == "" {
 		db = kv.OpenMemory()
 	} else {
 		var err error
-		if db, err = kv.Open(path, kv.Options{NoSync: opts.NoSync}); err != nil {
+		if db, err = kv.Open(path, kv.Options{NoSync: opts.NoSync, ReadOnly: opts.ReadOnly}); err != nil {
 			return nil, fmt.Errorf("docstore: open %s: %w", path, err)
 		}
 	}
 	s := &Store{db: db, cat: map[string]*collection{}}
-	if err := s.loadCatalog(); err != nil {
+	load := s.loadCatalog
+	if opts.ReadOnly {
+		load = s.readCatalog
+	}
+	if err := load(); err != nil {
 		db.Close()
 		return nil, err
 	}
 	return s, nil
+}
+
+// CheckFile looks for damage in the store's file: its structure and
+// bbolt's own consistency check (see kv.DB.Check). It returns nil, a
+// [*DamageError] listing what is damaged, or the error that stopped it;
+// Verify checks the documents and indexes.
+func (s *Store) CheckFile() error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	return closedAs(s.db.Check())
 }
 
 // Path returns the store's file, or "" in memory.
@@ -150,16 +180,52 @@ func (s *Store) loadCatalog() error {
 		if err != nil {
 			return err
 		}
-		c := m.Cursor()
-		for k, v := c.Seek([]byte(catalogPrefix)); k != nil && strings.HasPrefix(string(k), catalogPrefix); k, v = c.Next() {
-			var col collection
-			if err := json.Unmarshal(v, &col); err != nil {
-				return fmt.Errorf("docstore: catalog entry %q: %w", k, err)
-			}
-			s.cat[col.Name] = &col
+		if err := s.readCatalogFrom(m); err != nil {
+			return err
 		}
 		return s.upgrade(tx, m)
 	})
+}
+
+// readCatalog is loadCatalog for a read-only store, which cannot upgrade:
+// a file without the catalog bucket is an empty store, and one of an
+// earlier layout whose indexes need rebuilding fails with ErrLayout.
+func (s *Store) readCatalog() error {
+	return s.db.View(func(tx kv.Tx) error {
+		m := tx.Bucket([]byte(metaBucket))
+		if m == nil {
+			return nil
+		}
+		if err := s.readCatalogFrom(m); err != nil {
+			return err
+		}
+		switch v := string(m.Get([]byte(layoutKey))); v {
+		case strconv.Itoa(storeLayout):
+			return nil
+		case "":
+			for _, col := range s.cat {
+				if len(col.Indexes) > 0 {
+					return fmt.Errorf("docstore: the store is in layout 1, whose indexes a read-write open rebuilds (serve it once): %w", ErrLayout)
+				}
+			}
+			return nil
+		default:
+			return unknownLayout(v)
+		}
+	})
+}
+
+// readCatalogFrom reads the catalog entries of the meta bucket m.
+func (s *Store) readCatalogFrom(m kv.Bucket) error {
+	c := m.Cursor()
+	for k, v := c.Seek([]byte(catalogPrefix)); k != nil && strings.HasPrefix(string(k), catalogPrefix); k, v = c.Next() {
+		var col collection
+		if err := json.Unmarshal(v, &col); err != nil {
+			return fmt.Errorf("docstore: catalog entry %q: %w", k, err)
+		}
+		s.cat[col.Name] = &col
+	}
+	return nil
 }
 
 // upgrade brings a store of an earlier layout to storeLayout in tx (a new
@@ -183,8 +249,13 @@ func (s *Store) upgrade(tx kv.Tx, m kv.Bucket) error {
 		}
 		return m.Put([]byte(layoutKey), []byte(strconv.Itoa(storeLayout)))
 	default:
-		return fmt.Errorf("docstore: the store's layout %q is not %d, the one this version reads: %w", v, storeLayout, ErrLayout)
+		return unknownLayout(v)
 	}
+}
+
+// unknownLayout is the error for a store of layout v, not storeLayout.
+func unknownLayout(v string) error {
+	return fmt.Errorf("docstore: the store's layout %q is not %d, the one this version reads: %w", v, storeLayout, ErrLayout)
 }
 
 // putCatalog writes col's catalog entry in tx.

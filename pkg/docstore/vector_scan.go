@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"math"
 	"runtime"
-	"sync"
 	"unsafe"
 )
 
@@ -131,27 +130,25 @@ func (v *vectors) exact(q []float32, k int, allowed func(idKey []byte) bool) []c
 	tops := make([]topK, workers)
 	dist := distanceOf(v.def.Metric)
 	dim := v.def.Dimension
-	var wg sync.WaitGroup
 	for w := range workers {
-		part := blocks[w*len(blocks)/workers : (w+1)*len(blocks)/workers]
 		tops[w] = topK{k: k, h: candHeap{far: true}}
-		wg.Go(func() {
-			t := &tops[w]
-			for _, sb := range part {
-				offs := sb.b.raw[len(sb.b.vecs)*4:]
-				for i := range v.per {
-					if binary.LittleEndian.Uint32(offs[4*i:]) == binary.LittleEndian.Uint32(offs[4*i+4:]) {
-						continue // a free slot
-					}
-					if allowed != nil && !allowed(sb.b.key(i)) {
-						continue
-					}
-					t.offer(sb.n*uint32(v.per)+uint32(i), dist(q, sb.b.vecs[i*dim:(i+1)*dim]))
-				}
-			}
-		})
 	}
-	wg.Wait()
+	goReading(workers, func(w int) {
+		part := blocks[w*len(blocks)/workers : (w+1)*len(blocks)/workers]
+		t := &tops[w]
+		for _, sb := range part {
+			offs := sb.b.raw[len(sb.b.vecs)*4:]
+			for i := range v.per {
+				if binary.LittleEndian.Uint32(offs[4*i:]) == binary.LittleEndian.Uint32(offs[4*i+4:]) {
+					continue // a free slot
+				}
+				if allowed != nil && !allowed(sb.b.key(i)) {
+					continue
+				}
+				t.offer(sb.n*uint32(v.per)+uint32(i), dist(q, sb.b.vecs[i*dim:(i+1)*dim]))
+			}
+		}
+	})
 	all := topK{k: k, h: candHeap{far: true}}
 	for _, t := range tops {
 		for _, c := range t.h.c {

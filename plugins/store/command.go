@@ -50,15 +50,25 @@ themselves, so no server may hold it open (a held file fails at once):
         a collection that exists: refuse (the default) when it holds documents
   backup PATH --out FILE
         a consistent copy of the store in its own file format (atomically)
+  verify PATH
+        checks the store for damage: its pages, bbolt's own consistency
+        check, then every document and index; lists what is damaged
 
 They show a progress bar on stderr when it is a terminal, and plain progress
-lines otherwise. A store file named like a verb is given as ./dump.`
+lines otherwise. A store file named like a verb is given as ./dump. dump,
+backup and verify only read PATH: it must exist and be a store file.
+
+Every open checks the file's pages first: a store file that is damaged
+(truncated, a page overwritten), empty where it must exist, or not a store
+file is refused with what is wrong, and nothing is done or served (exit 3).
+Damage that appears while serving fails the calls that meet it with error
+kind "damaged"; the server stays up.`
 
 func init() {
 	cli.RegisterCommand(cli.Command{
 		Name:    "store",
-		Summary: "serve the document store alone (a file, or memory), over stdio by default; or dump, load or back up a store file",
-		Usage:   "[--files-dir DIR] [--tool-prefix P] [--stdio | --http ADDR] [--log-level L] [--log-format F] [PATH]\n       mcpkit store dump PATH [--out FILE] [--collection C]...\n       mcpkit store load PATH --in FILE [--mode M]\n       mcpkit store backup PATH --out FILE",
+		Summary: "serve the document store alone (a file, or memory), over stdio by default; or dump, load, back up or verify a store file",
+		Usage:   "[--files-dir DIR] [--tool-prefix P] [--stdio | --http ADDR] [--log-level L] [--log-format F] [PATH]\n       mcpkit store dump PATH [--out FILE] [--collection C]...\n       mcpkit store load PATH --in FILE [--mode M]\n       mcpkit store backup PATH --out FILE\n       mcpkit store verify PATH",
 		Doc:     commandDoc,
 		Flags: func(fs *flag.FlagSet) {
 			fs.String(flagFilesDir, "", "the existing `directory` backup, dump and load may read and write")
@@ -76,14 +86,24 @@ var verbs = map[string]func(ctx context.Context, env *cli.Env, args []string) er
 	"dump":   runDump,
 	"load":   runLoad,
 	"backup": runBackup,
+	"verify": runVerify,
 }
 
 func runCommand(ctx context.Context, env *cli.Env) int {
 	if len(env.Args) > 0 {
 		if run, ok := verbs[env.Args[0]]; ok {
 			err := run(ctx, env, env.Args[1:])
-			if errors.Is(err, flag.ErrHelp) {
+			var fe *fileError
+			switch {
+			case errors.Is(err, flag.ErrHelp):
 				return cli.ExitOK
+			case errors.As(err, &fe):
+				msg := "store " + env.Args[0] + " refused"
+				if env.Args[0] == "verify" && errors.Is(err, docstore.ErrDamaged) {
+					msg = "store verify found damage"
+				}
+				env.Logger.Error(msg, "err", fe)
+				return cli.ExitConfig
 			}
 			return env.Fail(err)
 		}
@@ -175,13 +195,15 @@ func verbFlags(env *cli.Env, verb string, args []string, define func(fs *flag.Fl
 	return rest[0], nil
 }
 
-// openExisting opens the store file at path, which must exist (a dump or
-// a backup of a file that is not there would create an empty store).
-func openExisting(path string) (*docstore.Store, error) {
+// openReadOnly opens the store file at path read-only, for the verbs
+// that only read it: it must exist and be a store file (an empty file
+// too is refused), and is never written.
+func openReadOnly(path string) (*docstore.Store, error) {
 	if _, err := os.Stat(path); err != nil {
-		return nil, fmt.Errorf("no store file: %w", err)
+		return nil, &fileError{err: fmt.Errorf("no store file: %w", err)}
 	}
-	return docstore.Open(path, docstore.Options{})
+	db, err := docstore.Open(path, docstore.Options{ReadOnly: true})
+	return db, asFileError(err)
 }
 
 // withStore runs fn on the store opened by open and closes it.
@@ -210,7 +232,7 @@ func runDump(ctx context.Context, env *cli.Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	return withStore(func() (*docstore.Store, error) { return openExisting(path) }, func(db *docstore.Store) error {
+	return withStore(func() (*docstore.Store, error) { return openReadOnly(path) }, func(db *docstore.Store) error {
 		show := newProgressDisplay(env.Stderr, "dump", "documents")
 		var docs, size int64
 		var err error
@@ -255,7 +277,10 @@ func runLoad(ctx context.Context, env *cli.Env, args []string) error {
 		return fmt.Errorf("load: %w", err)
 	}
 	defer f.Close()
-	open := func() (*docstore.Store, error) { return docstore.Open(path, docstore.Options{}) }
+	open := func() (*docstore.Store, error) {
+		db, err := docstore.Open(path, docstore.Options{})
+		return db, asFileError(err)
+	}
 	return withStore(open, func(db *docstore.Store) error {
 		show := newProgressDisplay(env.Stderr, "load", "lines")
 		st, err := loadFrom(ctx, db, f, docstore.LoadMode(mode), show.report)
@@ -279,7 +304,7 @@ func runBackup(ctx context.Context, env *cli.Env, args []string) error {
 	if out == "" {
 		return cli.Usagef("backup: give the backup file with --out FILE")
 	}
-	return withStore(func() (*docstore.Store, error) { return openExisting(path) }, func(db *docstore.Store) error {
+	return withStore(func() (*docstore.Store, error) { return openReadOnly(path) }, func(db *docstore.Store) error {
 		show := newProgressDisplay(env.Stderr, "backup", "bytes")
 		n, err := backupTo(ctx, db, hostFiles{}, out, show.report)
 		show.finish()
@@ -289,6 +314,41 @@ func runBackup(ctx context.Context, env *cli.Env, args []string) error {
 		fmt.Fprintf(env.Stderr, "backed up %s to %s (%d bytes)\n", path, out, n)
 		return nil
 	})
+}
+
+// runVerify checks the store file for damage (see docstore's CheckFile
+// and Verify) and reports on stdout: that it is sound, or what is
+// damaged, one problem a line (then exit 3).
+func runVerify(ctx context.Context, env *cli.Env, args []string) error {
+	path, err := verbFlags(env, "verify", args, func(*flag.FlagSet) {})
+	if err != nil {
+		return err
+	}
+	err = withStore(func() (*docstore.Store, error) { return openReadOnly(path) }, func(db *docstore.Store) error {
+		if err := db.CheckFile(); err != nil {
+			return asFileError(err)
+		}
+		err := db.Verify(ctx)
+		if err == nil || ctx.Err() != nil || errors.Is(err, docstore.ErrDamaged) || docstore.ErrorCode(err) == docstore.CodeClosed {
+			return asFileError(err)
+		}
+		// Documents and indexes that disagree: damage to what the pages hold.
+		return &fileError{err: &docstore.DamageError{Path: path, Problems: []string{err.Error()}}}
+	})
+	var de *docstore.DamageError
+	switch {
+	case err == nil:
+		fmt.Fprintf(env.Stdout, "%s: no damage found (pages, bbolt's consistency check, documents and indexes)\n", path)
+	case errors.As(err, &de):
+		fmt.Fprintf(env.Stdout, "%s: damaged\n", path)
+		for _, p := range de.Problems {
+			fmt.Fprintf(env.Stdout, "  %s\n", p)
+		}
+		if de.More > 0 {
+			fmt.Fprintf(env.Stdout, "  and %d more problems\n", de.More)
+		}
+	}
+	return err
 }
 
 // lineEvery is the least time between two plain progress lines.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcpkit/mcpkit/pkg/cli"
 	"github.com/mcpkit/mcpkit/pkg/docstore"
+	"github.com/mcpkit/mcpkit/pkg/docstore/kv"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -44,11 +45,16 @@ func storeFile(t *testing.T, n int) string {
 	return path
 }
 
-// TestCommandExitCodes: bad command lines exit 2, bad configurations 3,
+// TestCommandExitCodes: bad command lines exit 2, bad configurations and
+// store files that are missing, empty or damaged where one must exist 3,
 // failed operations 1.
 func TestCommandExitCodes(t *testing.T) {
 	dir := t.TempDir()
 	file := storeFile(t, 1)
+	empty := filepath.Join(dir, "empty.db")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		args []string
 		code int
@@ -66,8 +72,12 @@ func TestCommandExitCodes(t *testing.T) {
 		{[]string{"store", "--files-dir", filepath.Join(dir, "nope")}, cli.ExitConfig, "files_dir"},
 		{[]string{"store", "--tool-prefix", "Bad Prefix"}, cli.ExitConfig, "prefix"},
 		{[]string{"store", dir}, cli.ExitConfig, "is a directory"},
-		{[]string{"store", "dump", filepath.Join(dir, "missing.db")}, cli.ExitFailure, "no store file"},
-		{[]string{"store", "backup", filepath.Join(dir, "missing.db"), "--out", filepath.Join(dir, "b.db")}, cli.ExitFailure, "no store file"},
+		{[]string{"store", "dump", filepath.Join(dir, "missing.db")}, cli.ExitConfig, "no store file"},
+		{[]string{"store", "backup", filepath.Join(dir, "missing.db"), "--out", filepath.Join(dir, "b.db")}, cli.ExitConfig, "no store file"},
+		{[]string{"store", "verify", filepath.Join(dir, "missing.db")}, cli.ExitConfig, "no store file"},
+		{[]string{"store", "dump", empty}, cli.ExitConfig, "empty (0 bytes)"},
+		{[]string{"store", "verify", empty}, cli.ExitConfig, "empty (0 bytes)"},
+		{[]string{"store", "verify", file, "extra"}, cli.ExitUsage, `unexpected argument "extra"`},
 		{[]string{"store", "load", filepath.Join(dir, "new.db"), "--in", filepath.Join(dir, "missing.jsonl")}, cli.ExitFailure, "missing.jsonl"},
 		{[]string{"store", "dump", file, "--collection", "nope"}, cli.ExitFailure, `no collection \"nope\"`},
 	} {
@@ -81,13 +91,16 @@ func TestCommandExitCodes(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "missing.db")); err == nil {
 		t.Error("dump created the store file it was asked to dump")
 	}
+	if st, err := os.Stat(empty); err != nil || st.Size() != 0 {
+		t.Errorf("dump or verify changed the empty file: %v, %v", st, err)
+	}
 }
 
 // TestCommandHelp: `mcpkit help store` and `mcpkit store dump --help`
 // describe the verbs and their flags.
 func TestCommandHelp(t *testing.T) {
 	code, out, _ := runCLI(t, "help", "store")
-	for _, want := range []string{"mcpkit store dump PATH [--out FILE] [--collection C]...", "mcpkit store load PATH --in FILE", "mcpkit store backup PATH --out FILE", "-files-dir", "-tool-prefix", "progress bar"} {
+	for _, want := range []string{"mcpkit store dump PATH [--out FILE] [--collection C]...", "mcpkit store load PATH --in FILE", "mcpkit store backup PATH --out FILE", "mcpkit store verify PATH", "-files-dir", "-tool-prefix", "progress bar"} {
 		if code != cli.ExitOK || !strings.Contains(out, want) {
 			t.Errorf("help store lacks %q:\n%s", want, out)
 		}
@@ -134,10 +147,25 @@ func TestCommandVerbs(t *testing.T) {
 		t.Fatalf("load --mode replace: exit %d, stderr %q", code, stderr)
 	}
 
+	// The verbs that read a file leave it byte for byte as it was.
+	before, err := os.ReadFile(loaded)
+	if err != nil {
+		t.Fatal(err)
+	}
 	backup := filepath.Join(dir, "backup.db")
 	code, _, stderr = runCLI(t, "store", "backup", loaded, "--out", backup)
 	if code != cli.ExitOK || !strings.Contains(stderr, "backed up "+loaded+" to "+backup) || !strings.Contains(stderr, "backup: ") {
 		t.Fatalf("backup: exit %d, stderr %q", code, stderr)
+	}
+	code, stdout, stderr = runCLI(t, "store", "verify", loaded)
+	if code != cli.ExitOK || stdout != loaded+": no damage found (pages, bbolt's consistency check, documents and indexes)\n" {
+		t.Fatalf("verify: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	if code, _, stderr = runCLI(t, "store", "dump", loaded, "--out", filepath.Join(dir, "again.jsonl")); code != cli.ExitOK {
+		t.Fatalf("dump: exit %d, stderr %q", code, stderr)
+	}
+	if after, err := os.ReadFile(loaded); err != nil || !bytes.Equal(after, before) {
+		t.Errorf("backup, verify and dump changed the store file (%d bytes before, %d after, %v)", len(before), len(after), err)
 	}
 	db, err := docstore.Open(backup, docstore.Options{})
 	if err != nil {
@@ -237,5 +265,33 @@ func TestCommandOptions(t *testing.T) {
 	var c Config
 	if json.Unmarshal(pc.Config, &c) != nil || c.Path != "a.db" || c.FilesDir != "/tmp" || *pc.Prefix != "" || len(opts.Plugins) != 1 || opts.Plugins[0] != "store" {
 		t.Fatalf("options %+v, config %s", opts, pc.Config)
+	}
+}
+
+// TestCommandVerifyDocuments: verify reports a document the engine cannot
+// read (the file's pages sound, what one holds damaged) and exits 3,
+// leaving the file as it was.
+func TestCommandVerifyDocuments(t *testing.T) {
+	file := storeFile(t, 3)
+	db, err := kv.Open(file, kv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx kv.Tx) error {
+		return tx.Bucket([]byte("d\x00d")).Put(docstore.AppendKey(nil, docstore.Text("x")), []byte{0xff, 0xff, 0xff})
+	})
+	if cerr := db.Close(); err != nil || cerr != nil {
+		t.Fatal(err, cerr)
+	}
+	before, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCLI(t, "store", "verify", file)
+	if code != cli.ExitConfig || !strings.HasPrefix(stdout, file+": damaged\n  docstore: verify: ") || !strings.Contains(stderr, "store verify found damage") {
+		t.Errorf("verify: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	if after, err := os.ReadFile(file); err != nil || !bytes.Equal(after, before) {
+		t.Errorf("verify changed the file: %v", err)
 	}
 }

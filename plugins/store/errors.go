@@ -1,11 +1,68 @@
 package store
 
 import (
+	"context"
 	"errors"
+	"io/fs"
 
 	"github.com/mcpkit/mcpkit/pkg/docstore"
+	"github.com/mcpkit/mcpkit/pkg/docstore/kv"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
+
+// kindDamaged is the error kind of a call that met damage in the store
+// file (docstore.ErrDamaged): the file changed underneath the server, or
+// is damaged where the check at start could not see. The call did
+// nothing; the server and the store stay up, and calls that do not meet
+// the damage keep working.
+const kindDamaged = "damaged"
+
+// damageKind gives the error of a tool call that met damage in the store
+// file the kind "damaged", with the damage found (which names the file) as
+// its message.
+func damageKind[In any](fn mcpcore.ToolFunc[In]) mcpcore.ToolFunc[In] {
+	return func(ctx context.Context, req *mcp.CallToolRequest, in In) (any, error) {
+		out, err := fn(ctx, req, in)
+		if de := (*docstore.DamageError)(nil); errors.As(err, &de) {
+			err = &mcpcore.KindError{Kind: kindDamaged, Err: de}
+		}
+		return out, err
+	}
+}
+
+// fileError is a store file that cannot be used as it stands: damaged,
+// not a store file, of a layout this version does not read, or missing or
+// empty where one must exist. Nothing was done: a server refuses to start
+// and a command exits 3, as for an invalid configuration (it matches
+// mcpcore.ErrConfig).
+type fileError struct{ err error }
+
+// Error is the damage found, which names the file, or the whole error.
+func (e *fileError) Error() string {
+	var de *docstore.DamageError
+	if errors.As(e.err, &de) {
+		return de.Error()
+	}
+	return e.err.Error()
+}
+
+func (e *fileError) Unwrap() error { return e.err }
+
+// Is makes errors.Is(err, mcpcore.ErrConfig) true.
+func (e *fileError) Is(target error) bool { return target == mcpcore.ErrConfig }
+
+// asFileError returns err as a *fileError when it is about the store file
+// itself (see fileError), and unchanged otherwise (a locked file, a failed
+// read).
+func asFileError(err error) error {
+	for _, target := range []error{docstore.ErrDamaged, kv.ErrInvalidFile, docstore.ErrLayout, fs.ErrNotExist} {
+		if errors.Is(err, target) {
+			return &fileError{err: err}
+		}
+	}
+	return err
+}
 
 // placer says which argument (a JSON Pointer) an engine error of code
 // invalid is about.

@@ -91,7 +91,7 @@ func (p *Plugin) Attach(ctx context.Context, h *mcpcore.Host) error {
 	p.host = h
 	db, err := docstore.Open(p.cfg.path, docstore.Options{})
 	if err != nil {
-		return fmt.Errorf("open the store: %w", err)
+		return fmt.Errorf("open the store: %w", asFileError(err))
 	}
 	p.db = db
 	if p.cfg.filesDir != "" {

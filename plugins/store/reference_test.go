@@ -70,7 +70,8 @@ values and filters are JSON in the store's typed form: integers stay ints and
 numbers with a fraction or exponent are floats, ` + "`{\"$vector\": [...]}`" + ` is a
 float32 vector, ` + "`{\"$bytes\": \"<base64>\"}`" + ` is bytes. A failed call's
 ` + "`structuredContent.error.kind`" + ` is ` + "`bad_params`" + ` (with ` + "`path`" + `, the JSON Pointer of the
-argument), or the engine's code: ` + "`not_found`, `collection_not_found`, `unique_violation`,\n`revision_mismatch` (with `revision` and `exists`), `schema_violation`, `index_exists`" + `.
+argument), or the engine's code: ` + "`not_found`, `collection_not_found`, `unique_violation`,\n`revision_mismatch` (with `revision` and `exists`), `schema_violation`, `index_exists`" + `,
+or ` + "`damaged`" + ` when the call met damage in the store file (see the README).
 A large result is paged through the ` + "`result`" + ` tool (see the README).
 
 An argument given empty is never read as not given. Leaving an optional

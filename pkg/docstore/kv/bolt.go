@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"runtime/debug"
 	"sync/atomic"
 	"time"
 
@@ -14,9 +16,23 @@ import (
 
 // initialMmapSize is the bbolt map reserved at Open (address space, not
 // memory): below it a commit that grows the file never waits for readers.
-// With it, bbolt grows the file in sparse 16 MiB steps (disk use and Backup
-// follow the pages in use).
 const initialMmapSize = 1 << 30
+
+// The file grows by a step proportional to its size (see growStep), so
+// that a new store takes tens of kilobytes, not bbolt's 16 MiB step (which
+// it takes whenever the map is larger than the step, as initialMmapSize
+// is), while a growing store still pays one truncate and fsync per
+// doubling at most, and per 16 MiB once large.
+const (
+	minGrowStep = 32 << 10
+	maxGrowStep = 16 << 20
+)
+
+// growStep is how much to grow a file of size bytes by, past what the
+// commit needs.
+func growStep(size int64) int {
+	return int(min(max(size, minGrowStep), maxGrowStep))
+}
 
 // boltDB is the bbolt backend.
 type boltDB struct {
@@ -30,14 +46,28 @@ type boltDB struct {
 var _ DB = (*boltDB)(nil)
 
 // Open opens or creates the bbolt file at path (mode 0600; ReadOnly requires
-// an existing file). A file locked by another DB fails with ErrLocked after
-// opts.Timeout; a file that is not a store fails with ErrInvalidFile.
+// an existing file, which it never modifies). A file locked by another DB
+// fails with ErrLocked after opts.Timeout; a file that is not a store (or,
+// read-only, an empty one) fails with ErrInvalidFile; a damaged one (see
+// checkFile) with a *DamageError, before bbolt maps it.
 func Open(path string, opts Options) (DB, error) {
+	if err := checkFile(path, true, opts.Timeout); err != nil {
+		switch {
+		case !opts.ReadOnly && (errors.Is(err, errEmptyFile) || errors.Is(err, fs.ErrNotExist)):
+			// bbolt creates the file, or initializes the empty one.
+		case errors.Is(err, ErrDamaged):
+			return nil, fmt.Errorf("kv: %w", err)
+		case errors.Is(err, errBusy):
+			return nil, lockedError(path, opts.Timeout)
+		default:
+			return nil, fmt.Errorf("kv: open %s: %w", path, err)
+		}
+	}
 	timeout := opts.Timeout
 	if timeout <= 0 {
 		timeout = time.Nanosecond // bbolt waits forever on zero; this tries once
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{
+	db, err := openBolt(path, &bolt.Options{
 		Timeout:         timeout,
 		NoSync:          opts.NoSync,
 		ReadOnly:        opts.ReadOnly,
@@ -47,8 +77,10 @@ func Open(path string, opts Options) (DB, error) {
 	})
 	if err != nil {
 		switch {
+		case errors.Is(err, ErrDamaged):
+			err = fmt.Errorf("kv: %w", err)
 		case errors.Is(err, bolterrors.ErrTimeout):
-			err = fmt.Errorf("kv: open %s: no lock within %v: %w", path, opts.Timeout, ErrLocked)
+			err = lockedError(path, opts.Timeout)
 		case errors.Is(err, bolterrors.ErrInvalid), errors.Is(err, bolterrors.ErrVersionMismatch),
 			errors.Is(err, bolterrors.ErrChecksum):
 			err = fmt.Errorf("kv: open %s: %w: %w", path, ErrInvalidFile, err)
@@ -60,6 +92,20 @@ func Open(path string, opts Options) (DB, error) {
 	d := &boltDB{db: db, path: path, readOnly: opts.ReadOnly}
 	d.batch.update = d.Update
 	return d, nil
+}
+
+// lockedError is Open's error for a file another DB kept locked.
+func lockedError(path string, timeout time.Duration) error {
+	return fmt.Errorf("kv: open %s: no lock within %v: %w", path, timeout, ErrLocked)
+}
+
+// openBolt is bolt.Open with a panic (bbolt's assertions, on what
+// checkFile did not catch or what changed since) turned into a
+// *DamageError. Such a panic leaves bbolt's file descriptor open.
+func openBolt(path string, opts *bolt.Options) (db *bolt.DB, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer catchDamage(path, &err)
+	return bolt.Open(path, 0o600, opts)
 }
 
 // Path implements DB.
@@ -101,11 +147,16 @@ func (d *boltDB) Batch(fn func(Tx) error) error {
 }
 
 // run runs fn in a bbolt transaction, returning fn's error unchanged and
-// bbolt's own (begin, commit) with context.
+// bbolt's own (begin, commit) with context. Damage met in the transaction
+// (a read of the map that faults, a bbolt assertion) fails it with a
+// *DamageError, after rolling it back; fn's own panics propagate.
 func (d *boltDB) run(op string, writable bool, fn func(Tx) error) error {
 	if d.closed.Load() {
 		return fmt.Errorf("kv: %s %s: %w", op, d.path, ErrClosed)
 	}
+	// A read past the end of a file truncated underneath is a SIGBUS,
+	// fatal unless this goroutine turns faults into panics.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	var ran bool
 	var fnErr error
 	body := func(btx *bolt.Tx) error {
@@ -119,13 +170,15 @@ func (d *boltDB) run(op string, writable bool, fn func(Tx) error) error {
 	}
 	var err error
 	if writable {
-		err = d.db.Update(body)
+		err = d.update(body)
 	} else {
-		err = d.db.View(body)
+		err = d.view(body)
 	}
 	switch {
 	case err == nil || (ran && err == fnErr):
 		return err
+	case errors.Is(err, ErrDamaged):
+		return fmt.Errorf("kv: %s: %w", op, err)
 	case errors.Is(err, bolterrors.ErrDatabaseNotOpen):
 		return fmt.Errorf("kv: %s %s: %w", op, d.path, ErrClosed)
 	case ran:
@@ -135,15 +188,49 @@ func (d *boltDB) run(op string, writable bool, fn func(Tx) error) error {
 	}
 }
 
+// view runs body in a bbolt read transaction.
+func (d *boltDB) view(body func(*bolt.Tx) error) (err error) {
+	defer catchDamage(d.path, &err)
+	return d.db.View(body)
+}
+
+// update runs body in bbolt's write transaction and commits it. It is
+// bbolt's DB.Update but for a panic, which it rolls back as an error
+// would be: bbolt's Update rolls a panic back by rebuilding the free page
+// list from every page of the file (NoFreelistSync), on a goroutine of
+// its own, where damage is fatal.
+func (d *boltDB) update(body func(*bolt.Tx) error) (err error) {
+	btx, err := d.db.Begin(true)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			_ = btx.Rollback() // ErrTxClosed when Commit closed it
+			err = damageOf(d.path, r)
+		}
+	}()
+	btx.DB().AllocSize = growStep(btx.Size())
+	if err := body(btx); err != nil {
+		_ = btx.Rollback()
+		return err
+	}
+	return btx.Commit()
+}
+
 // Backup implements DB with bbolt's own hot copy.
 func (d *boltDB) Backup(w io.Writer) (int64, error) {
 	if d.closed.Load() {
 		return 0, fmt.Errorf("kv: backup %s: %w", d.path, ErrClosed)
 	}
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	var n int64
-	err := d.db.View(func(tx *bolt.Tx) error {
+	err := d.view(func(tx *bolt.Tx) error {
 		var err error
-		n, err = tx.WriteTo(w)
+		if n, err = tx.WriteTo(w); errors.Is(err, io.EOF) {
+			err = &DamageError{Path: d.path, Problems: []string{fmt.Sprintf(
+				"the file ends before its last page in use (%d bytes): it was truncated", tx.Size())}}
+		}
 		return err
 	})
 	if err != nil {
@@ -154,6 +241,55 @@ func (d *boltDB) Backup(w io.Writer) (int64, error) {
 	}
 	return n, nil
 }
+
+// Check implements DB: checkFile (the structure, as Open checks it) and
+// bbolt's own consistency check (key order, the free pages, pages neither
+// reachable nor free), in a read transaction when read-only and in a write
+// transaction rolled back otherwise (bbolt's Check is safe beside a
+// writer only then). checkFile comes first: bbolt's check follows the
+// pages on a goroutine of its own, where damage would be fatal.
+func (d *boltDB) Check() error {
+	if d.closed.Load() {
+		return fmt.Errorf("kv: check %s: %w", d.path, ErrClosed)
+	}
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	var de DamageError
+	check := func(tx *bolt.Tx) error {
+		// In the transaction, so that no commit of this DB writes the
+		// file while it is read.
+		if err := checkFile(d.path, false, 0); err != nil {
+			return err
+		}
+		for err := range tx.Check() {
+			if len(de.Problems) < maxProblems {
+				de.Problems = append(de.Problems, err.Error())
+			} else {
+				de.More++
+			}
+		}
+		return errRollback
+	}
+	var err error
+	if d.readOnly {
+		err = d.view(check)
+	} else {
+		err = d.update(check)
+	}
+	switch {
+	case errors.Is(err, ErrDamaged):
+		return fmt.Errorf("kv: check: %w", err)
+	case err != errRollback:
+		return fmt.Errorf("kv: check %s: %w", d.path, err)
+	}
+	if len(de.Problems) > 0 {
+		de.Path = d.path
+		return fmt.Errorf("kv: check: %w", &de)
+	}
+	return nil
+}
+
+// errRollback ends Check's transaction.
+var errRollback = errors.New("kv: roll back")
 
 // boltTx is a bbolt transaction with the handles it gave out.
 type boltTx struct {

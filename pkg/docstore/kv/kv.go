@@ -41,7 +41,8 @@ var (
 	// ErrLocked: Open could not lock the file within Options.Timeout because
 	// another DB holds it (in this process or another).
 	ErrLocked = errors.New("store file locked by another user")
-	// ErrInvalidFile: the file is not a store (not a bbolt file, or corrupt).
+	// ErrInvalidFile: the file is not a store: not a bbolt file, or (opened
+	// read-only) empty. A damaged store file fails with ErrDamaged.
 	ErrInvalidFile = errors.New("not a valid store file")
 	// ErrTxNotWritable: a write in a View transaction.
 	ErrTxNotWritable = errors.New("transaction not writable")
@@ -111,6 +112,13 @@ type DB interface {
 
 	// Path is the file's path, or "" for memory.
 	Path() string
+
+	// Check looks for damage in everything committed: on a bbolt file,
+	// its structure as Open checks it, then bbolt's own consistency check
+	// (key order, free pages, pages neither reachable nor free). It
+	// returns nil, a *DamageError listing what is damaged, or the error
+	// that stopped it. Memory holds nothing to damage.
+	Check() error
 }
 
 // Tx is a transaction: a set of top-level buckets, read-only or read-write.

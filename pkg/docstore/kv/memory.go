@@ -63,6 +63,9 @@ func OpenMemory() DB {
 // Path implements DB.
 func (d *memDB) Path() string { return "" }
 
+// Check implements DB: memory holds no file to damage.
+func (d *memDB) Check() error { return d.closedErr("check") }
+
 // Close implements DB; it waits for a running Update.
 func (d *memDB) Close() error {
 	d.wmu.Lock()
