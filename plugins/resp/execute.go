@@ -338,8 +338,14 @@ func (p *Plugin) execute(ctx context.Context, req *mcp.CallToolRequest, in Execu
 	}
 	if err != nil {
 		// After dispatch: the connection is closed, the state of the session
-		// unknown; nothing is retried.
-		p.reg.broken(s)
+		// unknown; nothing is retried, and the next call on the session is
+		// told (KindSessionReset).
+		p.reg.observe(s, b.cmds, reply.Replies)
+		why := whyFailed
+		if ended(ctx, err) {
+			why = whyEnded
+		}
+		p.reg.broken(s, why)
 		reply.Outcome, reply.Unknown = OutcomeUnknown, len(b.cmds)-len(reply.Replies)
 		if ended(ctx, err) {
 			return nil, mcpcore.ErrorResult(reply) // the host reports the timeout or cancellation
@@ -380,9 +386,9 @@ func ended(ctx context.Context, err error) bool {
 func (p *Plugin) failure(s *session, err error) mcpcore.ToolErrorDetail {
 	suffix := "; the connection was closed, the commands without a reply have unknown outcomes (nothing is retried)"
 	if s.id == DefaultSession {
-		suffix += "; the next call opens a new default session (database and transaction state are reset)"
+		suffix += "; the next call on the default session fails with " + KindSessionReset + " (nothing sent) and the one after it opens a new default session (database and transaction state are reset)"
 	} else {
-		suffix += fmt.Sprintf("; session %q is closed", s.id)
+		suffix += fmt.Sprintf("; session %q is closed (its next call fails with %s)", s.id, KindSessionReset)
 	}
 	var le *resp.LimitError
 	if errors.As(err, &le) {

@@ -415,7 +415,7 @@ func waitFor(t *testing.T, cond func() bool) {
 }
 
 // TestSessionLimits: max_sessions counts every session and fails
-// explicitly; idle sessions expire.
+// explicitly; idle sessions expire, and their next call is told.
 func TestSessionLimits(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
 	e := connect(t, targetAt(s, ""), `{"max_sessions": 2, "session_idle": "1s"}`)
@@ -429,8 +429,16 @@ func TestSessionLimits(t *testing.T) {
 	failure(t, e.call(other, "resp_execute", map[string]any{"commands": [][]any{{"PING"}}}), mcpcore.KindLimit)
 	time.Sleep(1500 * time.Millisecond)
 	waitFor(t, func() bool { return len(e.list(nil)) == 0 })
-	failure(t, e.execOn(nil, h, cmd("PING")), KindSessionNotFound)
+	// Expired sessions are reported reset: the default session to its next
+	// call only, a handle until session_idle later, when it is forgotten.
+	if r := failure(t, e.execOn(nil, h, cmd("PING")), KindSessionReset); !strings.Contains(r.Error.Message, LimitSessionIdle) {
+		t.Fatalf("the reset does not say why: %+v", r.Error)
+	}
+	failure(t, e.call(nil, "resp_execute", map[string]any{"commands": [][]any{{"PING"}}}), KindSessionReset)
 	e.open(other, nil)
+	waitFor(t, func() bool {
+		return decode[errReply](t, e.execOn(nil, h, cmd("PING"))).Error.Kind == KindSessionNotFound
+	})
 }
 
 // TestTransaction: MULTI/EXEC across calls on a session, and a WATCH
@@ -665,7 +673,8 @@ func TestLargeResultPaged(t *testing.T) {
 
 // TestTimeoutAfterDispatch: the call times out while a command blocks:
 // the replies received come back, the rest are unknown, the connection is
-// closed, and the next call gets a new default session.
+// closed; the next call is told the session was reset, and the one after
+// it gets a new default session.
 func TestTimeoutAfterDispatch(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
 	e := connect(t, targetAt(s, ""), "", func(l *mcpcore.Limits) { l.ToolTimeout = mcpcore.Duration(500 * time.Millisecond) })
@@ -676,6 +685,9 @@ func TestTimeoutAfterDispatch(t *testing.T) {
 	if err := json.Unmarshal(r.Partial, &partial); err != nil || partial.Outcome != OutcomeUnknown || partial.Unknown != 2 ||
 		len(partial.Replies) != 1 || partial.Replies[0].Str(t) != "OK" {
 		t.Fatalf("partial = %s", r.Partial)
+	}
+	if r := failure(t, e.call(nil, "resp_execute", map[string]any{"commands": [][]any{{"GET", "t"}}}), KindSessionReset); !strings.Contains(r.Error.Message, "timed out") {
+		t.Fatalf("the reset does not say why: %+v", r.Error)
 	}
 	next := e.exec(cmd("CLIENT", "ID"), cmd("GET", "t"))
 	if string(next.Replies[0].Value) == string(id) || next.Replies[1].Str(t) != "1" {
@@ -705,10 +717,11 @@ func TestServerKilled(t *testing.T) {
 		!strings.Contains(r.Error.Message, "unknown outcomes") || !strings.Contains(r.Error.Message, `"local"`) {
 		t.Fatalf("error %+v, partial %s", r.Error, r.Partial)
 	}
-	failure(t, e.execOn(nil, h, cmd("PING")), KindSessionNotFound)
+	failure(t, e.execOn(nil, h, cmd("PING")), KindSessionReset)
 	// The default session's connection died too: the PING was written to it
-	// and its outcome is unknown.
+	// and its outcome is unknown; the next call is told of the reset.
 	failure(t, e.call(nil, "resp_execute", map[string]any{"commands": [][]any{{"PING"}}}), KindConnectionLost)
+	failure(t, e.call(nil, "resp_execute", map[string]any{"commands": [][]any{{"PING"}}}), KindSessionReset)
 	// Now nothing is connected: the next call cannot connect, and sends nothing.
 	failure(t, e.call(nil, "resp_execute", map[string]any{"commands": [][]any{{"PING"}}}), KindConnection)
 	if err := s.Restart(); err != nil {
@@ -819,6 +832,7 @@ func TestReplyBudget(t *testing.T) {
 		partial.Outcome != OutcomeUnknown || len(partial.Replies) != 1 || partial.Unknown != 2 {
 		t.Fatalf("error %+v, partial %s", r.Error, r.Partial)
 	}
+	failure(t, e.call(nil, "resp_execute", map[string]any{"commands": [][]any{{"PING"}}}), KindSessionReset)
 	e.exec(cmd("PING"))
 }
 
