@@ -94,8 +94,8 @@ type registry struct {
 	// resets holds what the sidecar closed without being asked: a default
 	// session's by scopeKey, a handle's by id (see KindSessionReset).
 	resets  map[string]*reset
-	pending  int                 // sessions being dialled, counted against max
-	closed   bool
+	pending int // sessions being dialled, counted against max
+	closed  bool
 }
 
 func newRegistry(h *mcpcore.Host, cfg *settings) *registry {
