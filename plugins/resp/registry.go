@@ -91,11 +91,11 @@ type registry struct {
 	mu       sync.Mutex
 	handles  map[string]*session // explicit handles by id
 	defaults map[string]*session // default sessions by scopeKey
+	pending  int                 // sessions being dialled, counted against max
+	closed   bool
 	// resets holds what the sidecar closed without being asked: a default
 	// session's by scopeKey, a handle's by id (see KindSessionReset).
-	resets  map[string]*reset
-	pending int // sessions being dialled, counted against max
-	closed  bool
+	resets map[string]*reset
 }
 
 func newRegistry(h *mcpcore.Host, cfg *settings) *registry {
