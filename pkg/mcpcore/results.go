@@ -27,7 +27,8 @@ type resultStore struct {
 
 type retained struct {
 	owner   string
-	data    []byte
+	parts   [][]byte // the result is their concatenation (see EncodedJSONParts)
+	size    int64
 	expires time.Time
 	timer   *time.Timer
 }
@@ -63,11 +64,14 @@ func newResultStore(budget int64, expiry time.Duration, now func() time.Time) *r
 	return &resultStore{budget: budget, expiry: expiry, now: now, entries: make(map[string]*retained)}
 }
 
-// Put retains data for owner (the reading tool's name) and returns its
-// handle. After Close it retains nothing and returns an error matching
-// [ErrClosed].
-func (s *resultStore) Put(owner string, data []byte) (resultHandle, error) {
-	size := int64(len(data))
+// Put retains the concatenation of parts for owner (the reading tool's
+// name), as they are (no copy), and returns its handle. After Close it
+// retains nothing and returns an error matching [ErrClosed].
+func (s *resultStore) Put(owner string, parts ...[]byte) (resultHandle, error) {
+	var size int64
+	for _, p := range parts {
+		size += int64(len(p))
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -79,7 +83,7 @@ func (s *resultStore) Put(owner string, data []byte) (resultHandle, error) {
 			Detail: fmt.Sprintf("result of %d bytes cannot be retained (%d bytes already retained); the operation itself completed: inspect state rather than re-running a write, or release results you have read", size, s.used)}
 	}
 	id := "r_" + rand.Text()
-	e := &retained{owner: owner, data: data, expires: s.now().Add(s.expiry)}
+	e := &retained{owner: owner, parts: parts, size: size, expires: s.now().Add(s.expiry)}
 	e.timer = time.AfterFunc(s.expiry, func() { s.drop(id, e) })
 	s.entries[id] = e
 	s.used += size
@@ -95,7 +99,7 @@ func (s *resultStore) Read(owner, id string, offset, length int64) (resultChunk,
 	if err != nil {
 		return resultChunk{}, err
 	}
-	total := int64(len(e.data))
+	total := e.size
 	if offset < 0 || offset > total {
 		return resultChunk{}, &ParamError{Path: "/offset", Reason: fmt.Sprintf("%d is outside [0, %d]", offset, total)}
 	}
@@ -103,7 +107,7 @@ func (s *resultStore) Read(owner, id string, offset, length int64) (resultChunk,
 		return resultChunk{}, &ParamError{Path: "/length", Reason: fmt.Sprintf("%d must be positive", length)}
 	}
 	end := min(offset+length, total)
-	c := resultChunk{Data: e.data[offset:end], Offset: offset, TotalBytes: total}
+	c := resultChunk{Data: e.slice(offset, end), Offset: offset, TotalBytes: total}
 	if end < total {
 		c.NextOffset = &end
 	}
@@ -175,5 +179,32 @@ func (s *resultStore) drop(id string, e *retained) {
 func (s *resultStore) removeLocked(id string, e *retained) {
 	e.timer.Stop()
 	delete(s.entries, id)
-	s.used -= int64(len(e.data))
+	s.used -= e.size
+}
+
+// slice returns bytes [from, to) of the result: a view of one part when
+// they lie in one, else a copy.
+func (e *retained) slice(from, to int64) []byte {
+	var out []byte
+	var at int64 // offset of the part p
+	for _, p := range e.parts {
+		end := at + int64(len(p))
+		if from < end && to > at {
+			lo, hi := max(from, at)-at, min(to, end)-at
+			if out == nil && from >= at && to <= end {
+				return p[lo:hi]
+			}
+			if out == nil {
+				out = make([]byte, 0, to-from)
+			}
+			out = append(out, p[lo:hi]...)
+		}
+		if at = end; at >= to {
+			break
+		}
+	}
+	if out == nil {
+		return []byte{}
+	}
+	return out
 }

@@ -317,30 +317,32 @@ func (r *registry) setManual(s *session) {
 // Inside MULTI they are only queued: a SELECT then answers QUEUED and is
 // not taken.
 func (r *registry) observe(s *session, cmds Commands, replies []resp.Value) {
-	for i, cmd := range cmds {
-		if i >= len(replies) {
-			break
-		}
-		if len(cmd) == 1 {
-			r.observeMulti(s, cmd[0], replies[i])
-		}
-		if replies[i].IsError() || len(cmd) != 2 {
-			continue
-		}
-		n, err := strconv.Atoi(string(cmd[1]))
-		if err != nil {
-			continue
-		}
-		switch name := strings.ToUpper(string(cmd[0])); {
-		case name == "HELLO" && (n == 2 || n == 3) && (replies[i].Kind == resp.KindMap || replies[i].Kind == resp.KindArray):
-			r.mu.Lock()
-			s.protocol = n
-			r.mu.Unlock()
-		case name == "SELECT" && string(replies[i].Str) == "OK":
-			r.mu.Lock()
-			s.database = n
-			r.mu.Unlock()
-		}
+	for i := range min(len(cmds), len(replies)) {
+		r.observeOne(s, cmds[i], &replies[i])
+	}
+}
+
+// observeOne is observe for one command and its reply.
+func (r *registry) observeOne(s *session, cmd [][]byte, reply *resp.Value) {
+	if len(cmd) == 1 {
+		r.observeMulti(s, cmd[0], *reply)
+	}
+	if reply.IsError() || len(cmd) != 2 {
+		return
+	}
+	n, err := strconv.Atoi(string(cmd[1]))
+	if err != nil {
+		return
+	}
+	switch name := strings.ToUpper(string(cmd[0])); {
+	case name == "HELLO" && (n == 2 || n == 3) && (reply.Kind == resp.KindMap || reply.Kind == resp.KindArray):
+		r.mu.Lock()
+		s.protocol = n
+		r.mu.Unlock()
+	case name == "SELECT" && string(reply.Str) == "OK":
+		r.mu.Lock()
+		s.database = n
+		r.mu.Unlock()
 	}
 }
 
