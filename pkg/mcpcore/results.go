@@ -27,7 +27,8 @@ type resultStore struct {
 
 type retained struct {
 	owner   string
-	parts   [][]byte // the result is their concatenation (see EncodedJSONParts)
+	parts   [][]byte      // the result is their concatenation (see EncodedJSONParts)
+	mem     *ResultMemory // where parts may lie, kept with them; nil: the heap
 	size    int64
 	expires time.Time
 	timer   *time.Timer
@@ -64,10 +65,17 @@ func newResultStore(budget int64, expiry time.Duration, now func() time.Time) *r
 	return &resultStore{budget: budget, expiry: expiry, now: now, entries: make(map[string]*retained)}
 }
 
-// Put retains the concatenation of parts for owner (the reading tool's
-// name), as they are (no copy), and returns its handle. After Close it
-// retains nothing and returns an error matching [ErrClosed].
-func (s *resultStore) Put(owner string, parts ...[]byte) (resultHandle, error) {
+// Put retains data for owner (the reading tool's name) and returns its
+// handle (see PutParts).
+func (s *resultStore) Put(owner string, data []byte) (resultHandle, error) {
+	return s.PutParts(owner, nil, [][]byte{data})
+}
+
+// PutParts retains the concatenation of parts, as they are (no copy), for
+// owner and returns its handle; mem, when not nil, is the memory the parts
+// lie in, kept as long as they are. After Close it retains nothing and
+// returns an error matching [ErrClosed].
+func (s *resultStore) PutParts(owner string, mem *ResultMemory, parts [][]byte) (resultHandle, error) {
 	var size int64
 	for _, p := range parts {
 		size += int64(len(p))
@@ -83,7 +91,7 @@ func (s *resultStore) Put(owner string, parts ...[]byte) (resultHandle, error) {
 			Detail: fmt.Sprintf("result of %d bytes cannot be retained (%d bytes already retained); the operation itself completed: inspect state rather than re-running a write, or release results you have read", size, s.used)}
 	}
 	id := "r_" + rand.Text()
-	e := &retained{owner: owner, parts: parts, size: size, expires: s.now().Add(s.expiry)}
+	e := &retained{owner: owner, parts: parts, mem: mem, size: size, expires: s.now().Add(s.expiry)}
 	e.timer = time.AfterFunc(s.expiry, func() { s.drop(id, e) })
 	s.entries[id] = e
 	s.used += size
@@ -183,7 +191,8 @@ func (s *resultStore) removeLocked(id string, e *retained) {
 }
 
 // slice returns bytes [from, to) of the result: a view of one part when
-// they lie in one, else a copy.
+// they lie in one on the heap, else a copy (a view of a ResultMemory would
+// not keep it: the entry's release may free it while the bytes are read).
 func (e *retained) slice(from, to int64) []byte {
 	var out []byte
 	var at int64 // offset of the part p
@@ -191,7 +200,7 @@ func (e *retained) slice(from, to int64) []byte {
 		end := at + int64(len(p))
 		if from < end && to > at {
 			lo, hi := max(from, at)-at, min(to, end)-at
-			if out == nil && from >= at && to <= end {
+			if out == nil && from >= at && to <= end && e.mem == nil {
 				return p[lo:hi]
 			}
 			if out == nil {

@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -644,12 +645,27 @@ func TestLargeResultPaged(t *testing.T) {
 	value := strings.Repeat("0123456789abcdef", 300*1024/16)
 	e.exec(cmd("SET", "big", value))
 	res := e.call(nil, "resp_execute", map[string]any{"commands": [][]any{{"GET", "big"}}})
+	var r execReply
+	if err := json.Unmarshal(e.resultJSON(res), &r); err != nil || r.Replies[0].Str(t) != value {
+		t.Fatalf("reassembled result: %v", err)
+	}
+}
+
+// resultJSON returns the JSON of a call's result: inline, or read back
+// through resp_result when it was paged (which it checks it was, for a
+// result over 300 KiB).
+func (e *env) resultJSON(res *mcp.CallToolResult) []byte {
+	t := e.t
+	t.Helper()
 	ref := decode[struct {
 		ResultID string `json:"result_id"`
 		ReadTool string `json:"read_tool"`
 		Total    int64  `json:"total_bytes"`
 	}](t, res)
-	if res.IsError || ref.ReadTool != "resp_result" || ref.Total < 300*1024 {
+	if ref.ResultID == "" {
+		return []byte(res.Content[0].(*mcp.TextContent).Text) // the JSON as served
+	}
+	if ref.ReadTool != "resp_result" {
 		t.Fatalf("reference = %+v", ref)
 	}
 	var data []byte
@@ -665,9 +681,45 @@ func TestLargeResultPaged(t *testing.T) {
 		}
 		off = *r.NextOffset
 	}
+	if int64(len(data)) != ref.Total {
+		t.Fatalf("read %d of %d bytes", len(data), ref.Total)
+	}
+	return data
+}
+
+// TestExecuteStreamed: replies past the inline size are encoded as they
+// arrive (and paged as parts): the result is byte for byte the one a
+// small inline limit does not stream, with the same outcome, redirect-free
+// errors and session state (the SELECT seen on the way).
+func TestExecuteStreamed(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	value := strings.Repeat("v", 3000)
+	var batch [][]any
+	var results [2][]byte
+	for i, inline := range []int64{64 * mcpcore.KiB, 1 * mcpcore.KiB} {
+		list := fmt.Sprint("list", i) // the same replies from each run
+		batch = [][]any{{"SELECT", "1"}, {"SET", "k", value}, {"GET", "k"}, {"NOPE"}, {"GET", "missing"}, {"GET", "k"},
+			{"SET", "bin", map[string]any{"base64": "AP8="}}, {"GET", "bin"}, {"RPUSH", list, "a", value}, {"LRANGE", list, "0", "-1"}}
+		e := connect(t, targetAt(s, ""), "", func(l *mcpcore.Limits) { l.InlineResultBytes = inline })
+		res := e.call(nil, "resp_execute", map[string]any{"commands": batch})
+		if !res.IsError {
+			t.Fatalf("inline %d: a batch with an error reply is not an error", inline)
+		}
+		results[i] = e.resultJSON(res)
+		if l := e.list(nil); len(l) != 1 || l[0].Database != 1 {
+			t.Fatalf("inline %d: sessions %+v", inline, l)
+		}
+	}
 	var r execReply
-	if err := json.Unmarshal(data, &r); err != nil || r.Replies[0].Str(t) != value {
-		t.Fatalf("reassembled result: %v", err)
+	if err := json.Unmarshal(results[1], &r); err != nil || r.Outcome != OutcomeError || len(r.Replies) != len(batch) || r.Replies[5].Str(t) != value {
+		t.Fatalf("streamed: %v %.300s", err, results[1])
+	}
+	if !bytes.Equal(results[0], results[1]) {
+		i := 0
+		for i < min(len(results[0]), len(results[1])) && results[0][i] == results[1][i] {
+			i++
+		}
+		t.Fatalf("streamed result differs at byte %d:\n%.300s\n%.300s", i, results[0][i:], results[1][i:])
 	}
 }
 

@@ -20,7 +20,9 @@ const streamPartBytes = 1 << 20
 // arrives and drops the reply: the call then holds the JSON, in parts the
 // host retains as they are for paging (mcpcore.EncodedJSONParts), and the
 // reply being read, rather than every decoded reply, its JSON, a text copy
-// and the result at once.
+// and the result at once. The parts lie outside the Go heap
+// (mcpcore.ResultMemory), so that the collector's headroom does not double
+// them while they are retained and paged.
 type replyStream struct {
 	p      *Plugin
 	s      *session
@@ -31,10 +33,11 @@ type replyStream struct {
 	keptCost int64
 
 	streaming bool
-	n         int      // replies taken
-	parts     [][]byte // the replies' JSON, comma-separated, once streaming
-	cur       []byte   // the part being written
-	isErr     bool     // a streamed reply is a server error
+	mem       *mcpcore.ResultMemory // the parts' memory, once streaming
+	n         int                   // replies taken
+	parts     [][]byte              // the replies' JSON, comma-separated, once streaming
+	cur       []byte                // the part being written
+	isErr     bool                  // a streamed reply is a server error
 	redirects []Redirect
 }
 
@@ -59,7 +62,7 @@ func (st *replyStream) onReply(v *resp.Value, cost int64) error {
 			st.n++
 			return nil
 		}
-		st.streaming = true
+		st.streaming, st.mem = true, mcpcore.NewResultMemory()
 		for i := range st.kept {
 			if err := st.encode(i, &st.kept[i], valueCost); err != nil {
 				return err
@@ -93,7 +96,7 @@ func (st *replyStream) encode(i int, v *resp.Value, cost int64) error {
 		if len(st.cur) > 0 {
 			st.parts = append(st.parts, st.cur)
 		}
-		st.cur = make([]byte, 0, max(streamPartBytes, need))
+		st.cur = st.mem.Buffer(max(streamPartBytes, need))
 	}
 	if i > 0 {
 		st.cur = append(st.cur, ',')
@@ -126,16 +129,16 @@ func (st *replyStream) result(reply ExecuteReply) (mcpcore.EncodedJSONParts, err
 	reply.appendHead(&head)
 	tail := jsonesc.Pair{JSONOnly: true}
 	if err := reply.appendTail(&tail); err != nil {
-		return nil, err
+		return mcpcore.EncodedJSONParts{}, err
 	}
-	parts := make(mcpcore.EncodedJSONParts, 0, len(st.parts)+3)
+	parts := make([][]byte, 0, len(st.parts)+3)
 	parts = append(parts, head.JSON)
 	parts = append(parts, st.parts...)
 	if len(st.cur) > 0 {
 		parts = append(parts, st.cur)
 	}
 	st.parts, st.cur = nil, nil
-	return append(parts, tail.JSON), nil
+	return mcpcore.EncodedJSONParts{Parts: append(parts, tail.JSON), Memory: st.mem}, nil
 }
 
 // partial is the reply of a call that failed after dispatch: reply itself
