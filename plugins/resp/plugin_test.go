@@ -761,9 +761,15 @@ func TestServerKilled(t *testing.T) {
 		done <- e.execOn(nil, h, cmd("SET", "a", "1"), cmd("BLPOP", "nothing", "5"), cmd("GET", "a"))
 	}()
 	waitFor(t, e.blocked)
-	time.Sleep(50 * time.Millisecond) // the SET's reply on its way
+	// A second call on h waits for the first; it is told of the reset
+	// rather than that the handle never existed.
+	waiting := make(chan *mcp.CallToolResult, 1)
+	go func() { waiting <- e.execOn(nil, h, cmd("PING")) }()
+	waitFor(t, func() bool { return len(e.list(nil)) == 2 && e.list(nil)[1].Busy })
+	time.Sleep(50 * time.Millisecond) // the SET's reply on its way, the PING at the gate
 	s.Kill()
 	r := failure(t, <-done, KindConnectionLost)
+	failure(t, <-waiting, KindSessionReset)
 	var partial execReply
 	if err := json.Unmarshal(r.Partial, &partial); err != nil || partial.Outcome != OutcomeUnknown || partial.Unknown != 2 || len(partial.Replies) != 1 ||
 		!strings.Contains(r.Error.Message, "unknown outcomes") || !strings.Contains(r.Error.Message, `"local"`) {

@@ -272,9 +272,10 @@ func (r *registry) acquire(ctx context.Context, s *session) error {
 }
 
 // use finds the session a call names and waits for its gate (see
-// acquire). When a failure closed the default session meanwhile, find
-// reports the reset (nothing had been sent on this call's behalf); when
-// its caller closed it, a fresh one is used.
+// acquire). When the session was closed meanwhile, it looks again: find
+// reports a reset (nothing had been sent on this call's behalf), or a
+// handle its caller closed, or uses a fresh default session when its
+// caller closed the old one.
 func (r *registry) use(ctx context.Context, sc scope, id string) (*session, error) {
 	for {
 		s, err := r.find(sc, id)
@@ -285,7 +286,7 @@ func (r *registry) use(ctx context.Context, sc scope, id string) (*session, erro
 		if err == nil {
 			return s, nil
 		}
-		if s.id != DefaultSession || ctx.Err() != nil || !r.isClosed(s) {
+		if ctx.Err() != nil || !r.isClosed(s) {
 			return nil, err
 		}
 	}
