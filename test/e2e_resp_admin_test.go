@@ -201,19 +201,45 @@ func TestRespAdminRoutes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	// Every POST, every refusal (the GETs without a token: 401s), and the
+	// reads that revealed a value are recorded, in order.
+	type auditLine struct {
+		Time    time.Time
+		Who     string
+		Role    string
+		Method  string
+		Path    string
+		Action  string
+		Outcome string
+		Status  int
+	}
+	var lines []string
+	var unauthenticated, revealed, revealRefused int
+	for l := range strings.Lines(strings.TrimSpace(string(data))) {
+		var e auditLine
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case e.Method == "POST":
+			lines = append(lines, l)
+		case e.Status == 401 && e.Who == "unauthenticated" && e.Outcome == "refused":
+			unauthenticated++
+		case e.Action == "reveal" && e.Outcome == "ok" && e.Path == "/api/keys/{key}":
+			revealed++
+		case e.Action == "reveal" && e.Status == 403 && e.Role == "viewer":
+			revealRefused++
+		}
+	}
+	if unauthenticated != len(gets) || revealed != 3 || revealRefused != 1 {
+		t.Errorf("audit: %d 401s (want %d), %d revealed reads (want 3), %d refused reveals (want 1):\n%s",
+			unauthenticated, len(gets), revealed, revealRefused, data)
+	}
 	if len(lines) != len(posts) {
 		t.Fatalf("%d audit lines for %d POSTs:\n%s", len(lines), len(posts), data)
 	}
 	for i, p := range posts {
-		var e struct {
-			Time    time.Time
-			Who     string
-			Role    string
-			Path    string
-			Outcome string
-			Status  int
-		}
+		var e auditLine
 		if err := json.Unmarshal([]byte(lines[i]), &e); err != nil {
 			t.Fatal(err)
 		}
@@ -239,6 +265,21 @@ func TestRespAdminRoutes(t *testing.T) {
 	}
 	if fams["redis_total_commands_processed"].GetMetric()[0].GetCounter().GetValue() < 1 {
 		t.Fatal("redis_total_commands_processed")
+	}
+}
+
+// wantAudit fails the test unless a line of the gateway's audit file
+// contains each of parts.
+func (g *adminGateway) wantAudit(t *testing.T, parts ...string) {
+	t.Helper()
+	data, err := os.ReadFile(g.audit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range parts {
+		if !strings.Contains(string(data), p) {
+			t.Errorf("no audit line with %s:\n%s", p, data)
+		}
 	}
 }
 
@@ -285,6 +326,9 @@ func TestRespAdminLive(t *testing.T) {
 		}
 		seen[typ] = true
 	}
+	// MONITOR is audited, refused and served, before its first frame.
+	g.wantAudit(t, `"role":"operator","method":"GET","path":"/api/live","action":"monitor","outcome":"refused","status":403`,
+		`"role":"admin","method":"GET","path":"/api/live","action":"monitor","outcome":"ok","status":200`)
 }
 
 // TestRespAdminListen: without tokens the gateway refuses to listen
@@ -352,6 +396,7 @@ func TestRespAdminSnapshotThroughTool(t *testing.T) {
 	if chk, err := exec.Command("redis-check-rdb", r.Download.Path).CombinedOutput(); err != nil {
 		t.Fatalf("redis-check-rdb: %v\n%s", err, chk)
 	}
+	g.wantAudit(t, `"role":"admin","method":"GET","path":"/api/replication/snapshot","action":"snapshot","outcome":"ok","status":200`)
 	// A second download to the same file is refused before sending.
 	if out, isErr := call(t, cs, "resp_management", map[string]any{"path": "/api/replication/snapshot", "download_path": "snap.rdb"}); !isErr || !strings.Contains(string(out), "bad_params") {
 		t.Fatalf("existing file: %s", out)

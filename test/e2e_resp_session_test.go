@@ -235,7 +235,7 @@ func TestRespFailures(t *testing.T) {
 			t.Fatalf("killed mid-pipeline: isError=%v %s", res.IsError, resultText(res))
 		}
 		ping(t, cs)
-		if r, isErr := callAs[execReply](t, cs, "resp_execute", map[string]any{"session": h, "commands": [][]any{{"PING"}}}); !isErr || r.Error == nil || r.Error.Kind != "session_not_found" {
+		if r, isErr := callAs[execReply](t, cs, "resp_execute", map[string]any{"session": h, "commands": [][]any{{"PING"}}}); !isErr || r.Error == nil || r.Error.Kind != "session_reset" {
 			t.Fatalf("the broken session still answers: isError=%v %+v", isErr, r.Error)
 		}
 		if err := srv.Restart(); err != nil {
@@ -248,10 +248,14 @@ func TestRespFailures(t *testing.T) {
 		// The default session's connection died with the server too; the
 		// sidecar does not silently reconnect it (that would reset its
 		// database and transaction state): its next call reports the broken
-		// connection and an unknown outcome, and the one after that works.
+		// connection and an unknown outcome, the one after it the reset
+		// (nothing sent), and the one after that works.
 		r, isErr := callAs[execReply](t, cs, "resp_execute", map[string]any{"commands": [][]any{{"PING"}}})
 		if !isErr || r.Error == nil || r.Error.Kind != "connection_lost" || !strings.Contains(r.Error.Message, "new default session") || r.Partial == nil || r.Partial.Unknown != 1 {
 			t.Fatalf("default session after the restart: isError=%v %+v %+v", isErr, r.Error, r.Partial)
+		}
+		if r, isErr := callAs[execReply](t, cs, "resp_execute", map[string]any{"commands": [][]any{{"PING"}}}); !isErr || r.Error == nil || r.Error.Kind != "session_reset" {
+			t.Fatalf("the call after the lost connection: isError=%v %+v", isErr, r.Error)
 		}
 		if got := execute(t, cs, "", []any{"PING"}); got[0].Str(t) != "PONG" {
 			t.Fatalf("the new default session: %+v", got)

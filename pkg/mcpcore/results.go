@@ -27,7 +27,9 @@ type resultStore struct {
 
 type retained struct {
 	owner   string
-	data    []byte
+	parts   [][]byte      // the result is their concatenation (see EncodedJSONParts)
+	mem     *ResultMemory // where parts may lie, kept with them; nil: the heap
+	size    int64
 	expires time.Time
 	timer   *time.Timer
 }
@@ -64,10 +66,20 @@ func newResultStore(budget int64, expiry time.Duration, now func() time.Time) *r
 }
 
 // Put retains data for owner (the reading tool's name) and returns its
-// handle. After Close it retains nothing and returns an error matching
-// [ErrClosed].
+// handle (see PutParts).
 func (s *resultStore) Put(owner string, data []byte) (resultHandle, error) {
-	size := int64(len(data))
+	return s.PutParts(owner, nil, [][]byte{data})
+}
+
+// PutParts retains the concatenation of parts, as they are (no copy), for
+// owner and returns its handle; mem, when not nil, is the memory the parts
+// lie in, kept as long as they are. After Close it retains nothing and
+// returns an error matching [ErrClosed].
+func (s *resultStore) PutParts(owner string, mem *ResultMemory, parts [][]byte) (resultHandle, error) {
+	var size int64
+	for _, p := range parts {
+		size += int64(len(p))
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -79,7 +91,7 @@ func (s *resultStore) Put(owner string, data []byte) (resultHandle, error) {
 			Detail: fmt.Sprintf("result of %d bytes cannot be retained (%d bytes already retained); the operation itself completed: inspect state rather than re-running a write, or release results you have read", size, s.used)}
 	}
 	id := "r_" + rand.Text()
-	e := &retained{owner: owner, data: data, expires: s.now().Add(s.expiry)}
+	e := &retained{owner: owner, parts: parts, mem: mem, size: size, expires: s.now().Add(s.expiry)}
 	e.timer = time.AfterFunc(s.expiry, func() { s.drop(id, e) })
 	s.entries[id] = e
 	s.used += size
@@ -95,7 +107,7 @@ func (s *resultStore) Read(owner, id string, offset, length int64) (resultChunk,
 	if err != nil {
 		return resultChunk{}, err
 	}
-	total := int64(len(e.data))
+	total := e.size
 	if offset < 0 || offset > total {
 		return resultChunk{}, &ParamError{Path: "/offset", Reason: fmt.Sprintf("%d is outside [0, %d]", offset, total)}
 	}
@@ -103,7 +115,7 @@ func (s *resultStore) Read(owner, id string, offset, length int64) (resultChunk,
 		return resultChunk{}, &ParamError{Path: "/length", Reason: fmt.Sprintf("%d must be positive", length)}
 	}
 	end := min(offset+length, total)
-	c := resultChunk{Data: e.data[offset:end], Offset: offset, TotalBytes: total}
+	c := resultChunk{Data: e.slice(offset, end), Offset: offset, TotalBytes: total}
 	if end < total {
 		c.NextOffset = &end
 	}
@@ -175,5 +187,33 @@ func (s *resultStore) drop(id string, e *retained) {
 func (s *resultStore) removeLocked(id string, e *retained) {
 	e.timer.Stop()
 	delete(s.entries, id)
-	s.used -= int64(len(e.data))
+	s.used -= e.size
+}
+
+// slice returns bytes [from, to) of the result: a view of one part when
+// they lie in one on the heap, else a copy (a view of a ResultMemory would
+// not keep it: the entry's release may free it while the bytes are read).
+func (e *retained) slice(from, to int64) []byte {
+	var out []byte
+	var at int64 // offset of the part p
+	for _, p := range e.parts {
+		end := at + int64(len(p))
+		if from < end && to > at {
+			lo, hi := max(from, at)-at, min(to, end)-at
+			if out == nil && from >= at && to <= end && e.mem == nil {
+				return p[lo:hi]
+			}
+			if out == nil {
+				out = make([]byte, 0, to-from)
+			}
+			out = append(out, p[lo:hi]...)
+		}
+		if at = end; at >= to {
+			break
+		}
+	}
+	if out == nil {
+		return []byte{}
+	}
+	return out
 }

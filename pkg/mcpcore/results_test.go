@@ -101,3 +101,32 @@ func TestResultStorePutAfterClose(t *testing.T) {
 		t.Fatalf("after Close and a late Put the store holds %d entries, %d bytes", n, used)
 	}
 }
+
+// TestResultStoreParts: a result retained as parts reads back as their
+// concatenation at every offset and length, across part boundaries (empty
+// parts included); a read within one heap part is a view of it, a read
+// from a ResultMemory a copy.
+func TestResultStoreParts(t *testing.T) {
+	s := newResultStore(1*MiB, time.Minute, nil)
+	defer s.Close()
+	parts := [][]byte{[]byte("abc"), {}, []byte("d"), []byte("efghij"), []byte("k")}
+	whole := "abcdefghijk"
+	for _, mem := range []*ResultMemory{nil, NewResultMemory()} {
+		h, err := s.PutParts("o", mem, parts)
+		if err != nil || h.TotalBytes != int64(len(whole)) {
+			t.Fatalf("put: %+v %v", h, err)
+		}
+		for off := 0; off <= len(whole); off++ {
+			for n := 1; n <= len(whole)+1; n++ {
+				c, err := s.Read("o", h.ID, int64(off), int64(n))
+				if want := whole[off:min(off+n, len(whole))]; err != nil || string(c.Data) != want {
+					t.Fatalf("read %d+%d: %q %v, want %q", off, n, c.Data, err, want)
+				}
+			}
+		}
+		c, _ := s.Read("o", h.ID, 4, 3)
+		if view := &c.Data[0] == &parts[3][0]; view != (mem == nil) {
+			t.Errorf("memory %v: a read within a part is a view: %v", mem != nil, view)
+		}
+	}
+}

@@ -1,10 +1,12 @@
 package mcpcore
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"time"
 	"unsafe"
@@ -319,6 +321,12 @@ func (c toolCall) serve(ctx context.Context, owner string, v any, isError bool) 
 		data = enc
 	} else if enc, ok := v.(EncodedJSONText); ok {
 		data, escaped = enc.JSON, enc.Text
+	} else if parts, ok := v.(EncodedJSONParts); ok {
+		if parts.size() > s.limits.InlineResultBytes {
+			servedResult(ctx, nil, nil, true)
+			return c.page(owner, parts.Memory, parts.Parts, "json", isError)
+		}
+		data, _ = parts.MarshalJSON() // a heap copy, served as it is
 	} else if raw, ok := v.(json.RawMessage); ok {
 		// segmentio's validator accepts what encoding/json's does, about
 		// ten times faster: this check is on every call's path.
@@ -348,7 +356,7 @@ func (c toolCall) serve(ctx context.Context, owner string, v any, isError bool) 
 	if isText {
 		format = "text"
 	}
-	return c.page(owner, data, format, isError)
+	return c.page(owner, nil, [][]byte{data}, format, isError)
 }
 
 // serveResult returns a plugin's own CallToolResult, inline or paged as a
@@ -371,13 +379,14 @@ func (c toolCall) serveResult(owner string, r *mcp.CallToolResult, isError bool)
 	if int64(len(data)) <= s.limits.InlineResultBytes {
 		return r, nil
 	}
-	return c.page(owner, data, "mcp_result", r.IsError)
+	return c.page(owner, nil, [][]byte{data}, "mcp_result", r.IsError)
 }
 
-// page retains data for the read tool and returns the reference to it.
-func (c toolCall) page(owner string, data []byte, format string, isError bool) (*mcp.CallToolResult, error) {
+// page retains the concatenation of parts, in mem when it is not nil, for
+// the read tool and returns the reference to it.
+func (c toolCall) page(owner string, mem *ResultMemory, parts [][]byte, format string, isError bool) (*mcp.CallToolResult, error) {
 	s := c.host.srv
-	handle, err := s.results.Put(owner, data)
+	handle, err := s.results.PutParts(owner, mem, parts)
 	if err != nil {
 		s.calls.failed.Add(1)
 		return toolError(err), nil
@@ -448,6 +457,38 @@ type EncodedJSONText struct {
 
 // MarshalJSON returns the JSON, as [EncodedJSON.MarshalJSON] does.
 func (e EncodedJSONText) MarshalJSON() ([]byte, error) { return e.JSON.MarshalJSON() }
+
+// EncodedJSONParts is an [EncodedJSON] result written in parts, the JSON
+// being their concatenation: a tool whose result can be large writes it
+// part by part as it produces it, freeing what it encoded, and a result
+// larger than inline_result_bytes is retained for paging as those parts,
+// never copied whole; a smaller one is joined and served inline. Parts may
+// lie in Memory ([ResultMemory], nil for none), which they keep while the
+// host holds them. Parts are trusted as EncodedJSON is, and must not
+// change once returned.
+type EncodedJSONParts struct {
+	Parts  [][]byte
+	Memory *ResultMemory
+}
+
+// MarshalJSON returns the parts joined into heap memory, for a result
+// inside another value (the partial result of a failed call).
+func (e EncodedJSONParts) MarshalJSON() ([]byte, error) {
+	if len(e.Parts) == 0 {
+		return []byte("null"), nil
+	}
+	b := bytes.Join(e.Parts, nil)
+	runtime.KeepAlive(e.Memory) // the parts may lie in it
+	return b, nil
+}
+
+func (e EncodedJSONParts) size() int64 {
+	var n int64
+	for _, p := range e.Parts {
+		n += int64(len(p))
+	}
+	return n
+}
 
 // MarshalJSON returns e itself, so that an EncodedJSON inside another value
 // (the partial result of a timed-out call, in [ToolErrorReply]) is written

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -500,6 +501,44 @@ func TestEncodedJSONResult(t *testing.T) {
 	// JSON it holds, not base64.
 	if b, err := json.Marshal(ToolErrorReply{Partial: EncodedJSON(`{"b":1}`)}); err != nil || !strings.Contains(string(b), `"partial":{"b":1}`) {
 		t.Errorf("an EncodedJSON partial marshals to %s (%v)", b, err)
+	}
+}
+
+// TestEncodedJSONPartsResult: a handler's EncodedJSONParts is served as
+// the concatenation of its parts: inline when small, else retained as the
+// parts (here in a ResultMemory, outside the heap) and read back byte for
+// byte across their boundaries, by chunks that copy out of that memory.
+func TestEncodedJSONPartsResult(t *testing.T) {
+	registerTestPlugins()
+	whole := func(size int) string { return `{"x":"` + strings.Repeat("y", size) + `","z":[1,2]}` }
+	setAttach("ta", func(h *Host) {
+		AddTool(h, &mcp.Tool{Name: "parts"}, func(ctx context.Context, _ *mcp.CallToolRequest, in sizeArgs) (any, error) {
+			mem := NewResultMemory()
+			var parts [][]byte
+			for rest := whole(in.Size); rest != ""; {
+				n := min(len(rest), 1000+len(parts)) // parts of uneven sizes
+				parts = append(parts, append(mem.Buffer(n), rest[:n]...))
+				rest = rest[n:]
+			}
+			return EncodedJSONParts{Parts: parts, Memory: mem}, nil
+		})
+	})
+	lim := DefaultLimits()
+	lim.InlineResultBytes = 4 * KiB
+	r := newRig(t, lim, "ta")
+	if res := r.call(t, "ta_parts", sizeArgs{Size: 2500}); res.IsError || text(res) != whole(2500) {
+		t.Fatalf("inline parts: %.100s", text(res))
+	}
+	var ref pagedResult
+	if err := json.Unmarshal([]byte(text(r.call(t, "ta_parts", sizeArgs{Size: 10 * KiB}))), &ref); err != nil || ref.Format != "json" || ref.TotalBytes != int64(len(whole(10*KiB))) {
+		t.Fatalf("paged reference %+v (%v)", ref, err)
+	}
+	runtime.GC() // nothing but the retained entry keeps the memory
+	if got := r.readPaged(t, "ta_result", ref); string(got) != whole(10*KiB) {
+		t.Fatalf("paged parts read back as %d bytes: %.100s", len(got), got)
+	}
+	if b, err := json.Marshal(ToolErrorReply{Partial: EncodedJSONParts{Parts: [][]byte{[]byte(`{"b":`), []byte(`1}`)}}}); err != nil || !strings.Contains(string(b), `"partial":{"b":1}`) {
+		t.Errorf("an EncodedJSONParts partial marshals to %s (%v)", b, err)
 	}
 }
 

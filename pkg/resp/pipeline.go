@@ -25,6 +25,15 @@ type PipelineOptions struct {
 	// the result's Replies use (from length 0): a caller that runs pipeline
 	// after pipeline passes back the Replies of a result it is done with.
 	Replies []Value
+	// OnReply, when set, receives each reply as it is decoded, in order,
+	// with its decoded size, instead of Replies (which stays empty;
+	// PipelineResult.Received counts them), so that a caller that encodes
+	// and drops each reply holds one at a time rather than all of them. A
+	// top-level string of at least [LentBytes] is lent: its Str is the
+	// connection's read buffer, valid only until OnReply returns (copy it
+	// to keep it). An error from OnReply fails the pipeline as a failed
+	// read does (the connection is closed).
+	OnReply func(v *Value, cost int64) error
 }
 
 // PipelineResult is what a pipeline received.
@@ -38,6 +47,9 @@ type PipelineResult struct {
 	Pushes []Value
 	// ReplyBytes is the wire size of Replies and Pushes.
 	ReplyBytes int64
+	// Received counts the replies received: len(Replies), or those given
+	// to OnReply.
+	Received int
 }
 
 // Pipeline sends cmds and reads their replies concurrently (a writer
@@ -81,13 +93,23 @@ func (c *Conn) Pipeline(ctx context.Context, cmds [][][]byte, opts PipelineOptio
 	} else {
 		go write()
 	}
-	if cap(opts.Replies) >= len(cmds) {
+	switch {
+	case cap(opts.Replies) >= len(cmds):
 		res.Replies = opts.Replies[:0]
-	} else {
+	case opts.OnReply != nil:
+		res.Replies = make([]Value, 0, 1) // one slot, reply after reply
+	default:
 		res.Replies = make([]Value, 0, len(cmds))
 	}
+	if opts.OnReply != nil {
+		c.rd.lend = true
+		defer func() {
+			c.rd.lend = false
+			c.rd.shrink()
+		}()
+	}
 	var spent int64 // decoded size read so far
-	for len(res.Replies) < len(cmds) {
+	for res.Received < len(cmds) {
 		var limit int64
 		if opts.MaxReplyBytes > 0 {
 			if limit = opts.MaxReplyBytes - spent; limit <= 0 {
@@ -114,6 +136,16 @@ func (c *Conn) Pipeline(ctx context.Context, cmds [][][]byte, opts PipelineOptio
 			res.Pushes = append(res.Pushes, *v)
 			*v = Value{}
 			res.Replies = res.Replies[:len(res.Replies)-1]
+			continue
+		}
+		res.Received++
+		if opts.OnReply != nil {
+			err = opts.OnReply(v, cost)
+			*v = Value{}
+			res.Replies = res.Replies[:len(res.Replies)-1]
+			if err != nil {
+				break
+			}
 		}
 	}
 	if err != nil {
@@ -123,7 +155,7 @@ func (c *Conn) Pipeline(ctx context.Context, cmds [][][]byte, opts PipelineOptio
 		err = wErr // the write failed first; the read only saw the close
 	}
 	if err != nil {
-		return res, c.fail(ctx, fmt.Sprintf("pipeline (%d of %d replies) to", len(res.Replies), len(cmds)), err)
+		return res, c.fail(ctx, fmt.Sprintf("pipeline (%d of %d replies) to", res.Received, len(cmds)), err)
 	}
 	return res, nil
 }

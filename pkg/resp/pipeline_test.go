@@ -441,3 +441,60 @@ func TestWaitForSideKeepsConn(t *testing.T) {
 		t.Fatalf("the pipeline: %+v, %v", res, err)
 	}
 }
+
+// TestPipelineOnReply: OnReply receives every reply in order, with its
+// decoded size, in place of Replies; a large top-level string is lent
+// from the read buffer (valid during the call), a small one and the
+// strings inside an aggregate are copies; pushes are still collected; and
+// an error from OnReply fails the pipeline and closes the connection.
+func TestPipelineOnReply(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t, redistest.Options{})
+	c := dial(t, DialOptions{Addr: srv.Addr})
+	big := strings.Repeat("b", LentBytes+10)
+	if _, err := c.Pipeline(ctxT(t), [][][]byte{args("SET", "big", big), args("RPUSH", "l", big, "x")}, PipelineOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cmds := [][][]byte{args("GET", "big"), args("PING"), args("LRANGE", "l", "0", "-1"), args("GET", "big"), args("NOPE")}
+	var got []string
+	var lent []Value
+	res, err := c.Pipeline(ctxT(t), cmds, PipelineOptions{OnReply: func(v *Value, cost int64) error {
+		if cost < int64(len(v.Str)) {
+			t.Errorf("reply %d: cost %d below its %d bytes", len(got), cost, len(v.Str))
+		}
+		switch {
+		case v.Kind == KindArray:
+			got = append(got, fmt.Sprintf("%d items, %d bytes", len(v.Elems), len(v.Elems[0].Str)))
+			lent = append(lent, *v) // copies: must survive the next read
+		case len(v.Str) >= LentBytes:
+			got = append(got, fmt.Sprintf("%d bytes, ok %v", len(v.Str), string(v.Str) == big))
+		default:
+			got = append(got, string(v.Str))
+			lent = append(lent, *v)
+		}
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{fmt.Sprintf("%d bytes, ok true", len(big)), "PONG", fmt.Sprintf("2 items, %d bytes", len(big)), fmt.Sprintf("%d bytes, ok true", len(big))}
+	if len(got) != 5 || fmt.Sprint(got[:4]) != fmt.Sprint(want) || !strings.HasPrefix(got[4], "ERR") {
+		t.Fatalf("OnReply saw %q", got)
+	}
+	if res.Received != len(cmds) || len(res.Replies) != 0 {
+		t.Fatalf("received %d, replies %d", res.Received, len(res.Replies))
+	}
+	if string(lent[0].Str) != "PONG" || string(lent[1].Elems[0].Str) != big || string(lent[1].Elems[1].Str) != "x" {
+		t.Fatal("a kept copy changed after its call")
+	}
+	// The connection serves ordinary pipelines after.
+	if v, err := c.Do(ctxT(t), args("GET", "big")...); err != nil || string(v.Str) != big {
+		t.Fatalf("after: %v", err)
+	}
+	// An error from OnReply fails the pipeline with it.
+	stop := errors.New("stop")
+	res, err = c.Pipeline(ctxT(t), [][][]byte{args("PING"), args("PING")}, PipelineOptions{OnReply: func(*Value, int64) error { return stop }})
+	if !errors.Is(err, stop) || res.Received != 1 || !c.Closed() {
+		t.Fatalf("OnReply failing: %v, received %d, closed %v", err, res.Received, c.Closed())
+	}
+}

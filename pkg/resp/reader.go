@@ -102,7 +102,15 @@ type Reader struct {
 	cost    int64   // its decoded size so far: n plus valueCost per value
 	err     error
 	slab    []byte // memory for short decoded strings (see clone)
+	// lend: a top-level string of at least LentBytes is not copied out of
+	// buf but lent (Pipeline's OnReply), and buf is kept between frames
+	// rather than shrunk, so that one buffer serves reply after reply.
+	lend bool
 }
+
+// LentBytes is the size from which [PipelineOptions.OnReply] is lent a
+// top-level string rather than given a copy.
+const LentBytes = 64 << 10
 
 // valueCost is what one decoded value costs in memory beyond its payload
 // (the Value itself, about 100 bytes): a budget that bounded wire bytes
@@ -182,7 +190,9 @@ func (r *Reader) read(limit int64, block bool, dst *Value) (int64, int64, error)
 		if r.deliver(dst) {
 			n, cost := r.n, r.cost
 			r.n, r.cost = 0, 0
-			r.shrink()
+			if !r.lend {
+				r.shrink()
+			}
 			return n, cost, nil
 		}
 	}
@@ -328,6 +338,10 @@ func (r *Reader) next(limit int64, v *Value) (ok bool, need int, err error) {
 				return false, 0, &ProtocolError{Msg: fmt.Sprintf("verbatim string %q without a format prefix", clip(payload))}
 			}
 			v.Format, payload = string(payload[:3]), payload[4:]
+		}
+		if r.lend && len(r.stack) == 0 && len(payload) >= LentBytes {
+			v.Str = payload[:len(payload):len(payload)]
+			break
 		}
 		v.Str = r.clone(payload)
 	case KindArray, KindSet, KindPush, KindMap, KindAttribute:

@@ -18,7 +18,10 @@
 // reveal setting ([Options.Reveal]) admits the caller's role. Every POST
 // is written to an append-only audit file (who, what, when, outcome) before
 // its answer is sent, refusals included; without an audit file POSTs are
-// refused. Destructive actions need "confirmed": true.
+// refused. The file also records every refused request (401 and 403 on
+// any route) and the reads that disclose data (revealed values, snapshot
+// downloads, MONITOR on the live feed) before their first byte.
+// Destructive actions need "confirmed": true.
 //
 // It never retries a command, never follows the target elsewhere, and
 // holds no MCP code: the MCP tools that talk to it are in plugins/resp.

@@ -149,6 +149,9 @@ func getLive(s *Server, w http.ResponseWriter, r *http.Request, c caller) error 
 	if err != nil {
 		return err
 	}
+	if monitor {
+		auditMark(r, "monitor", "")
+	}
 	if monitor && c.role < RoleAdmin {
 		return forbidden("monitor=true needs role admin; the token has %s", c.role)
 	}
@@ -180,6 +183,9 @@ func getLive(s *Server, w http.ResponseWriter, r *http.Request, c caller) error 
 	}
 	overview, prev, err := s.overview(r.Context())
 	if err != nil {
+		return err
+	}
+	if err := s.auditServe(r); err != nil {
 		return err
 	}
 	ws, err := websocket.Accept(w, r, nil) // refuses a cross-origin browser

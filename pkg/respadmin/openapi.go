@@ -45,7 +45,7 @@ func (s *Server) buildOpenAPI() []byte {
 	doc := map[string]any{
 		"openapi": "3.1.0",
 		"info": map[string]any{"title": "mcpkit resp admin", "version": "1.0.0",
-			"description": "The management gateway of one Redis-protocol server: roles viewer < operator < admin; every POST is audited; destructive actions need confirmed: true."},
+			"description": "The management gateway of one Redis-protocol server: roles viewer < operator < admin; every POST, every refused request and every read that discloses data (revealed values, snapshots, MONITOR) is audited; destructive actions need confirmed: true."},
 		"paths": paths,
 		"components": map[string]any{
 			"securitySchemes": map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer"}},

@@ -45,7 +45,7 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request, rt *route, c 
 			rec.Outcome = "refused"
 		}
 	}
-	if aerr := s.audit.append(rec); aerr != nil {
+	if aerr := s.audit.append(rec, true); aerr != nil {
 		s.logger.Error("audit entry not written", "path", rt.path, "err", aerr)
 		msg := "the audit entry could not be written: " + aerr.Error()
 		if err == nil {

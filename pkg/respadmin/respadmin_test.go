@@ -611,3 +611,96 @@ func TestOpenAPI(t *testing.T) {
 		t.Fatal("POST /api/config has no body")
 	}
 }
+
+// TestReadsAndRefusalsAudited: beyond POSTs, the audit file records every
+// refused request (401 without or with a wrong token, 403 for a role, a
+// foreign Origin) and the reads that disclose data: values revealed
+// (reveal=true, a key's value), snapshot downloads, MONITOR through the
+// live feed, all in the POSTs' format and without a token. Before, only
+// POSTs were recorded.
+func TestReadsAndRefusalsAudited(t *testing.T) {
+	g := startGateway(t, true, nil)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	g.rdb.Set(ctx, "k", "v", 0)
+	type want struct {
+		method, path, role, action, parameter, outcome string
+		status                                         int
+	}
+	var wants []want
+	get := func(path, token string, status int, w want) {
+		t.Helper()
+		if r := g.do(t, "GET", path, token, ""); r.status != status {
+			t.Fatalf("GET %s: %d %s, want %d", path, r.status, r.body, status)
+		}
+		wants = append(wants, w)
+	}
+	get("/api/info", "", 401, want{"GET", "/api/info", "none", "", "", "refused", 401})
+	get("/api/info", "not-a-token-0123456789", 401, want{"GET", "/api/info", "none", "", "", "refused", 401})
+	get("/api/audit", viewerTok, 403, want{"GET", "/api/audit", "viewer", "", "", "refused", 403})
+	get("/api/keys?reveal=true&match=k*", viewerTok, 403, want{"GET", "/api/keys", "viewer", "reveal", "k*", "refused", 403})
+	get("/api/keys?reveal=true&match=k*", operatorTok, 200, want{"GET", "/api/keys", "operator", "reveal", "k*", "ok", 200})
+	get("/api/keys/k", operatorTok, 200, want{"GET", "/api/keys/{key}", "operator", "reveal", "k", "ok", 200})
+	get("/api/replication/snapshot", operatorTok, 403, want{"GET", "/api/replication/snapshot", "operator", "snapshot", "", "refused", 403})
+	get("/api/replication/snapshot", adminTok, 200, want{"GET", "/api/replication/snapshot", "admin", "snapshot", "", "ok", 200})
+	// Not audited: reads that disclose no value.
+	for _, path := range []string{"/api/info", "/api/keys?match=k*", "/api/keys/k"} {
+		if r := g.do(t, "GET", path, viewerTok, ""); r.status != 200 {
+			t.Fatalf("GET %s: %d %s", path, r.status, r.body)
+		}
+	}
+	// MONITOR through the live feed, refused and served.
+	dial := func(token string) (*websocket.Conn, *http.Response, error) {
+		return websocket.Dial(ctx, strings.Replace(g.url, "http", "ws", 1)+"/api/live?monitor=true",
+			&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + token}}})
+	}
+	if _, res, err := dial(viewerTok); err == nil || res.StatusCode != 403 {
+		t.Fatalf("viewer monitor: %v %v", err, res)
+	}
+	wants = append(wants, want{"GET", "/api/live", "viewer", "monitor", "", "refused", 403})
+	c, _, err := dial(adminTok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close(websocket.StatusNormalClosure, "")
+	wants = append(wants, want{"GET", "/api/live", "admin", "monitor", "", "ok", 200})
+	// A browser request from another origin (checked before the token).
+	req, _ := http.NewRequestWithContext(ctx, "GET", g.url+"/api/info", nil)
+	req.Header.Set("Origin", "http://evil.example")
+	req.Header.Set("Authorization", "Bearer "+adminTok)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 403 {
+		t.Fatalf("foreign origin: %d", res.StatusCode)
+	}
+	wants = append(wants, want{"GET", "/api/info", "none", "", "", "refused", 403})
+
+	lines := auditLines(t, g.audit)
+	if len(lines) != len(wants) {
+		t.Fatalf("%d audit lines, want %d: %v", len(lines), len(wants), lines)
+	}
+	str := func(v any) string { s, _ := v.(string); return s }
+	for i, w := range wants {
+		l := lines[i]
+		got := want{str(l["method"]), str(l["path"]), str(l["role"]), str(l["action"]), str(l["parameter"]), str(l["outcome"]), int(l["status"].(float64))}
+		if got != w || l["time"] == nil {
+			t.Errorf("audit %d: %v, want %+v", i, l, w)
+		}
+		who := str(l["who"])
+		if (w.role == "none") != (who == "unauthenticated") || (w.role != "none" && !strings.HasPrefix(who, "token:")) {
+			t.Errorf("audit %d: who %q for role %s", i, who, w.role)
+		}
+		if w.outcome == "refused" && str(l["error"]) == "" {
+			t.Errorf("audit %d: a refusal without its reason: %v", i, l)
+		}
+	}
+	b, _ := os.ReadFile(g.audit)
+	for _, secret := range []string{viewerTok, operatorTok, adminTok, "not-a-token-0123456789", "s3cret-pass"} {
+		if bytes.Contains(b, []byte(secret)) {
+			t.Fatalf("a credential in the audit file: %s", b)
+		}
+	}
+}

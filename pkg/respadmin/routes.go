@@ -19,6 +19,7 @@ type route struct {
 	params       []param
 	body         map[string]any // POST: the JSON Schema of the body
 	produces     string         // the success content type (default application/json)
+	audit        string         // GET: the action every request is audited as (see auditMark), or ""
 	get          func(s *Server, w http.ResponseWriter, r *http.Request, c caller) error
 	post         func(s *Server, ctx context.Context, c caller, body json.RawMessage, rec *auditEntry) (any, error)
 }
@@ -71,7 +72,7 @@ func (s *Server) routeTable() []*route {
 			body: actionBodySchema(), post: postAction},
 		{method: "GET", path: "/metrics", role: RoleViewer, summary: "Prometheus text exposition of INFO", produces: "text/plain", get: getMetrics},
 		{method: "GET", path: "/api/replication/snapshot", role: RoleAdmin, summary: "an RDB snapshot over the replication protocol (when enabled)",
-			produces: "application/octet-stream", get: getSnapshot},
+			produces: "application/octet-stream", get: getSnapshot, audit: "snapshot"},
 		{method: "GET", path: "/api/live", role: RoleViewer, summary: "WebSocket: overview, INFO deltas, keyspace notifications, MONITOR (admin)",
 			params: []param{q("interval_ms", "integer", "INFO delta period, 100..60000 (default 1000)"),
 				q("keyspace", "boolean", "subscribe to keyspace notifications (default true)"),
@@ -140,6 +141,7 @@ func getKeys(s *Server, w http.ResponseWriter, r *http.Request, c caller) error 
 		return err
 	}
 	if reveal {
+		auditMark(r, "reveal", qv.Get("match"))
 		if err := s.mayReveal(c); err != nil {
 			return err
 		}
@@ -210,6 +212,9 @@ func getKeys(s *Server, w http.ResponseWriter, r *http.Request, c caller) error 
 			}
 		}
 	}
+	if err := s.auditServe(r); err != nil {
+		return err
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"cursor": next, "keys": keys, "values_revealed": reveal})
 	return nil
 }
@@ -247,12 +252,16 @@ func getKey(s *Server, w http.ResponseWriter, r *http.Request, c caller) error {
 		writeJSON(w, http.StatusOK, out)
 		return nil
 	}
+	auditMark(r, "reveal", key)
 	page, err := s.valuePage(ctx, key, typ, r.URL.Query().Get("cursor"), count)
 	if err != nil {
 		return err
 	}
 	for k, v := range page {
 		out[k] = v
+	}
+	if err := s.auditServe(r); err != nil {
+		return err
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

@@ -220,28 +220,44 @@ func asError(err error) *Error {
 
 // wrap puts the checks every route shares in front of rt: Host and Origin
 // (against DNS rebinding and cross-site requests), the bearer token, the
-// route's role; and, for POST, the audit record.
+// route's role; and the audit record: of every POST (servePost), of every
+// refused request, and of the reads a route marks (auditMark).
 func (s *Server) wrap(rt *route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if e := checkSite(r); e != nil {
+		var ra *readAudit
+		if s.audit != nil {
+			ra = &readAudit{rec: auditEntry{Who: whoUnauthenticated, Role: RoleNone.String(), Method: r.Method, Path: rt.path}}
+		}
+		refuse := func(e *Error) {
+			s.auditEnd(ra, e)
 			writeError(w, e)
+		}
+		if e := checkSite(r); e != nil {
+			refuse(e)
 			return
 		}
 		c, e := s.authenticate(r)
 		if e != nil {
-			writeError(w, e)
+			refuse(e)
 			return
 		}
 		if rt.method == http.MethodPost {
 			s.servePost(w, r, rt, c)
 			return
 		}
+		if ra != nil {
+			ra.rec.Who, ra.rec.Role = c.id, c.role.String()
+			r = r.WithContext(context.WithValue(r.Context(), readAuditKey{}, ra))
+			if rt.audit != "" {
+				auditMark(r, rt.audit, "")
+			}
+		}
 		if c.role < rt.role {
-			writeError(w, forbidden("%s %s needs role %s; the token has %s", rt.method, rt.path, rt.role, c.role))
+			refuse(forbidden("%s %s needs role %s; the token has %s", rt.method, rt.path, rt.role, c.role))
 			return
 		}
 		if err := rt.get(s, w, r, c); err != nil {
-			writeError(w, asError(err))
+			refuse(asError(err))
 		}
 	})
 }

@@ -21,6 +21,9 @@ const snapshotChunk = 256 << 10
 // always sends a length (it falls back to a disk save for this replica).
 // A failure after the header aborts the response, which the client sees
 // as a body shorter than Content-Length.
+//
+// The audit records the download before its first byte, and a transfer cut
+// off after it.
 func getSnapshot(s *Server, w http.ResponseWriter, r *http.Request, _ caller) error {
 	if !s.opts.ReplicationExport {
 		return &Error{Status: http.StatusForbidden, Kind: "disabled", Message: "the gateway's replication export is not enabled (replication_export in its configuration)"}
@@ -77,24 +80,34 @@ func getSnapshot(s *Server, w http.ResponseWriter, r *http.Request, _ caller) er
 		}
 		buf = append(buf, data...)
 	}
+	if err := s.auditServe(r); err != nil {
+		return err
+	}
 	h := w.Header()
 	h.Set("Content-Type", "application/octet-stream")
 	h.Set("Content-Length", strconv.FormatInt(size, 10))
 	h.Set("Content-Disposition", `attachment; filename="snapshot.rdb"`)
 	w.WriteHeader(http.StatusOK)
 	var sent int64
+	// aborted ends a transfer cut off: logged, audited, and the response
+	// aborted (the client sees a body shorter than Content-Length).
+	aborted := func(why string, err error) {
+		s.logger.Warn("snapshot aborted", "why", why, "sent", sent, "size", size, "err", err)
+		s.auditEnd(readAuditOf(r), &Error{Status: http.StatusBadGateway, Kind: "unavailable",
+			Message: fmt.Sprintf("the snapshot was cut off after %d of %d bytes: %s: %v", sent, size, why, err)})
+		panic(http.ErrAbortHandler)
+	}
 	for sent < size {
 		if len(buf) == 0 {
 			data, err := read()
 			if err != nil {
-				s.logger.Warn("snapshot aborted", "sent", sent, "size", size, "err", err)
-				panic(http.ErrAbortHandler)
+				aborted("reading from the target", err)
 			}
 			buf = data
 		}
 		chunk := buf[:min(int64(len(buf)), size-sent)]
 		if _, err := w.Write(chunk); err != nil {
-			panic(http.ErrAbortHandler) // the client went away
+			aborted("the client went away", err)
 		}
 		sent += int64(len(chunk))
 		buf = buf[len(chunk):]

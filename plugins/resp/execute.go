@@ -69,6 +69,16 @@ var (
 // appendJSON appends the reply's JSON (MarshalJSON) to p.JSON and, unless
 // p.JSONOnly, its text form to p.Text.
 func (r ExecuteReply) appendJSON(p *jsonesc.Pair) error {
+	r.appendHead(p)
+	if err := appendValues(p, r.Replies); err != nil {
+		return err
+	}
+	return r.appendTail(p)
+}
+
+// appendHead appends the reply's JSON up to its first reply: the session,
+// the outcome and the opening of the replies.
+func (r ExecuteReply) appendHead(p *jsonesc.Pair) {
 	p.Lit(litSession)
 	from := len(p.JSON)
 	p.JSON = strconv.AppendQuote(p.JSON, r.Session) // a handle or "default": ASCII letters, digits and _
@@ -76,20 +86,28 @@ func (r ExecuteReply) appendJSON(p *jsonesc.Pair) error {
 	p.Lit(litOutcome)
 	p.Write([]byte(r.Outcome))
 	p.Lit(litQuote)
-	for l, list := range [][]resp.Value{r.Replies, r.Pushes} {
-		if l == 0 {
-			p.Lit(litReplies)
-		} else {
-			p.Lit(litPushes)
+	p.Lit(litReplies)
+}
+
+// appendValues appends list's values, comma-separated.
+func appendValues(p *jsonesc.Pair, list []resp.Value) error {
+	for i := range list {
+		if i > 0 {
+			p.Lit(litComma)
 		}
-		for i := range list {
-			if i > 0 {
-				p.Lit(litComma)
-			}
-			if err := resp.AppendJSONPair(p, &list[i]); err != nil {
-				return err
-			}
+		if err := resp.AppendJSONPair(p, &list[i]); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// appendTail appends the reply's JSON after its last reply: the pushes,
+// unknown, redirects.
+func (r ExecuteReply) appendTail(p *jsonesc.Pair) error {
+	p.Lit(litPushes)
+	if err := appendValues(p, r.Pushes); err != nil {
+		return err
 	}
 	p.Lit(litEndList)
 	if r.Unknown > 0 {
@@ -120,7 +138,7 @@ func (r ExecuteReply) raw(ctx context.Context) (mcpcore.EncodedJSONText, error) 
 	n := r.sizeHint()
 	p := jsonesc.Pair{JSON: mcpcore.ResultBuffer(ctx, n), Text: mcpcore.ResultBuffer(ctx, n+n/4)}
 	if err := r.appendJSON(&p); err != nil {
-		return mcpcore.EncodedJSONText{}, fmt.Errorf("serialize the replies: %w", err)
+		return mcpcore.EncodedJSONText{}, err
 	}
 	return mcpcore.EncodedJSONText{JSON: p.JSON, Text: p.Text}, nil
 }
@@ -319,46 +337,66 @@ func (p *Plugin) execute(ctx context.Context, req *mcp.CallToolRequest, in Execu
 	if err != nil {
 		return nil, err
 	}
-	mem := s.replies
+	st := p.newReplyStream(s, b.cmds, s.replies)
 	s.replies = nil // given back below once the replies are serialized
-	res, err := conn.Pipeline(ctx, b.cmds, resp.PipelineOptions{MaxReplyBytes: p.host.Limit(LimitReplyBytes), Replies: mem})
-	reply := ExecuteReply{Session: s.id, Outcome: OutcomeOK, Replies: res.Replies, Pushes: res.Pushes}
+	res, err := conn.Pipeline(ctx, b.cmds, resp.PipelineOptions{MaxReplyBytes: p.host.Limit(LimitReplyBytes), OnReply: st.onReply})
+	reply := ExecuteReply{Session: s.id, Outcome: OutcomeOK, Replies: st.kept, Pushes: res.Pushes}
 	if reply.Replies == nil {
 		reply.Replies = []resp.Value{}
 	}
 	if reply.Pushes == nil {
 		reply.Pushes = []resp.Value{}
 	}
-	for _, v := range reply.Replies {
-		if v.IsError() {
-			reply.Outcome = OutcomeError
-			reply.Redirects = p.redirects(reply.Replies)
-			break
+	if st.streaming {
+		if st.isErr {
+			reply.Outcome, reply.Redirects = OutcomeError, st.redirects
+		}
+	} else {
+		p.reg.observe(s, b.cmds, reply.Replies) // streamed replies were observed as they came
+		for _, v := range reply.Replies {
+			if v.IsError() {
+				reply.Outcome = OutcomeError
+				reply.Redirects = p.redirects(reply.Replies)
+				break
+			}
 		}
 	}
 	if err != nil {
 		// After dispatch: the connection is closed, the state of the session
-		// unknown; nothing is retried.
-		p.reg.broken(s)
-		reply.Outcome, reply.Unknown = OutcomeUnknown, len(b.cmds)-len(reply.Replies)
+		// unknown; nothing is retried, and the next call on the session is
+		// told (KindSessionReset).
+		why := whyFailed
 		if ended(ctx, err) {
-			return nil, mcpcore.ErrorResult(reply) // the host reports the timeout or cancellation
+			why = whyEnded
 		}
-		return nil, mcpcore.ErrorResult(mcpcore.ToolErrorReply{Error: p.failure(s, err), Partial: reply})
+		p.reg.broken(s, why)
+		reply.Outcome, reply.Unknown = OutcomeUnknown, len(b.cmds)-res.Received
+		partial, perr := st.partial(reply)
+		if perr != nil {
+			return nil, perr
+		}
+		if ended(ctx, err) {
+			return nil, mcpcore.ErrorResult(partial) // the host reports the timeout or cancellation
+		}
+		return nil, mcpcore.ErrorResult(mcpcore.ToolErrorReply{Error: p.failure(s, err), Partial: partial})
 	}
-	p.reg.observe(s, b.cmds, reply.Replies)
-	raw, err := reply.raw(ctx)
+	var out any
+	if st.streaming {
+		out, err = st.result(reply)
+	} else {
+		out, err = reply.raw(ctx)
+	}
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("serialize the replies: %w", err)
 	}
-	if cap(res.Replies) <= keepReplies {
-		clear(res.Replies) // holds no reply's bytes while kept
-		s.replies = res.Replies[:0]
+	if cap(st.kept) <= keepReplies {
+		clear(st.kept) // holds no reply's bytes while kept
+		s.replies = st.kept[:0]
 	}
 	if reply.Outcome == OutcomeError {
-		return nil, mcpcore.ErrorResult(raw)
+		return nil, mcpcore.ErrorResult(out)
 	}
-	return raw, nil
+	return out, nil
 }
 
 // keepReplies is the most replies whose memory a session keeps for its
@@ -380,9 +418,9 @@ func ended(ctx context.Context, err error) bool {
 func (p *Plugin) failure(s *session, err error) mcpcore.ToolErrorDetail {
 	suffix := "; the connection was closed, the commands without a reply have unknown outcomes (nothing is retried)"
 	if s.id == DefaultSession {
-		suffix += "; the next call opens a new default session (database and transaction state are reset)"
+		suffix += "; the next call on the default session fails with " + KindSessionReset + " (nothing sent) and the one after it opens a new default session (database and transaction state are reset)"
 	} else {
-		suffix += fmt.Sprintf("; session %q is closed", s.id)
+		suffix += fmt.Sprintf("; session %q is closed (its next call fails with %s)", s.id, KindSessionReset)
 	}
 	var le *resp.LimitError
 	if errors.As(err, &le) {

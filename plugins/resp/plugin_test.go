@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -415,7 +416,7 @@ func waitFor(t *testing.T, cond func() bool) {
 }
 
 // TestSessionLimits: max_sessions counts every session and fails
-// explicitly; idle sessions expire.
+// explicitly; idle sessions expire, and their next call is told.
 func TestSessionLimits(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
 	e := connect(t, targetAt(s, ""), `{"max_sessions": 2, "session_idle": "1s"}`)
@@ -429,8 +430,16 @@ func TestSessionLimits(t *testing.T) {
 	failure(t, e.call(other, "resp_execute", map[string]any{"commands": [][]any{{"PING"}}}), mcpcore.KindLimit)
 	time.Sleep(1500 * time.Millisecond)
 	waitFor(t, func() bool { return len(e.list(nil)) == 0 })
-	failure(t, e.execOn(nil, h, cmd("PING")), KindSessionNotFound)
+	// Expired sessions are reported reset: the default session to its next
+	// call only, a handle until session_idle later, when it is forgotten.
+	if r := failure(t, e.execOn(nil, h, cmd("PING")), KindSessionReset); !strings.Contains(r.Error.Message, LimitSessionIdle) {
+		t.Fatalf("the reset does not say why: %+v", r.Error)
+	}
+	failure(t, e.call(nil, "resp_execute", map[string]any{"commands": [][]any{{"PING"}}}), KindSessionReset)
 	e.open(other, nil)
+	waitFor(t, func() bool {
+		return decode[errReply](t, e.execOn(nil, h, cmd("PING"))).Error.Kind == KindSessionNotFound
+	})
 }
 
 // TestTransaction: MULTI/EXEC across calls on a session, and a WATCH
@@ -636,12 +645,27 @@ func TestLargeResultPaged(t *testing.T) {
 	value := strings.Repeat("0123456789abcdef", 300*1024/16)
 	e.exec(cmd("SET", "big", value))
 	res := e.call(nil, "resp_execute", map[string]any{"commands": [][]any{{"GET", "big"}}})
+	var r execReply
+	if err := json.Unmarshal(e.resultJSON(res), &r); err != nil || r.Replies[0].Str(t) != value {
+		t.Fatalf("reassembled result: %v", err)
+	}
+}
+
+// resultJSON returns the JSON of a call's result: inline, or read back
+// through resp_result when it was paged (which it checks it was, for a
+// result over 300 KiB).
+func (e *env) resultJSON(res *mcp.CallToolResult) []byte {
+	t := e.t
+	t.Helper()
 	ref := decode[struct {
 		ResultID string `json:"result_id"`
 		ReadTool string `json:"read_tool"`
 		Total    int64  `json:"total_bytes"`
 	}](t, res)
-	if res.IsError || ref.ReadTool != "resp_result" || ref.Total < 300*1024 {
+	if ref.ResultID == "" {
+		return []byte(res.Content[0].(*mcp.TextContent).Text) // the JSON as served
+	}
+	if ref.ReadTool != "resp_result" {
 		t.Fatalf("reference = %+v", ref)
 	}
 	var data []byte
@@ -657,15 +681,52 @@ func TestLargeResultPaged(t *testing.T) {
 		}
 		off = *r.NextOffset
 	}
+	if int64(len(data)) != ref.Total {
+		t.Fatalf("read %d of %d bytes", len(data), ref.Total)
+	}
+	return data
+}
+
+// TestExecuteStreamed: replies past the inline size are encoded as they
+// arrive (and paged as parts): the result is byte for byte the one a
+// small inline limit does not stream, with the same outcome, redirect-free
+// errors and session state (the SELECT seen on the way).
+func TestExecuteStreamed(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	value := strings.Repeat("v", 3000)
+	var batch [][]any
+	var results [2][]byte
+	for i, inline := range []int64{64 * mcpcore.KiB, 1 * mcpcore.KiB} {
+		list := fmt.Sprint("list", i) // the same replies from each run
+		batch = [][]any{{"SELECT", "1"}, {"SET", "k", value}, {"GET", "k"}, {"NOPE"}, {"GET", "missing"}, {"GET", "k"},
+			{"SET", "bin", map[string]any{"base64": "AP8="}}, {"GET", "bin"}, {"RPUSH", list, "a", value}, {"LRANGE", list, "0", "-1"}}
+		e := connect(t, targetAt(s, ""), "", func(l *mcpcore.Limits) { l.InlineResultBytes = inline })
+		res := e.call(nil, "resp_execute", map[string]any{"commands": batch})
+		if !res.IsError {
+			t.Fatalf("inline %d: a batch with an error reply is not an error", inline)
+		}
+		results[i] = e.resultJSON(res)
+		if l := e.list(nil); len(l) != 1 || l[0].Database != 1 {
+			t.Fatalf("inline %d: sessions %+v", inline, l)
+		}
+	}
 	var r execReply
-	if err := json.Unmarshal(data, &r); err != nil || r.Replies[0].Str(t) != value {
-		t.Fatalf("reassembled result: %v", err)
+	if err := json.Unmarshal(results[1], &r); err != nil || r.Outcome != OutcomeError || len(r.Replies) != len(batch) || r.Replies[5].Str(t) != value {
+		t.Fatalf("streamed: %v %.300s", err, results[1])
+	}
+	if !bytes.Equal(results[0], results[1]) {
+		i := 0
+		for i < min(len(results[0]), len(results[1])) && results[0][i] == results[1][i] {
+			i++
+		}
+		t.Fatalf("streamed result differs at byte %d:\n%.300s\n%.300s", i, results[0][i:], results[1][i:])
 	}
 }
 
 // TestTimeoutAfterDispatch: the call times out while a command blocks:
 // the replies received come back, the rest are unknown, the connection is
-// closed, and the next call gets a new default session.
+// closed; the next call is told the session was reset, and the one after
+// it gets a new default session.
 func TestTimeoutAfterDispatch(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
 	e := connect(t, targetAt(s, ""), "", func(l *mcpcore.Limits) { l.ToolTimeout = mcpcore.Duration(500 * time.Millisecond) })
@@ -676,6 +737,9 @@ func TestTimeoutAfterDispatch(t *testing.T) {
 	if err := json.Unmarshal(r.Partial, &partial); err != nil || partial.Outcome != OutcomeUnknown || partial.Unknown != 2 ||
 		len(partial.Replies) != 1 || partial.Replies[0].Str(t) != "OK" {
 		t.Fatalf("partial = %s", r.Partial)
+	}
+	if r := failure(t, e.call(nil, "resp_execute", map[string]any{"commands": [][]any{{"GET", "t"}}}), KindSessionReset); !strings.Contains(r.Error.Message, "timed out") {
+		t.Fatalf("the reset does not say why: %+v", r.Error)
 	}
 	next := e.exec(cmd("CLIENT", "ID"), cmd("GET", "t"))
 	if string(next.Replies[0].Value) == string(id) || next.Replies[1].Str(t) != "1" {
@@ -697,18 +761,25 @@ func TestServerKilled(t *testing.T) {
 		done <- e.execOn(nil, h, cmd("SET", "a", "1"), cmd("BLPOP", "nothing", "5"), cmd("GET", "a"))
 	}()
 	waitFor(t, e.blocked)
-	time.Sleep(50 * time.Millisecond) // the SET's reply on its way
+	// A second call on h waits for the first; it is told of the reset
+	// rather than that the handle never existed.
+	waiting := make(chan *mcp.CallToolResult, 1)
+	go func() { waiting <- e.execOn(nil, h, cmd("PING")) }()
+	waitFor(t, func() bool { return len(e.list(nil)) == 2 && e.list(nil)[1].Busy })
+	time.Sleep(50 * time.Millisecond) // the SET's reply on its way, the PING at the gate
 	s.Kill()
 	r := failure(t, <-done, KindConnectionLost)
+	failure(t, <-waiting, KindSessionReset)
 	var partial execReply
 	if err := json.Unmarshal(r.Partial, &partial); err != nil || partial.Outcome != OutcomeUnknown || partial.Unknown != 2 || len(partial.Replies) != 1 ||
 		!strings.Contains(r.Error.Message, "unknown outcomes") || !strings.Contains(r.Error.Message, `"local"`) {
 		t.Fatalf("error %+v, partial %s", r.Error, r.Partial)
 	}
-	failure(t, e.execOn(nil, h, cmd("PING")), KindSessionNotFound)
+	failure(t, e.execOn(nil, h, cmd("PING")), KindSessionReset)
 	// The default session's connection died too: the PING was written to it
-	// and its outcome is unknown.
+	// and its outcome is unknown; the next call is told of the reset.
 	failure(t, e.call(nil, "resp_execute", map[string]any{"commands": [][]any{{"PING"}}}), KindConnectionLost)
+	failure(t, e.call(nil, "resp_execute", map[string]any{"commands": [][]any{{"PING"}}}), KindSessionReset)
 	// Now nothing is connected: the next call cannot connect, and sends nothing.
 	failure(t, e.call(nil, "resp_execute", map[string]any{"commands": [][]any{{"PING"}}}), KindConnection)
 	if err := s.Restart(); err != nil {
@@ -819,6 +890,7 @@ func TestReplyBudget(t *testing.T) {
 		partial.Outcome != OutcomeUnknown || len(partial.Replies) != 1 || partial.Unknown != 2 {
 		t.Fatalf("error %+v, partial %s", r.Error, r.Partial)
 	}
+	failure(t, e.call(nil, "resp_execute", map[string]any{"commands": [][]any{{"PING"}}}), KindSessionReset)
 	e.exec(cmd("PING"))
 }
 

@@ -41,6 +41,14 @@ const (
 	// KindRefused: a command that execute does not run (unusual reply
 	// shape), or an operation the session's mode does not allow.
 	KindRefused = "refused"
+	// KindSessionReset: the session's connection was closed by the sidecar
+	// (a call cancelled or timed out after dispatch, a failed connection,
+	// idle expiry), and with it its state (database, protocol, MULTI,
+	// WATCH, CLIENT settings, subscriptions); nothing was sent. The default
+	// session reports it to its next call only, and the call after that
+	// runs on a new connection; a handle reports it until it is forgotten
+	// (session_idle later), and is never reconnected.
+	KindSessionReset = "session_reset"
 )
 
 // session is one RESP connection with its owner. Calls on it pass its gate
@@ -66,6 +74,7 @@ type session struct {
 	// Under registry.mu.
 	conn     *resp.Conn
 	manual   bool // one-way: once send/receive were used, execute is refused
+	multi    bool // a MULTI answered OK and no EXEC or DISCARD since (observe)
 	busy     int  // calls in progress or waiting for the gate
 	lastUsed time.Time
 	closed   bool
@@ -84,11 +93,14 @@ type registry struct {
 	defaults map[string]*session // default sessions by scopeKey
 	pending  int                 // sessions being dialled, counted against max
 	closed   bool
+	// resets holds what the sidecar closed without being asked: a default
+	// session's by scopeKey, a handle's by id (see KindSessionReset).
+	resets map[string]*reset
 }
 
 func newRegistry(h *mcpcore.Host, cfg *settings) *registry {
 	return &registry{host: h, cfg: cfg, max: int(h.Limit(LimitMaxSessions)), idle: time.Duration(h.Limit(LimitSessionIdle)),
-		handles: map[string]*session{}, defaults: map[string]*session{}}
+		handles: map[string]*session{}, defaults: map[string]*session{}, resets: map[string]*reset{}}
 }
 
 // scope is who a session belongs to: the caller's principal and its MCP
@@ -121,7 +133,8 @@ func sessionNotFound(id string) error {
 }
 
 // find returns the session a call names ("" or DefaultSession: the
-// caller's default session, created unconnected on first use).
+// caller's default session, created unconnected on first use). A session
+// the sidecar closed fails with KindSessionReset (see takeResetLocked).
 func (r *registry) find(sc scope, id string) (*session, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -133,6 +146,9 @@ func (r *registry) find(sc scope, id string) (*session, error) {
 		if s := r.defaults[key]; s != nil {
 			return s, nil
 		}
+		if err := r.takeResetLocked(sc, key); err != nil {
+			return nil, err
+		}
 		if err := r.reserveLocked(); err != nil {
 			return nil, err
 		}
@@ -143,6 +159,11 @@ func (r *registry) find(sc scope, id string) (*session, error) {
 		return s, nil
 	}
 	s := r.handles[id]
+	if s == nil {
+		if err := r.takeResetLocked(sc, id); err != nil {
+			return nil, err
+		}
+	}
 	if s == nil || s.principal != sc.principal || s.owner != sc.owner {
 		return nil, sessionNotFound(id)
 	}
@@ -251,8 +272,10 @@ func (r *registry) acquire(ctx context.Context, s *session) error {
 }
 
 // use finds the session a call names and waits for its gate (see
-// acquire). A default session that a failure closed meanwhile is replaced
-// by a fresh one: nothing had been sent on this call's behalf.
+// acquire). When the session was closed meanwhile, it looks again: find
+// reports a reset (nothing had been sent on this call's behalf), or a
+// handle its caller closed, or uses a fresh default session when its
+// caller closed the old one.
 func (r *registry) use(ctx context.Context, sc scope, id string) (*session, error) {
 	for {
 		s, err := r.find(sc, id)
@@ -263,7 +286,7 @@ func (r *registry) use(ctx context.Context, sc scope, id string) (*session, erro
 		if err == nil {
 			return s, nil
 		}
-		if s.id != DefaultSession || ctx.Err() != nil || !r.isClosed(s) {
+		if ctx.Err() != nil || !r.isClosed(s) {
 			return nil, err
 		}
 	}
@@ -291,28 +314,52 @@ func (r *registry) setManual(s *session) {
 
 // observe keeps s's protocol and database as its own commands change them
 // (a HELLO with a version, a SELECT answered OK), so that list tells the
-// truth. Inside MULTI they are only queued: a SELECT then answers QUEUED
-// and is not taken.
+// truth, and whether a MULTI is open, so that a reset names what it lost.
+// Inside MULTI they are only queued: a SELECT then answers QUEUED and is
+// not taken.
 func (r *registry) observe(s *session, cmds Commands, replies []resp.Value) {
-	for i, cmd := range cmds {
-		if i >= len(replies) || replies[i].IsError() || len(cmd) != 2 {
-			continue
-		}
-		n, err := strconv.Atoi(string(cmd[1]))
-		if err != nil {
-			continue
-		}
-		switch name := strings.ToUpper(string(cmd[0])); {
-		case name == "HELLO" && (n == 2 || n == 3) && (replies[i].Kind == resp.KindMap || replies[i].Kind == resp.KindArray):
-			r.mu.Lock()
-			s.protocol = n
-			r.mu.Unlock()
-		case name == "SELECT" && string(replies[i].Str) == "OK":
-			r.mu.Lock()
-			s.database = n
-			r.mu.Unlock()
-		}
+	for i := range min(len(cmds), len(replies)) {
+		r.observeOne(s, cmds[i], &replies[i])
 	}
+}
+
+// observeOne is observe for one command and its reply.
+func (r *registry) observeOne(s *session, cmd [][]byte, reply *resp.Value) {
+	if len(cmd) == 1 {
+		r.observeMulti(s, cmd[0], *reply)
+	}
+	if reply.IsError() || len(cmd) != 2 {
+		return
+	}
+	n, err := strconv.Atoi(string(cmd[1]))
+	if err != nil {
+		return
+	}
+	switch name := strings.ToUpper(string(cmd[0])); {
+	case name == "HELLO" && (n == 2 || n == 3) && (reply.Kind == resp.KindMap || reply.Kind == resp.KindArray):
+		r.mu.Lock()
+		s.protocol = n
+		r.mu.Unlock()
+	case name == "SELECT" && string(reply.Str) == "OK":
+		r.mu.Lock()
+		s.database = n
+		r.mu.Unlock()
+	}
+}
+
+// observeMulti follows MULTI, EXEC and DISCARD (name) and their reply.
+func (r *registry) observeMulti(s *session, name []byte, reply resp.Value) {
+	var open bool
+	switch {
+	case strings.EqualFold(string(name), "MULTI"):
+		open = !reply.IsError()
+	case strings.EqualFold(string(name), "EXEC"), strings.EqualFold(string(name), "DISCARD"):
+	default:
+		return
+	}
+	r.mu.Lock()
+	s.multi = open
+	r.mu.Unlock()
 }
 
 // info describes s.
@@ -348,7 +395,7 @@ func (r *registry) conn(ctx context.Context, s *session) (*resp.Conn, error) {
 	}
 	c, err := dial(ctx, s)
 	if err != nil {
-		r.broken(s) // a default session without a connection holds no slot
+		r.broken(s, "") // a default session without a connection holds no slot, and no state
 		return nil, err
 	}
 	r.mu.Lock()
@@ -362,10 +409,15 @@ func (r *registry) conn(ctx context.Context, s *session) (*resp.Conn, error) {
 }
 
 // broken closes a session whose connection failed or whose call ended
-// after dispatch: its state is unknown, so it is never reused. A default
-// session is dropped and re-created (and re-dialled) by the next call.
-func (r *registry) broken(s *session) {
+// after dispatch (why says which): its state is unknown, so it is never
+// reused. Its next call is told (KindSessionReset); a default session is
+// then re-created (and re-dialled) by the call after. why "" closes it
+// without a mark: its caller asked, or it never connected.
+func (r *registry) broken(s *session, why string) {
 	r.mu.Lock()
+	if why != "" {
+		r.markLocked(s, why)
+	}
 	c := r.removeLocked(s)
 	r.mu.Unlock()
 	if c != nil {
@@ -382,14 +434,14 @@ func (r *registry) closeSession(sc scope, id string) error {
 		if s == nil {
 			return nil
 		}
-		r.broken(s)
+		r.broken(s, "")
 		return nil
 	}
 	s, err := r.find(sc, id)
 	if err != nil {
 		return err
 	}
-	r.broken(s)
+	r.broken(s, "")
 	return nil
 }
 
@@ -412,13 +464,17 @@ func (r *registry) removeLocked(s *session) *resp.Conn {
 	return c
 }
 
-// closeWhere closes every session for which match is true.
-func (r *registry) closeWhere(match func(*session) bool) {
+// closeWhere closes every session for which match is true, marking each
+// reset for why unless why is "" (see broken).
+func (r *registry) closeWhere(why string, match func(*session) bool) {
 	var conns []*resp.Conn
 	r.mu.Lock()
 	for _, m := range []map[string]*session{r.handles, r.defaults} {
 		for _, s := range m {
 			if match(s) {
+				if why != "" {
+					r.markLocked(s, why)
+				}
 				if c := r.removeLocked(s); c != nil {
 					conns = append(conns, c)
 				}
@@ -433,7 +489,10 @@ func (r *registry) closeWhere(match func(*session) bool) {
 
 // endClientSession closes the sessions of an MCP client session that ended.
 func (r *registry) endClientSession(cs *mcpcore.Session) {
-	r.closeWhere(func(s *session) bool { return s.owner != "" && s.owner == cs.ID() && s.principal == cs.Principal() })
+	r.closeWhere("", func(s *session) bool { return s.owner != "" && s.owner == cs.ID() && s.principal == cs.Principal() })
+	r.mu.Lock()
+	r.forgetResetsLocked(func(m *reset) bool { return m.owner != "" && m.owner == cs.ID() && m.principal == cs.Principal() })
+	r.mu.Unlock()
 }
 
 // list returns the caller's sessions, by handle, the default first.
@@ -466,7 +525,8 @@ func (r *registry) startReaper(ctx context.Context) {
 			case <-ctx.Done():
 				return
 			case now := <-t.C:
-				r.closeWhere(func(s *session) bool { return s.busy == 0 && now.Sub(s.lastUsed) >= r.idle })
+				r.sweepResets(now)
+				r.closeWhere(whyIdle(r.idle), func(s *session) bool { return s.busy == 0 && now.Sub(s.lastUsed) >= r.idle })
 			}
 		}
 	})
@@ -479,6 +539,6 @@ func (r *registry) close() error {
 	r.mu.Lock()
 	r.closed = true
 	r.mu.Unlock()
-	r.closeWhere(func(*session) bool { return true })
+	r.closeWhere("", func(*session) bool { return true })
 	return nil
 }

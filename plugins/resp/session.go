@@ -271,7 +271,7 @@ func (p *Plugin) sendFailed(ctx context.Context, s *session, conn *resp.Conn, wr
 	if written == 0 && !conn.Closed() {
 		return fmt.Errorf("send on session %q: nothing was written, the session is kept: %w", s.id, err)
 	}
-	p.reg.broken(s)
+	p.reg.broken(s, whySendFailed)
 	msg := fmt.Sprintf("send on session %q failed after %d bytes were written: what reached the server has unknown outcomes; session %q is closed", s.id, written, s.id)
 	if ended(ctx, err) {
 		return mcpcore.ErrorResult(SendReply{Session: s.id, BytesWritten: written})
@@ -303,7 +303,7 @@ func (p *Plugin) receive(ctx context.Context, sc scope, in SessionArgs) (any, er
 		}
 		data, timedOut, eof, err := conn.ReadRaw(ctx, int(max), wait)
 		if err != nil && !ended(ctx, err) {
-			p.reg.broken(s)
+			p.reg.broken(s, whyFailed)
 			return nil, mcpcore.Errorf(KindConnectionLost, "receive on session %q: %v; the session is closed", s.id, err)
 		}
 		reply := RawReceiveReply{Session: s.id, DataBase64: base64.StdEncoding.EncodeToString(data), Bytes: len(data), TimedOut: timedOut, EOF: eof}
@@ -330,7 +330,7 @@ func (p *Plugin) receive(ctx context.Context, sc scope, in SessionArgs) (any, er
 			// continues.
 			return nil, mcpcore.ErrorResult(reply)
 		}
-		p.reg.broken(s)
+		p.reg.broken(s, whyFailed)
 		return nil, mcpcore.ErrorResult(mcpcore.ToolErrorReply{Error: p.failure(s, err), Partial: reply})
 	}
 	return reply, nil
