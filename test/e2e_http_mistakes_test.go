@@ -41,9 +41,13 @@ func TestHTTPClientMistakeLoggedAtInfo(t *testing.T) {
 		if err := json.Unmarshal([]byte(text), &m); err != nil {
 			t.Fatalf("%s answered HTTP %d %q", method, resp.StatusCode, b)
 		}
+		m["http_status"] = float64(resp.StatusCode)
 		return m
 	}
 	m := post("ping")
+	if m["http_status"] != float64(http.StatusNotFound) { // SEP-2575: a removed method is a 404
+		t.Errorf("2026-07-28 ping answered HTTP %v, want 404", m["http_status"])
+	}
 	if errCode(m) != -32601 || !strings.Contains(errMessage(m), `"ping" does not exist in protocol 2026-07-28`) {
 		t.Fatalf("2026-07-28 ping answered with %v", m)
 	}

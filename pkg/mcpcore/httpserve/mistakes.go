@@ -122,6 +122,9 @@ const (
 
 // mistake returns, when body is a call that is a client mistake on its
 // route, the JSON-RPC error code and message to answer it with.
+// A method the 2026-07-28 protocol removed is answered with HTTP 404, as
+// that protocol asks (SEP-2575); the others with 200, as the SDK answers a
+// JSON-RPC error.
 func mistake(body []byte, rt route) (c call, code int64, message string, ok bool) {
 	c, ok = parseCall(body)
 	if !ok {
@@ -159,8 +162,12 @@ func (h *Handler) refuseMistake(w http.ResponseWriter, r *http.Request, body []b
 	}
 	h.logger.Info("refused a client's mistaken request", "remote_addr", r.RemoteAddr, "method", c.method, "reason", message)
 	msg, _ := json.Marshal(message) // a string always marshals
+	status := http.StatusOK         // a JSON-RPC error, as the SDK answers one
+	if code == jsonrpc.CodeMethodNotFound {
+		status = http.StatusNotFound // a removed method (see mistake)
+	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK) // a JSON-RPC error, as the SDK answers one
+	w.WriteHeader(status)
 	fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%s}}`, c.id, code, msg)
 	return true
 }

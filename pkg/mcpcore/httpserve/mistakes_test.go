@@ -77,7 +77,12 @@ func TestClientMistakesAreNotErrors(t *testing.T) {
 				Message string `json:"message"`
 			} `json:"error"`
 		}
-		if err := json.Unmarshal([]byte(body), &m); err != nil || resp.StatusCode != http.StatusOK {
+		// A method 2026-07-28 removed is a 404 (SEP-2575), the others a 200.
+		status := http.StatusOK
+		if tt.code == -32601 {
+			status = http.StatusNotFound
+		}
+		if err := json.Unmarshal([]byte(body), &m); err != nil || resp.StatusCode != status {
 			t.Errorf("%s: HTTP %d %q", tt.name, resp.StatusCode, body)
 			continue
 		}
