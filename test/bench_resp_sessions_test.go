@@ -222,21 +222,7 @@ type muxClient struct {
 
 func startMuxClient(b testing.TB, cmd *exec.Cmd) *muxClient {
 	b.Helper()
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	cmd.Stdin, cmd.Stdout = inR, outW
-	err = cmd.Start()
-	inR.Close()
-	outW.Close()
-	if err != nil {
-		b.Fatal(err)
-	}
+	inW, outR := startPiped(b, cmd)
 	c := &muxClient{cmd: cmd, in: inW, out: outR, wait: map[int]chan []byte{}, done: make(chan struct{})}
 	go c.readLoop()
 	b.Cleanup(func() { c.stop(b) })

@@ -259,21 +259,7 @@ type rpcClient struct {
 // The process is stopped at cleanup.
 func startRPCClient(b testing.TB, cmd *exec.Cmd) *rpcClient {
 	b.Helper()
-	inR, inW, err := os.Pipe() // non-blocking, as os.Pipe makes them
-	if err != nil {
-		b.Fatal(err)
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	cmd.Stdin, cmd.Stdout = inR, outW
-	err = cmd.Start()
-	inR.Close() // the child's ends
-	outW.Close()
-	if err != nil {
-		b.Fatal(err)
-	}
+	inW, outR := startPiped(b, cmd)
 	in, err := rawio.File(inW)
 	if err != nil {
 		b.Fatal(err)
@@ -299,6 +285,28 @@ func startRPCClient(b testing.TB, cmd *exec.Cmd) *rpcClient {
 	c.read(b, 0)
 	c.write(b, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	return c
+}
+
+// startPiped starts cmd with its stdin and stdout on new pipes
+// (non-blocking, as os.Pipe makes them) and returns their other ends.
+func startPiped(b testing.TB, cmd *exec.Cmd) (stdin, stdout *os.File) {
+	b.Helper()
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd.Stdin, cmd.Stdout = inR, outW
+	err = cmd.Start()
+	inR.Close() // the child's ends
+	outW.Close()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return inW, outR
 }
 
 // write writes the concatenation of parts and a newline as one line,
