@@ -26,11 +26,19 @@ import (
 // respBatchSizes are the pipeline lengths BenchmarkRespSidecar measures.
 var respBatchSizes = []int{1, 16, 128}
 
-// Targets of BenchmarkRespSidecar (issue 6): at batch 128 the sidecar keeps
-// at least half of direct RESP's throughput; at batch 1 its median round
-// costs at most 150 µs more than direct RESP's.
+// Targets of BenchmarkRespSidecar. At batch 128 the sidecar's ratio to
+// direct RESP's throughput is at least 0.85 of the ratio the lower bound
+// (test/internal/respbound) reaches in the same run (issue 26): the
+// machine's noise moves both alike, where an absolute ratio measures the
+// machine as much as mcpkit. The absolute target of issue 6, half of
+// direct RESP's throughput, is still reported (and printed as met or
+// missed), not enforced. At batch 1 the sidecar's median round costs at
+// most 150 µs more than direct RESP's. The verdict is the median of five
+// runs (scripts/bench-resp-median.sh, `make bench-resp RUNS=5`); one run
+// fails when it misses a target.
 const (
-	respMinThroughputRatio = 0.5
+	respMinOfBound         = 0.85
+	respMinThroughputRatio = 0.5 // reported, not enforced
 	respMaxAddedP50        = 150 * time.Microsecond
 )
 
@@ -174,6 +182,7 @@ func BenchmarkRespSidecar(b *testing.B) {
 			b.ReportMetric(mcpRate, "mcp-cmd/s")
 			b.ReportMetric(respRate, "direct-cmd/s")
 			b.ReportMetric(mcpRate/respRate, "ratio")
+			ratio, boundRatio := mcpRate/respRate, boundRate/boundRespRate
 			if b.N < 100 {
 				return // calibration
 			}
@@ -182,9 +191,17 @@ func BenchmarkRespSidecar(b *testing.B) {
 				batch, b.N, mcpRate, respRate, mcpRate/respRate, ceiling,
 				micros(mcpP50), micros(respP50), micros(mcpP95), micros(respP95), micros(sdkP50),
 				boundRate, boundRespRate, boundRate/boundRespRate))
-			if batch == 128 && mcpRate < respMinThroughputRatio*respRate {
-				b.Errorf("batch 128: MCP %.0f commands/s is under %.0f%% of direct RESP's %.0f (ratio %.3f; the lower bound, test/internal/respbound, reached %.3f in this run)",
-					mcpRate, respMinThroughputRatio*100, respRate, mcpRate/respRate, boundRate/boundRespRate)
+			if batch == 128 {
+				absolute := "met"
+				if ratio < respMinThroughputRatio {
+					absolute = "missed"
+				}
+				b.Logf("batch 128: ratio %.3f, the lower bound's %.3f: %.3f of it (target at least %.2f); the absolute target %.2f (reported, not enforced): %s",
+					ratio, boundRatio, ratio/boundRatio, respMinOfBound, respMinThroughputRatio, absolute)
+				if ratio < respMinOfBound*boundRatio {
+					b.Errorf("batch 128: MCP's ratio to direct RESP, %.3f (%.0f against %.0f commands/s), is under %.2f of the lower bound's, %.3f, in this run (test/internal/respbound)",
+						ratio, mcpRate, respRate, respMinOfBound, boundRatio)
+				}
 			}
 			if batch == 1 && mcpP50 > respP50+respMaxAddedP50 {
 				b.Errorf("batch 1: MCP p50 %v is more than %v above direct RESP's %v", mcpP50, respMaxAddedP50, respP50)
@@ -242,21 +259,7 @@ type rpcClient struct {
 // The process is stopped at cleanup.
 func startRPCClient(b testing.TB, cmd *exec.Cmd) *rpcClient {
 	b.Helper()
-	inR, inW, err := os.Pipe() // non-blocking, as os.Pipe makes them
-	if err != nil {
-		b.Fatal(err)
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	cmd.Stdin, cmd.Stdout = inR, outW
-	err = cmd.Start()
-	inR.Close() // the child's ends
-	outW.Close()
-	if err != nil {
-		b.Fatal(err)
-	}
+	inW, outR := startPiped(b, cmd)
 	in, err := rawio.File(inW)
 	if err != nil {
 		b.Fatal(err)
@@ -282,6 +285,28 @@ func startRPCClient(b testing.TB, cmd *exec.Cmd) *rpcClient {
 	c.read(b, 0)
 	c.write(b, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	return c
+}
+
+// startPiped starts cmd with its stdin and stdout on new pipes
+// (non-blocking, as os.Pipe makes them) and returns their other ends.
+func startPiped(b testing.TB, cmd *exec.Cmd) (stdin, stdout *os.File) {
+	b.Helper()
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd.Stdin, cmd.Stdout = inR, outW
+	err = cmd.Start()
+	inR.Close() // the child's ends
+	outW.Close()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return inW, outR
 }
 
 // write writes the concatenation of parts and a newline as one line,

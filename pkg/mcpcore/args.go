@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/mcpkit/mcpkit/internal/fastpath"
 	"github.com/mcpkit/mcpkit/pkg/jsonscan"
 	segjson "github.com/segmentio/encoding/json"
 )
@@ -94,49 +95,19 @@ func children(s *jsonschema.Schema) []*jsonschema.Schema {
 	return append(out, s.PrefixItems...)
 }
 
-// ArgumentsDecoder is implemented, on its pointer, by a tool's argument
-// type that decodes the raw arguments (a JSON object) itself and, as it
-// does, refuses everything the tool's input schema refuses, reporting a
-// failure as a [*ParamError] with the argument's JSON Pointer (any other
-// error becomes one without a path). The host then hands it the arguments
-// instead of taking its generic path (decoding them into a tree,
-// validating that against the schema, decoding again into the type),
-// which for an argument of thousands of elements costs more than the call
-// itself. The decoder applies the schema's defaults, if any. The schema is
-// still what the tool advertises: test that the decoder refuses what it
-// refuses with [github.com/mcpkit/mcpkit/pkg/mcpcore/mcptest.RefusesAsSchema].
-type ArgumentsDecoder interface {
-	DecodeArguments(raw json.RawMessage) error
-}
-
-// ArgumentsPrefixDecoder is an [ArgumentsDecoder] that also decodes the
-// arguments at the start of a longer text: DecodeArgumentsPrefix decodes
-// the JSON object that b begins with (no space before it), as
-// DecodeArguments would decode that object, and returns the index just
-// after it; for anything else it reports false, keeping nothing, and the
-// host then isolates the arguments and calls DecodeArguments, which says
-// what is wrong. On a direct call ([ToolOptions.Direct]) of a server
-// without [Options.Middleware], the host decodes the arguments with it as
-// it reads the call's params, rather than first finding where they end and
-// then decoding them: one pass over a large argument instead of two.
-type ArgumentsPrefixDecoder interface {
-	ArgumentsDecoder
-	DecodeArgumentsPrefix(b []byte) (end int, ok bool)
-}
-
-// decodePrefix is an [ArgumentsPrefixDecoder]'s DecodeArgumentsPrefix for
+// decodePrefix is a [fastpath.ArgumentsPrefixDecoder]'s DecodeArgumentsPrefix for
 // a tool's argument type, returning the decoded value.
 type decodePrefix func(b []byte) (end int, args any, ok bool)
 
 // prefixDecoder returns decodePrefix for In, or nil when *In is not an
 // ArgumentsPrefixDecoder.
 func prefixDecoder[In any]() decodePrefix {
-	if _, ok := any(new(In)).(ArgumentsPrefixDecoder); !ok {
+	if _, ok := any(new(In)).(fastpath.ArgumentsPrefixDecoder); !ok {
 		return nil
 	}
 	return func(b []byte) (int, any, bool) {
 		var in In
-		end, ok := any(&in).(ArgumentsPrefixDecoder).DecodeArgumentsPrefix(b)
+		end, ok := any(&in).(fastpath.ArgumentsPrefixDecoder).DecodeArgumentsPrefix(b)
 		if !ok {
 			return 0, nil, false
 		}
@@ -147,7 +118,8 @@ func prefixDecoder[In any]() decodePrefix {
 // StrictDecode decodes raw into v as the host decodes tool arguments: exact
 // (case-sensitive) member names, no unknown member. A failure is a
 // [*ParamError], with the member's path when the decoder names it. It is
-// meant for [ArgumentsDecoder] implementations.
+// meant for argument types that decode their own arguments (the bundled
+// plugins' fastpath.ArgumentsDecoder).
 func StrictDecode(raw json.RawMessage, v any) error {
 	_, err := segjson.Parse(raw, v, segjson.DisallowUnknownFields|segjson.DontMatchCaseInsensitiveStructFields)
 	if err == nil {
@@ -177,7 +149,7 @@ func unknownMember(err error) (string, bool) {
 
 // decodeArgs validates raw tool arguments and decodes them into In,
 // strictly: exact (case-sensitive) field names, no unknown field, or hands
-// them to In's own [ArgumentsDecoder]. Every failure is a [*ParamError].
+// them to In's own [fastpath.ArgumentsDecoder]. Every failure is a [*ParamError].
 func decodeArgs[In any](a *argSchema, raw json.RawMessage) (In, error) {
 	var in In
 	raw = bytes.TrimSpace(raw)
@@ -187,7 +159,7 @@ func decodeArgs[In any](a *argSchema, raw json.RawMessage) (In, error) {
 	if raw[0] != '{' {
 		return in, &ParamError{Reason: "the arguments must be a JSON object"}
 	}
-	if d, ok := any(&in).(ArgumentsDecoder); ok {
+	if d, ok := any(&in).(fastpath.ArgumentsDecoder); ok {
 		if err := d.DecodeArguments(raw); err != nil {
 			var pe *ParamError
 			if errors.As(err, &pe) {

@@ -22,8 +22,9 @@ import (
 // in-memory pipe; not streamable HTTP, which has transports of its own),
 // until the client goes away or ctx ends, as the SDK's [mcp.Server.Run]
 // does. It answers itself the tools/call requests of a legacy-era session
-// (initialized at a protocol before 2026-07-28) for the tools added with
-// [ToolOptions.Direct]; every other message goes to the SDK.
+// (initialized at a protocol before 2026-07-28) for the direct tools
+// (marked with internal/fastpath.Direct, mcpkit's bundled RESP plugin's);
+// every other message goes to the SDK.
 //
 // A direct call has every semantics of the SDK's: the same session
 // ([mcp.CallToolRequest.Session]: progress, logging and requests to the
@@ -277,7 +278,7 @@ func (c *directConn) direct(req *jsonrpc.Request, checked bool) (*mcp.CallToolPa
 // type.
 //
 // With prefixOf, when the arguments come after the name and the tool's
-// argument type is an [ArgumentsPrefixDecoder] (prefixOf returns its
+// argument type is a [fastpath.ArgumentsPrefixDecoder] (prefixOf returns its
 // decodePrefix), the arguments are decoded as they are read, which finds
 // where they end, and returned as args; otherwise args is nil.
 //
@@ -361,7 +362,7 @@ const modernProtocol = "2026-07-28"
 // the call is done with its params: on a server without
 // Options.Middleware, when the handler returned a result the host served
 // inline (it returned: it was not abandoned; and it keeps nothing of its
-// arguments, as ToolOptions.Direct requires; nothing retained aliases
+// arguments, as fastpath.Direct requires; nothing retained aliases
 // them).
 func (c *directConn) serve(ctx context.Context, id jsonrpc.ID, params *mcp.CallToolParamsRaw, args any) (done bool) {
 	defer c.wg.Done()
@@ -577,7 +578,7 @@ func (s *Server) directChain(middleware []mcp.Middleware) mcp.MethodHandler {
 }
 
 // directBuffers holds the memory of direct calls' encoded results and of
-// their handlers' results (ResultBuffer), reused once the response is
+// their handlers' results (fastpath.ResultBuffer), reused once the response is
 // written (a transport's Write does not keep the message: it encodes it
 // before returning); keepDirectBytes is the largest kept.
 var directBuffers = sync.Pool{New: func() any { return new([]byte) }}

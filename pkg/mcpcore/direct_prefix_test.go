@@ -55,7 +55,7 @@ func TestDirectArgumentsDecodedAsRead(t *testing.T) {
 		attach := func(h *Host) {
 			AddTool(h, &mcp.Tool{Name: "p"}, func(_ context.Context, _ *mcp.CallToolRequest, in prefixArgs) (any, error) {
 				return Text(fmt.Sprintf("%s %v", in.S, in.asRead)), nil
-			}, ToolOptions{Direct: true})
+			}, ToolOptions{direct: true})
 		}
 		opts := Options{Instances: []Instance{instance("px", attach)}}
 		if mw {
@@ -124,10 +124,10 @@ func TestDirectParamsMemoryReused(t *testing.T) {
 				checked <- ""
 			}
 			return Text("late"), nil
-		}, ToolOptions{Direct: true, Timeout: 20 * time.Millisecond})
+		}, ToolOptions{direct: true, Timeout: 20 * time.Millisecond})
 		AddTool(h, &mcp.Tool{Name: "raw"}, func(_ context.Context, req *mcp.CallToolRequest, _ map[string]any) (any, error) {
 			return json.RawMessage(req.Params.Arguments), nil // aliases the arguments
-		}, ToolOptions{Direct: true})
+		}, ToolOptions{direct: true})
 	}
 	lim := DefaultLimits()
 	lim.InlineResultBytes = 1 << 10

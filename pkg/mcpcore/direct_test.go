@@ -45,7 +45,7 @@ const (
 func newDirectRig(t *testing.T) *directRig {
 	t.Helper()
 	r := &directRig{cancelled: make(chan error, 1), entered: make(chan struct{}, 1), release: make(chan struct{})}
-	direct := ToolOptions{Direct: true}
+	direct := ToolOptions{direct: true}
 	attach := func(h *Host) {
 		AddTool(h, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in directArgs) (any, error) {
 			return map[string]any{"text": in.Text, "n": in.N, "html": "<&>", "line": "a\nb"}, nil

@@ -6,9 +6,10 @@
 //
 // It knows no transport: the stdio and HTTP transports (subpackages) serve
 // the [*mcp.Server] that [Server.MCP] returns. [Server.Run] serves one
-// stream session (stdio) on it and answers legacy-era calls of the tools
-// added with [ToolOptions.Direct] without the SDK's request path, with the
-// same semantics. It must not know any plugin's
+// stream session (stdio) on it and answers legacy-era calls of the bundled
+// RESP plugin's tools itself, without the SDK's request path, with the
+// same semantics and bytes (a fast path internal to mcpkit, see
+// docs/architecture.md). It must not know any plugin's
 // engine either: everything a plugin contributes comes through its
 // registration and its [Host].
 //
@@ -39,11 +40,7 @@
 //
 // The host validates a call's arguments against the tool's input schema
 // and decodes them strictly; invalid arguments fail with kind "bad_params"
-// and the JSON Pointer of the offending argument. An argument type that
-// implements [ArgumentsDecoder] decodes and checks the raw arguments itself
-// in one pass (for large batches; [StrictDecode] helps), and must refuse
-// whatever the schema refuses; an [ArgumentsPrefixDecoder] is handed them
-// while a direct call's params are read. The host then takes one of the
+// and the JSON Pointer of the offending argument. The host then takes one of the
 // concurrent_tool_calls slots (or fails at once), runs the handler under
 // the tool's timeout (tool_timeout, or the tool's own [ToolOptions.Timeout],
 // at most 5m) with a context that also ends on notifications/cancelled,

@@ -64,7 +64,7 @@ type encodedResult struct {
 	// nothing of the SDK's own (a 2026-07-28 result type).
 	direct bool
 	// slot is a direct call's result slot: the escaped form of a text
-	// content the handler wrote itself (EncodedJSONText), if any.
+	// content the handler wrote itself (fastpath.EncodedJSONText), if any.
 	slot *resultSlot
 }
 

@@ -75,7 +75,7 @@ type Server struct {
 	regMu   sync.RWMutex
 	serving atomic.Bool            // NewServer has returned: additions go to the SDK at once
 	tools   map[string]string      // tool name → owning plugin
-	direct  map[string]directEntry // direct tools (ToolOptions.Direct) → handler, as the SDK has it
+	direct  map[string]directEntry // direct tools (fastpath.Direct) → handler, as the SDK has it
 	uris    map[string]string      // resource URI or template → owning plugin
 	prompts map[string]string      // prompt name → owning plugin
 	http    HTTPContributions
@@ -86,7 +86,7 @@ type Server struct {
 	// tool's handler.
 	directCall mcp.MethodHandler
 	// reuseResults: no Options.Middleware sees a direct call's result, so
-	// the memory a handler encodes it into (ResultBuffer) can be reused
+	// the memory a handler encodes it into (fastpath.ResultBuffer) can be reused
 	// once the response is written.
 	reuseResults bool
 	// longestCall is the longest timeout of any tool added (tool_timeout

@@ -4,23 +4,25 @@ import (
 	"context"
 	"sync"
 	"unsafe"
+
+	"github.com/mcpkit/mcpkit/internal/fastpath"
 )
 
-// ResultBuffer returns an empty buffer with room for at least n bytes, for
-// a handler to encode its result into and return as [EncodedJSON] (append
-// to the buffer, return what append gave), or its result and its text
-// form, each into a buffer of its own, as [EncodedJSONText]. On a direct
-// call ([ToolOptions.Direct], served by [Server.Run]) of a server without
-// [Options.Middleware], where nothing but the host sees the result, the
-// first two buffers of a call are memory kept from earlier calls, and the
-// host keeps them again once the call's response is written, so that a
-// tool with large results does not allocate one per call; elsewhere, and
-// from the third on, it is a new buffer.
-//
-// The handler must keep no reference to the buffers once it returns. A
-// result encoded past n into memory append allocated, or retained for
-// paging, is not reused.
-func ResultBuffer(ctx context.Context, n int) []byte {
+func init() {
+	fastpath.Register(fastpath.Hooks{ResultBuffer: resultBuffer, Direct: markDirect})
+}
+
+// markDirect is fastpath.Direct's hook: opts, a ToolOptions, marked direct.
+func markDirect(opts any) any {
+	o := opts.(ToolOptions)
+	o.direct = true
+	return o
+}
+
+// resultBuffer is fastpath.ResultBuffer's hook (which says what it does):
+// a direct call's first two buffers come from directBuffers, and go back
+// there once its response is written (release).
+func resultBuffer(ctx context.Context, n int) []byte {
 	slot := slotOf(ctx)
 	if slot == nil {
 		return make([]byte, 0, n)
@@ -43,19 +45,19 @@ func ResultBuffer(ctx context.Context, n int) []byte {
 	return (*buf)[:0]
 }
 
-// resultSlot is a direct call's buffers for its result (ResultBuffer), and
-// the text form of its result when the handler wrote it (EncodedJSONText).
+// resultSlot is a direct call's buffers for its result (resultBuffer), and
+// the text form of its result when the handler wrote it (fastpath.EncodedJSONText).
 // The handler may be abandoned by the host (a timeout) and go on using what
 // it was given, so the buffers are only reused when the host served the
 // result itself (served) and then released the slot (release).
 type resultSlot struct {
 	mu     sync.Mutex
-	given  [2]*[]byte // handed out by ResultBuffer, from directBuffers
+	given  [2]*[]byte // handed out by resultBuffer, from directBuffers
 	served bool       // the host served the call's result and no longer needs given
 	inline bool       // the host served the handler's result inline: the handler returned, nothing is retained
-	done   bool       // released: ResultBuffer hands out nothing more
+	done   bool       // released: resultBuffer hands out nothing more
 	// text is the escaped form of the text content whose bytes are
-	// textOf (EncodedJSONText), for the host to write as it is.
+	// textOf (fastpath.EncodedJSONText), for the host to write as it is.
 	text, textOf []byte
 	// args are the call's arguments, decoded as its params were read
 	// (directParams), until the tool's handler takes them (decodedArgs).
@@ -115,7 +117,7 @@ func (slot *resultSlot) escapedText(t string) ([]byte, bool) {
 // is retained for the read tool. The buffers the handler was given may
 // then be reused once the response is written, unless data is one's memory
 // and retained. escaped, if not nil, is the text form of data the handler
-// wrote (EncodedJSONText), which an inline result's text content is
+// wrote (fastpath.EncodedJSONText), which an inline result's text content is
 // written as (see escapedText).
 func servedResult(ctx context.Context, data, escaped []byte, paged bool) {
 	slot := slotOf(ctx)

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/mcpkit/mcpkit/internal/fastpath"
 	"github.com/mcpkit/mcpkit/pkg/jsonesc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -47,16 +48,16 @@ func newBufRig(t *testing.T, middleware ...mcp.Middleware) *bufRig {
 	r := &bufRig{seen: map[uintptr]int{}, seenText: map[uintptr]int{}, enter: make(chan struct{}), go_: make(chan struct{}), done: make(chan struct{})}
 	attach := func(h *Host) {
 		AddTool(h, &mcp.Tool{Name: "fill"}, func(ctx context.Context, _ *mcp.CallToolRequest, in fillArgs) (any, error) {
-			buf := ResultBuffer(ctx, in.N+16)
+			buf := fastpath.ResultBuffer(ctx, in.N+16)
 			r.mu.Lock()
 			r.seen[uintptr(unsafe.Pointer(unsafe.SliceData(buf[:1])))]++
 			r.mu.Unlock()
 			buf = append(buf, `{"v":"`...)
 			buf = append(buf, strings.Repeat(in.C, in.N)...)
-			return EncodedJSON(append(buf, `"}`...)), nil
-		}, ToolOptions{Direct: true})
+			return fastpath.EncodedJSON(append(buf, `"}`...)), nil
+		}, ToolOptions{direct: true})
 		AddTool(h, &mcp.Tool{Name: "pair"}, func(ctx context.Context, _ *mcp.CallToolRequest, in pairArgs) (any, error) {
-			p := jsonesc.Pair{JSON: ResultBuffer(ctx, in.N+16), Text: ResultBuffer(ctx, in.N+32)}
+			p := jsonesc.Pair{JSON: fastpath.ResultBuffer(ctx, in.N+16), Text: fastpath.ResultBuffer(ctx, in.N+32)}
 			r.mu.Lock()
 			r.seenText[uintptr(unsafe.Pointer(unsafe.SliceData(p.Text[:1])))]++
 			r.mu.Unlock()
@@ -68,10 +69,10 @@ func newBufRig(t *testing.T, middleware ...mcp.Middleware) *bufRig {
 			if in.Wrong {
 				p.Text = jsonesc.Append(p.Text[:0], `{"v":"wrong"}`)
 			}
-			return EncodedJSONText{JSON: p.JSON, Text: p.Text}, nil
-		}, ToolOptions{Direct: true})
+			return fastpath.EncodedJSONText{JSON: p.JSON, Text: p.Text}, nil
+		}, ToolOptions{direct: true})
 		AddTool(h, &mcp.Tool{Name: "late"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (any, error) {
-			buf := append(ResultBuffer(ctx, 4096), `{"v":"late"}`...)
+			buf := append(fastpath.ResultBuffer(ctx, 4096), `{"v":"late"}`...)
 			close(r.enter)
 			<-r.go_ // ignores ctx: abandoned at its timeout
 			for range 1000 {
@@ -80,8 +81,8 @@ func newBufRig(t *testing.T, middleware ...mcp.Middleware) *bufRig {
 				}
 			}
 			close(r.done)
-			return EncodedJSON(buf), nil
-		}, ToolOptions{Direct: true, Timeout: 20 * time.Millisecond})
+			return fastpath.EncodedJSON(buf), nil
+		}, ToolOptions{direct: true, Timeout: 20 * time.Millisecond})
 	}
 	lim := DefaultLimits()
 	lim.InlineResultBytes = 1 << 10
@@ -199,7 +200,7 @@ func TestResultBufferElsewhere(t *testing.T) {
 	for i := range 10 {
 		r.fill(t, "m", 10+i)
 	}
-	if b := ResultBuffer(t.Context(), 100); len(b) != 0 || cap(b) < 100 {
+	if b := fastpath.ResultBuffer(t.Context(), 100); len(b) != 0 || cap(b) < 100 {
 		t.Errorf("ResultBuffer outside a call: len %d cap %d, want 0 and at least 100", len(b), cap(b))
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/mcpkit/mcpkit/internal/fastpath"
 )
 
 // resultStore retains serialized tool results that are too large to return
@@ -27,8 +29,8 @@ type resultStore struct {
 
 type retained struct {
 	owner   string
-	parts   [][]byte      // the result is their concatenation (see EncodedJSONParts)
-	mem     *ResultMemory // where parts may lie, kept with them; nil: the heap
+	parts   [][]byte               // the result is their concatenation (see fastpath.EncodedJSONParts)
+	mem     *fastpath.ResultMemory // where parts may lie, kept with them; nil: the heap
 	size    int64
 	expires time.Time
 	timer   *time.Timer
@@ -75,7 +77,7 @@ func (s *resultStore) Put(owner string, data []byte) (resultHandle, error) {
 // owner and returns its handle; mem, when not nil, is the memory the parts
 // lie in, kept as long as they are. After Close it retains nothing and
 // returns an error matching [ErrClosed].
-func (s *resultStore) PutParts(owner string, mem *ResultMemory, parts [][]byte) (resultHandle, error) {
+func (s *resultStore) PutParts(owner string, mem *fastpath.ResultMemory, parts [][]byte) (resultHandle, error) {
 	var size int64
 	for _, p := range parts {
 		size += int64(len(p))
@@ -191,7 +193,7 @@ func (s *resultStore) removeLocked(id string, e *retained) {
 }
 
 // slice returns bytes [from, to) of the result: a view of one part when
-// they lie in one on the heap, else a copy (a view of a ResultMemory would
+// they lie in one on the heap, else a copy (a view of a fastpath.ResultMemory would
 // not keep it: the entry's release may free it while the bytes are read).
 func (e *retained) slice(from, to int64) []byte {
 	var out []byte

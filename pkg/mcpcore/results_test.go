@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mcpkit/mcpkit/internal/fastpath"
 )
 
 type fakeClock struct {
@@ -111,7 +113,7 @@ func TestResultStoreParts(t *testing.T) {
 	defer s.Close()
 	parts := [][]byte{[]byte("abc"), {}, []byte("d"), []byte("efghij"), []byte("k")}
 	whole := "abcdefghijk"
-	for _, mem := range []*ResultMemory{nil, NewResultMemory()} {
+	for _, mem := range []*fastpath.ResultMemory{nil, fastpath.NewResultMemory()} {
 		h, err := s.PutParts("o", mem, parts)
 		if err != nil || h.TotalBytes != int64(len(whole)) {
 			t.Fatalf("put: %+v %v", h, err)

@@ -1,17 +1,16 @@
 package mcpcore
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"runtime"
 	"sync"
 	"time"
 	"unsafe"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/mcpkit/mcpkit/internal/fastpath"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	segjson "github.com/segmentio/encoding/json"
@@ -38,16 +37,10 @@ type ToolOptions struct {
 	// Timeout replaces the tool_timeout limit for this tool (a long poll, a
 	// snapshot download): at most [MaxToolTimeout]; zero means tool_timeout.
 	Timeout time.Duration
-	// Direct declares that the tool never returns input requests (an
-	// *mcp.CallToolResult with InputRequests or RequestState), so that
-	// [Server.Run] may answer its calls itself rather than through the
-	// SDK's request path: the same answers at about half the cost of a
-	// small call. It also declares that the handler keeps nothing of the
-	// request's raw arguments (req.Params.Arguments) once it returns, nor
-	// returns memory that aliases them: they may alias a buffer the
-	// transport reuses for a later line once the result is served. (The
-	// decoded In never aliases them.)
-	Direct bool
+	// direct: the tool is direct (see internal/fastpath.Direct, which
+	// sets it for mcpkit's bundled plugins): Server.Run may answer its
+	// legacy-era calls itself rather than through the SDK's request path.
+	direct bool
 }
 
 // AddTool adds a tool named h.ToolName(t.Name). Its input schema is
@@ -104,10 +97,10 @@ func AddTool[In any](h *Host, t *mcp.Tool, fn ToolFunc[In], opts ...ToolOptions)
 	}
 	call := toolCall{host: h, tool: tool.Name, timeout: timeout, ownTimeout: opt.Timeout != 0}
 	var prefix decodePrefix
-	if opt.Direct {
+	if opt.direct {
 		prefix = prefixDecoder[In]()
 	}
-	h.addTool(&tool, opt.Direct, prefix, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	h.addTool(&tool, opt.direct, prefix, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return call.run(ctx, req, func(ctx context.Context) (any, error) {
 			var in In
 			ok := false
@@ -317,12 +310,12 @@ func (c toolCall) serve(ctx context.Context, owner string, v any, isError bool) 
 	text, isText := v.(Text)
 	if isText {
 		data = []byte(text)
-	} else if enc, ok := v.(EncodedJSON); ok {
+	} else if enc, ok := v.(fastpath.EncodedJSON); ok {
 		data = enc
-	} else if enc, ok := v.(EncodedJSONText); ok {
+	} else if enc, ok := v.(fastpath.EncodedJSONText); ok {
 		data, escaped = enc.JSON, enc.Text
-	} else if parts, ok := v.(EncodedJSONParts); ok {
-		if parts.size() > s.limits.InlineResultBytes {
+	} else if parts, ok := v.(fastpath.EncodedJSONParts); ok {
+		if parts.Size() > s.limits.InlineResultBytes {
 			servedResult(ctx, nil, nil, true)
 			return c.page(owner, parts.Memory, parts.Parts, "json", isError)
 		}
@@ -384,7 +377,7 @@ func (c toolCall) serveResult(owner string, r *mcp.CallToolResult, isError bool)
 
 // page retains the concatenation of parts, in mem when it is not nil, for
 // the read tool and returns the reference to it.
-func (c toolCall) page(owner string, mem *ResultMemory, parts [][]byte, format string, isError bool) (*mcp.CallToolResult, error) {
+func (c toolCall) page(owner string, mem *fastpath.ResultMemory, parts [][]byte, format string, isError bool) (*mcp.CallToolResult, error) {
 	s := c.host.srv
 	handle, err := s.results.PutParts(owner, mem, parts)
 	if err != nil {
@@ -434,71 +427,6 @@ type pagedResult struct {
 // data. A text larger than inline_result_bytes is retained and paged like
 // any result, with format "text" (its bytes are the text).
 type Text string
-
-// EncodedJSON is a tool result already serialized, compactly, by an
-// encoder of the tool's own that never writes invalid JSON (one tested
-// against encoding/json): the host serves it as it serves a
-// json.RawMessage result, but without validating it again, a pass over
-// every byte of a large result. Invalid bytes here would reach the client
-// as they are: when in doubt, return a json.RawMessage.
-type EncodedJSON []byte
-
-// EncodedJSONText is an [EncodedJSON] result with its text form, written
-// by the same encoder: Text is JSON escaped as the contents of a JSON
-// string, byte for byte what Append of package pkg/jsonesc writes for it
-// (its Pair writes the two at once). Where the host serves the result inline on a
-// direct call, it writes Text as the text content instead of escaping the
-// JSON itself; elsewhere it serves JSON as an EncodedJSON. Text is trusted
-// as JSON is: other bytes would reach the client as they are.
-type EncodedJSONText struct {
-	JSON EncodedJSON
-	Text []byte
-}
-
-// MarshalJSON returns the JSON, as [EncodedJSON.MarshalJSON] does.
-func (e EncodedJSONText) MarshalJSON() ([]byte, error) { return e.JSON.MarshalJSON() }
-
-// EncodedJSONParts is an [EncodedJSON] result written in parts, the JSON
-// being their concatenation: a tool whose result can be large writes it
-// part by part as it produces it, freeing what it encoded, and a result
-// larger than inline_result_bytes is retained for paging as those parts,
-// never copied whole; a smaller one is joined and served inline. Parts may
-// lie in Memory ([ResultMemory], nil for none), which they keep while the
-// host holds them. Parts are trusted as EncodedJSON is, and must not
-// change once returned.
-type EncodedJSONParts struct {
-	Parts  [][]byte
-	Memory *ResultMemory
-}
-
-// MarshalJSON returns the parts joined into heap memory, for a result
-// inside another value (the partial result of a failed call).
-func (e EncodedJSONParts) MarshalJSON() ([]byte, error) {
-	if len(e.Parts) == 0 {
-		return []byte("null"), nil
-	}
-	b := bytes.Join(e.Parts, nil)
-	runtime.KeepAlive(e.Memory) // the parts may lie in it
-	return b, nil
-}
-
-func (e EncodedJSONParts) size() int64 {
-	var n int64
-	for _, p := range e.Parts {
-		n += int64(len(p))
-	}
-	return n
-}
-
-// MarshalJSON returns e itself, so that an EncodedJSON inside another value
-// (the partial result of a timed-out call, in [ToolErrorReply]) is written
-// as the JSON it is, as a json.RawMessage would be, not as base64 bytes.
-func (e EncodedJSON) MarshalJSON() ([]byte, error) {
-	if e == nil {
-		return []byte("null"), nil
-	}
-	return e, nil
-}
 
 // inlineResult returns data as structuredContent (when it is a JSON object)
 // and as the same JSON text. The text is a view of data, not a copy: data

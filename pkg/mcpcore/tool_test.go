@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/mcpkit/mcpkit/internal/fastpath"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -481,9 +482,9 @@ func TestEncodedJSONResult(t *testing.T) {
 	setAttach("ta", func(h *Host) {
 		AddTool(h, &mcp.Tool{Name: "enc"}, func(ctx context.Context, _ *mcp.CallToolRequest, in sizeArgs) (any, error) {
 			if in.Size == 0 {
-				return EncodedJSON(`{"b":1,"a":[2]}`), nil
+				return fastpath.EncodedJSON(`{"b":1,"a":[2]}`), nil
 			}
-			return EncodedJSON(`{"x":"` + strings.Repeat("y", in.Size) + `"}`), nil
+			return fastpath.EncodedJSON(`{"x":"` + strings.Repeat("y", in.Size) + `"}`), nil
 		})
 	})
 	lim := DefaultLimits()
@@ -499,7 +500,7 @@ func TestEncodedJSONResult(t *testing.T) {
 	}
 	// Inside another value (a timed-out call's partial result) it is the
 	// JSON it holds, not base64.
-	if b, err := json.Marshal(ToolErrorReply{Partial: EncodedJSON(`{"b":1}`)}); err != nil || !strings.Contains(string(b), `"partial":{"b":1}`) {
+	if b, err := json.Marshal(ToolErrorReply{Partial: fastpath.EncodedJSON(`{"b":1}`)}); err != nil || !strings.Contains(string(b), `"partial":{"b":1}`) {
 		t.Errorf("an EncodedJSON partial marshals to %s (%v)", b, err)
 	}
 }
@@ -513,14 +514,14 @@ func TestEncodedJSONPartsResult(t *testing.T) {
 	whole := func(size int) string { return `{"x":"` + strings.Repeat("y", size) + `","z":[1,2]}` }
 	setAttach("ta", func(h *Host) {
 		AddTool(h, &mcp.Tool{Name: "parts"}, func(ctx context.Context, _ *mcp.CallToolRequest, in sizeArgs) (any, error) {
-			mem := NewResultMemory()
+			mem := fastpath.NewResultMemory()
 			var parts [][]byte
 			for rest := whole(in.Size); rest != ""; {
 				n := min(len(rest), 1000+len(parts)) // parts of uneven sizes
 				parts = append(parts, append(mem.Buffer(n), rest[:n]...))
 				rest = rest[n:]
 			}
-			return EncodedJSONParts{Parts: parts, Memory: mem}, nil
+			return fastpath.EncodedJSONParts{Parts: parts, Memory: mem}, nil
 		})
 	})
 	lim := DefaultLimits()
@@ -537,7 +538,7 @@ func TestEncodedJSONPartsResult(t *testing.T) {
 	if got := r.readPaged(t, "ta_result", ref); string(got) != whole(10*KiB) {
 		t.Fatalf("paged parts read back as %d bytes: %.100s", len(got), got)
 	}
-	if b, err := json.Marshal(ToolErrorReply{Partial: EncodedJSONParts{Parts: [][]byte{[]byte(`{"b":`), []byte(`1}`)}}}); err != nil || !strings.Contains(string(b), `"partial":{"b":1}`) {
+	if b, err := json.Marshal(ToolErrorReply{Partial: fastpath.EncodedJSONParts{Parts: [][]byte{[]byte(`{"b":`), []byte(`1}`)}}}); err != nil || !strings.Contains(string(b), `"partial":{"b":1}`) {
 		t.Errorf("an EncodedJSONParts partial marshals to %s (%v)", b, err)
 	}
 }

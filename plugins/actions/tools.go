@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/mcpkit/mcpkit/internal/fastpath"
 	"github.com/mcpkit/mcpkit/pkg/action"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -21,7 +22,9 @@ func ToolName(actionName string) string { return strings.ReplaceAll(actionName, 
 // the call's bad_params errors ([toolError]).
 type rawArgs struct{ raw json.RawMessage }
 
-// DecodeArguments implements mcpcore.ArgumentsDecoder.
+var _ fastpath.ArgumentsDecoder = (*rawArgs)(nil)
+
+// DecodeArguments implements fastpath.ArgumentsDecoder.
 func (a *rawArgs) DecodeArguments(raw json.RawMessage) error {
 	a.raw = raw
 	return nil

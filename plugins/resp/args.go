@@ -6,14 +6,20 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/mcpkit/mcpkit/internal/fastpath"
 	"github.com/mcpkit/mcpkit/pkg/jsonscan"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
 	"github.com/mcpkit/mcpkit/pkg/resp"
 	segjson "github.com/segmentio/encoding/json"
 )
 
+// execute's arguments decode themselves, on the direct path as the params
+// are read: the host uses the decoder only when the type implements it, so
+// a change of signature is a build error here rather than a slow path.
+var _ fastpath.ArgumentsPrefixDecoder = (*ExecuteArgs)(nil)
+
 // ExecuteArgs are execute's arguments. They decode themselves
-// ([mcpcore.ArgumentsDecoder]): a batch of thousands of arguments is
+// ([fastpath.ArgumentsDecoder]): a batch of thousands of arguments is
 // checked and parsed in one pass, where the host's generic path would
 // build, validate and decode a tree of them first.
 type ExecuteArgs struct {
@@ -59,7 +65,7 @@ func (a *ExecuteArgs) release() {
 // sent (see [resp.ParseArgs] for their JSON forms).
 type Commands [][][]byte
 
-// DecodeArguments implements [mcpcore.ArgumentsDecoder]: it refuses what
+// DecodeArguments implements [fastpath.ArgumentsDecoder]: it refuses what
 // execute's input schema refuses, with the argument's path, and more (see
 // [resp.ParseArgs]: fractions and unsafe integers). Well-formed arguments
 // are decoded in one pass over their JSON (decodeBatch); anything else is
@@ -74,7 +80,7 @@ func (a *ExecuteArgs) DecodeArguments(raw json.RawMessage) error {
 	return a.decodeStrictly(raw)
 }
 
-// DecodeArgumentsPrefix implements [mcpcore.ArgumentsPrefixDecoder]: the
+// DecodeArgumentsPrefix implements [fastpath.ArgumentsPrefixDecoder]: the
 // arguments that decodeBatch takes, at the start of b.
 func (a *ExecuteArgs) DecodeArgumentsPrefix(b []byte) (int, bool) {
 	bufs := batchPool.Get().(*batchBufs)

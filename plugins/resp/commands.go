@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/mcpkit/mcpkit/internal/fastpath"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
 	"github.com/mcpkit/mcpkit/pkg/resp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -103,7 +104,7 @@ func (p *Plugin) addCommands() error {
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true}},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in CommandsArgs) (any, error) {
 			return p.commandsPage(ctx, in)
-		}, mcpcore.ToolOptions{Direct: true})
+		}, fastpath.Direct(mcpcore.ToolOptions{}))
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/mcpkit/mcpkit/internal/fastpath"
 	"github.com/mcpkit/mcpkit/pkg/jsonesc"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
 	"github.com/mcpkit/mcpkit/pkg/resp"
@@ -132,15 +133,15 @@ func (r ExecuteReply) appendTail(p *jsonesc.Pair) error {
 // as they are: its encoder writes only valid JSON (TestExecuteReplyJSON;
 // FuzzReader checks every value's JSON) and the text as the host escapes
 // it (pkg/resp's TestMarshalJSON and FuzzReader). The memory is the
-// host's (mcpcore.ResultBuffer), reused from call to call where the host
+// host's (fastpath.ResultBuffer), reused from call to call where the host
 // can.
-func (r ExecuteReply) raw(ctx context.Context) (mcpcore.EncodedJSONText, error) {
+func (r ExecuteReply) raw(ctx context.Context) (fastpath.EncodedJSONText, error) {
 	n := r.sizeHint()
-	p := jsonesc.Pair{JSON: mcpcore.ResultBuffer(ctx, n), Text: mcpcore.ResultBuffer(ctx, n+n/4)}
+	p := jsonesc.Pair{JSON: fastpath.ResultBuffer(ctx, n), Text: fastpath.ResultBuffer(ctx, n+n/4)}
 	if err := r.appendJSON(&p); err != nil {
-		return mcpcore.EncodedJSONText{}, err
+		return fastpath.EncodedJSONText{}, err
 	}
-	return mcpcore.EncodedJSONText{JSON: p.JSON, Text: p.Text}, nil
+	return fastpath.EncodedJSONText{JSON: p.JSON, Text: p.Text}, nil
 }
 
 // refused lists the commands whose replies do not follow the
@@ -245,7 +246,7 @@ func (p *Plugin) addExecute() error {
 			"replies in order in lossless RESP3 JSON (type, encoding utf8|base64, value), and pushes apart. Not a transaction: use MULTI/EXEC. " +
 			"Arguments are UTF-8 strings, safe integers or {\"base64\":...}. Subscriptions, MONITOR, CLIENT REPLY/TRACKING, SCRIPT DEBUG, " +
 			"SHUTDOWN, QUIT and replication handshakes are refused: use " + p.host.ToolName("session") + " send/receive."},
-		p.execute, mcpcore.ToolOptions{Direct: true})
+		p.execute, fastpath.Direct(mcpcore.ToolOptions{}))
 	return nil
 }
 

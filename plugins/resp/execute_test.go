@@ -7,9 +7,10 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/mcpkit/mcpkit/internal/fastpath"
+	"github.com/mcpkit/mcpkit/internal/fastpath/fastpathtest"
 	"github.com/mcpkit/mcpkit/internal/redistest"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
-	"github.com/mcpkit/mcpkit/pkg/mcpcore/mcptest"
 	"github.com/mcpkit/mcpkit/pkg/resp"
 )
 
@@ -68,8 +69,8 @@ func TestExecuteArgsDecoder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	newArgs := func() mcpcore.ArgumentsDecoder { return new(ExecuteArgs) }
-	mcptest.RefusesAsSchema(t, schema, newArgs, executeArgInputs...)
+	newArgs := func() fastpath.ArgumentsDecoder { return new(ExecuteArgs) }
+	fastpathtest.RefusesAsSchema(t, schema, newArgs, executeArgInputs...)
 	var a ExecuteArgs
 	if err := a.DecodeArguments(json.RawMessage(executeArgInputs[1])); err != nil {
 		t.Fatal(err)
@@ -104,7 +105,7 @@ func FuzzExecuteArgs(f *testing.F) {
 		f.Add(in)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
-		mcptest.RefusesAsSchema(t, schema, func() mcpcore.ArgumentsDecoder { return new(ExecuteArgs) }, in)
+		fastpathtest.RefusesAsSchema(t, schema, func() fastpath.ArgumentsDecoder { return new(ExecuteArgs) }, in)
 	})
 }
 

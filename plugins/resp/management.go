@@ -21,6 +21,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/mcpkit/mcpkit/internal/fastpath"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -100,7 +101,7 @@ func (p *Plugin) addManagement() error {
 			"Returns status, content_type and body {encoding: json|text|base64, value}; a 4xx/5xx is a real response (isError, http_error). " +
 			"Redirects, other origins, traversal and fragments are refused before sending. A POST that fails after sending has an unknown effect (kind unknown_effect). " +
 			"{path: \"/api/replication/snapshot\", download_path: \"snap.rdb\"} streams to a new file under file_root and returns bytes and sha256."},
-		m.call, mcpcore.ToolOptions{Timeout: mcpcore.MaxToolTimeout, Direct: true})
+		m.call, fastpath.Direct(mcpcore.ToolOptions{Timeout: mcpcore.MaxToolTimeout}))
 	if err := m.live.addTool(); err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/mcpkit/mcpkit/internal/fastpath"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -136,7 +137,7 @@ func (l *liveRegistry) addTool() error {
 			"open {target?, query?} returns a handle (echo it; never invent one) and the initial overview, which stays retrievable (receive include_overview). " +
 			"receive {handle, max_frames?, max_bytes?, wait_ms?} returns bounded frames {encoding: json|text|base64, value} with timed_out, limit_reached and closed; " +
 			"cancelling a receive closes its handle. list; close {handle}. Handles are apart from RESP sessions and expire when idle."},
-		l.call, mcpcore.ToolOptions{Timeout: SessionTimeout, Direct: true})
+		l.call, fastpath.Direct(mcpcore.ToolOptions{Timeout: SessionTimeout}))
 	return nil
 }
 

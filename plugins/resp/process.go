@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpkit/mcpkit/internal/fastpath"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -166,7 +167,7 @@ func (p *Plugin) addProcess() error {
 			"stop {handle, grace_ms?} (SIGTERM, SIGKILL after grace_ms; reaps and releases the handle; send SHUTDOWN first for a graceful save). " +
 			"restore {source, data_dir} verifies an RDB file with the server's checker and places it in a NEW data directory as dump.rdb (an existing data_dir is refused). " +
 			"Only processes started here are ever touched; all are terminated when the sidecar exits."},
-		p.process, mcpcore.ToolOptions{Timeout: ProcessTimeout, Direct: true})
+		p.process, fastpath.Direct(mcpcore.ToolOptions{Timeout: ProcessTimeout}))
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mcpkit/mcpkit/internal/fastpath"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
 	"github.com/mcpkit/mcpkit/pkg/resp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -116,7 +117,7 @@ func (p *Plugin) addSession() error {
 			"list; close {session}. send {session, commands} writes commands without reading (blocking commands, SUBSCRIBE, MONITOR) and reports bytes written; " +
 			"receive {session, max_frames?, wait_ms?} returns the frames that arrived. After send/receive a session stays manual: " + p.host.ToolName("execute") +
 			" no longer runs on it. A raw session sends data_base64 (or framed commands) and receives data_base64 with bytes, timed_out and eof."},
-		p.session, mcpcore.ToolOptions{Timeout: SessionTimeout, Direct: true})
+		p.session, fastpath.Direct(mcpcore.ToolOptions{Timeout: SessionTimeout}))
 	return nil
 }
 

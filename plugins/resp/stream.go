@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"unicode/utf8"
 
+	"github.com/mcpkit/mcpkit/internal/fastpath"
 	"github.com/mcpkit/mcpkit/pkg/jsonesc"
-	"github.com/mcpkit/mcpkit/pkg/mcpcore"
 	"github.com/mcpkit/mcpkit/pkg/resp"
 )
 
@@ -18,10 +18,10 @@ const streamPartBytes = 1 << 20
 // execute serializes them as before (inline, with a text form). Once they
 // outgrow what is served inline, it encodes each reply's JSON as it
 // arrives and drops the reply: the call then holds the JSON, in parts the
-// host retains as they are for paging (mcpcore.EncodedJSONParts), and the
+// host retains as they are for paging (fastpath.EncodedJSONParts), and the
 // reply being read, rather than every decoded reply, its JSON, a text copy
 // and the result at once. The parts lie outside the Go heap
-// (mcpcore.ResultMemory), so that the collector's headroom does not double
+// (fastpath.ResultMemory), so that the collector's headroom does not double
 // them while they are retained and paged.
 type replyStream struct {
 	p      *Plugin
@@ -33,11 +33,11 @@ type replyStream struct {
 	keptCost int64
 
 	streaming bool
-	mem       *mcpcore.ResultMemory // the parts' memory, once streaming
-	n         int                   // replies taken
-	parts     [][]byte              // the replies' JSON, comma-separated, once streaming
-	cur       []byte                // the part being written
-	isErr     bool                  // a streamed reply is a server error
+	mem       *fastpath.ResultMemory // the parts' memory, once streaming
+	n         int                    // replies taken
+	parts     [][]byte               // the replies' JSON, comma-separated, once streaming
+	cur       []byte                 // the part being written
+	isErr     bool                   // a streamed reply is a server error
 	redirects []Redirect
 }
 
@@ -62,7 +62,7 @@ func (st *replyStream) onReply(v *resp.Value, cost int64) error {
 			st.n++
 			return nil
 		}
-		st.streaming, st.mem = true, mcpcore.NewResultMemory()
+		st.streaming, st.mem = true, fastpath.NewResultMemory()
 		for i := range st.kept {
 			if err := st.encode(i, &st.kept[i], valueCost); err != nil {
 				return err
@@ -124,12 +124,12 @@ func jsonSizeHint(v *resp.Value, cost int64) int {
 
 // result returns the whole reply, its replies streamed, as parts:
 // reply's members but Replies, which must be empty.
-func (st *replyStream) result(reply ExecuteReply) (mcpcore.EncodedJSONParts, error) {
+func (st *replyStream) result(reply ExecuteReply) (fastpath.EncodedJSONParts, error) {
 	head := jsonesc.Pair{JSONOnly: true}
 	reply.appendHead(&head)
 	tail := jsonesc.Pair{JSONOnly: true}
 	if err := reply.appendTail(&tail); err != nil {
-		return mcpcore.EncodedJSONParts{}, err
+		return fastpath.EncodedJSONParts{}, err
 	}
 	parts := make([][]byte, 0, len(st.parts)+3)
 	parts = append(parts, head.JSON)
@@ -138,7 +138,7 @@ func (st *replyStream) result(reply ExecuteReply) (mcpcore.EncodedJSONParts, err
 		parts = append(parts, st.cur)
 	}
 	st.parts, st.cur = nil, nil
-	return mcpcore.EncodedJSONParts{Parts: append(parts, tail.JSON), Memory: st.mem}, nil
+	return fastpath.EncodedJSONParts{Parts: append(parts, tail.JSON), Memory: st.mem}, nil
 }
 
 // partial is the reply of a call that failed after dispatch: reply itself

@@ -56,8 +56,8 @@ func Session(t testing.TB, srv *mcpcore.Server, opts *mcp.ClientOptions, sopts *
 }
 
 // RunSession is Session through [mcpcore.Server.Run], the way `mcpkit
-// serve --stdio` serves a client: a legacy-era session's calls of direct
-// tools ([mcpcore.ToolOptions.Direct]) skip the SDK's request path. The
+// serve --stdio` serves a client: a legacy-era session's calls of the
+// bundled RESP plugin's tools skip the SDK's request path. The
 // session is closed, and Run awaited, when the test ends.
 func RunSession(t testing.TB, srv *mcpcore.Server, opts *mcp.ClientOptions, sopts *mcp.ClientSessionOptions) *mcp.ClientSession {
 	t.Helper()

@@ -97,6 +97,9 @@ func checkTables(t *testing.T, dir string) {
 		"| resp_execute over stdio, batch 128 (SET) | 84,606 cmd/s | direct RESP: 186,514 cmd/s | 0.45 | ratio ≥ 0.50 | **missed** |",
 		"| resp_execute over stdio, batch 16 (SET) | 24,643 cmd/s | direct RESP: 82,506 cmd/s | 0.30 | reported | — |",
 		"| resp_execute over stdio, batch 1: p50 round | 268 µs | direct RESP: 81.0 µs | 3.31 | adds ≤ 150 µs | **missed** (adds 187 µs) |",
+		// The batch-128 target against the lower bound's ratio (plain
+		// numbers), from the same table.
+		"| resp_execute over stdio, batch 128: ratio to direct RESP, against the lower bound's | 0.45 | lower bound: 0.62 | 0.73 | ratio ≥ 0.85 | **missed** |",
 		// The lower bound's columns of the same table.
 		"| lower bound (test/internal/respbound) over stdio, batch 128 (SET) | 112,400 cmd/s | direct RESP: 181,300 cmd/s | 0.62 | reported | — |",
 		// Added time from metrics, met and missed.

@@ -163,8 +163,11 @@ func evaluate(out *Output, row Row) Figures {
 // format prints a figure of kind k: a duration from seconds, or a rate
 // with what it counts.
 func format(k Kind, v float64, per string) string {
-	if k == Rate {
+	switch k {
+	case Rate:
 		return thousands(v) + " " + per
+	case Fraction:
+		return strconv.FormatFloat(v, 'f', 2, 64)
 	}
 	sign := ""
 	if v < 0 {

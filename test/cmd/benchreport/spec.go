@@ -15,6 +15,9 @@ const (
 	Time Kind = iota
 	// Rate figures are operations per second: higher is better.
 	Rate
+	// Fraction figures are plain numbers, such as a ratio: higher is
+	// better.
+	Fraction
 )
 
 // Measure locates one figure in the output: a metric the benchmark
@@ -247,7 +250,13 @@ func Areas() []Area {
 				Mine: logged(sidecar, "batch", "1", "mcp p50", us), Peer: logged(sidecar, "batch", "1", "dir p50", us),
 				PeerName: "direct RESP", Checks: []Check{{Of: OfAdded, Op: "≤", Limit: 150 * us}}},
 			sidecarRow("16"),
-			sidecarRow("128", Check{Of: OfRatio, Op: "≥", Limit: 0.5}),
+			sidecarRow("128", Check{Of: OfRatio, Op: "≥", Limit: 0.5}), // reported, not enforced
+			// The batch-128 target: the ratio above against the lower
+			// bound's in the same run (judged on the median of five runs,
+			// make bench-resp RUNS=5).
+			{Name: "resp_execute over stdio, batch 128: ratio to direct RESP, against the lower bound's", Kind: Fraction,
+				Mine: logged(sidecar, "batch", "128", "ratio", 0), Peer: logged(sidecar, "batch", "128", "b-ratio", 0),
+				PeerName: "lower bound", Checks: []Check{{Of: OfRatio, Op: "≥", Limit: 0.85}}},
 			boundRow("1"),
 			boundRow("16"),
 			boundRow("128"),

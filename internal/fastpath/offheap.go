@@ -1,4 +1,4 @@
-package mcpcore
+package fastpath
 
 import (
 	"runtime"

@@ -1,6 +1,6 @@
 //go:build !(linux || darwin || freebsd || netbsd || openbsd)
 
-package mcpcore
+package fastpath
 
 import "errors"
 

@@ -1,4 +1,6 @@
-package mcptest
+// Package fastpathtest tests the fast path's hooks (package
+// internal/fastpath) in the bundled plugins' tests.
+package fastpathtest
 
 import (
 	"encoding/json"
@@ -6,17 +8,18 @@ import (
 	"testing"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/mcpkit/mcpkit/internal/fastpath"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
 )
 
-// RefusesAsSchema checks an [mcpcore.ArgumentsDecoder] against the input
+// RefusesAsSchema checks a [fastpath.ArgumentsDecoder] against the input
 // schema it stands in for: every input (a JSON object's text) that the
 // schema refuses, a fresh decoder from newDecoder refuses too, with a
 // [*mcpcore.ParamError]. A decoder may refuse more, as a tool may refuse
 // arguments its schema allows. Inputs that are not valid JSON are skipped
 // (the host refuses them before any decoder), so fuzz inputs can be passed
 // as they come.
-func RefusesAsSchema(t testing.TB, schema *jsonschema.Schema, newDecoder func() mcpcore.ArgumentsDecoder, inputs ...string) {
+func RefusesAsSchema(t testing.TB, schema *jsonschema.Schema, newDecoder func() fastpath.ArgumentsDecoder, inputs ...string) {
 	t.Helper()
 	resolved, err := schema.Resolve(nil)
 	if err != nil {
