@@ -400,9 +400,6 @@ func (s *Server) addInstructions(next mcp.MethodHandler) mcp.MethodHandler {
 // Name is the plugin's name.
 func (h *Host) Name() string { return h.name }
 
-// Prefix is the plugin's tool prefix ("" when configured without one).
-func (h *Host) Prefix() string { return h.prefix }
-
 // Limits returns the effective core limits.
 func (h *Host) Limits() Limits { return h.srv.limits }
 
