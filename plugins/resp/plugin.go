@@ -37,6 +37,7 @@ import (
 	"time"
 
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
+	"github.com/mcpkit/mcpkit/pkg/respengine"
 )
 
 func init() {
@@ -95,7 +96,7 @@ type Plugin struct {
 	host  *mcpcore.Host
 	reg   *registry
 	cmds  *commandCache
-	procs *processes
+	procs *respengine.Processes
 	mgmt  *management // nil unless a target has a management_url
 }
 
@@ -146,7 +147,7 @@ func (p *Plugin) Close(ctx context.Context) error {
 		return nil
 	}
 	p.cmds.close()
-	errs := []error{p.procs.close(ctx), p.reg.close()}
+	errs := []error{p.procs.Close(ctx), p.reg.close()}
 	if p.mgmt != nil {
 		errs = append(errs, p.mgmt.live.wait(ctx))
 	}

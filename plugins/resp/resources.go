@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
+	"github.com/mcpkit/mcpkit/pkg/respengine"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -113,7 +114,7 @@ func (p *Plugin) capabilities() Capabilities {
 	c.Privileges.Management = len(c.Management.Targets) > 0
 	c.Privileges.Live = c.Privileges.Management
 	if c.Process.Enabled {
-		if bin, err := serverBinary(p.cfg.process); err != nil {
+		if bin, err := respengine.ServerBinary(p.cfg.process.Binary); err != nil {
 			c.Process.BinaryError = err.Error()
 		} else {
 			c.Process.Binary = bin
