@@ -87,7 +87,7 @@ func (s *settings) targetAt(addr string) string {
 	}
 	want := net.JoinHostPort(host, port)
 	for _, name := range s.names() {
-		if s.targets[name].addr == want {
+		if s.targets[name].Addr == want {
 			return name
 		}
 	}

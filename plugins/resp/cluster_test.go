@@ -143,7 +143,7 @@ func TestParseRedirect(t *testing.T) {
 			t.Errorf("%q: %+v %v, want %+v", msg, got, ok, want)
 		}
 	}
-	s := &settings{targets: map[string]*target{"a": {addr: "127.0.0.1:7000"}, "v6": {addr: "[::1]:7000"}}}
+	s := &settings{targets: map[string]*target{"a": {Addr: "127.0.0.1:7000"}, "v6": {Addr: "[::1]:7000"}}}
 	if s.targetAt("127.0.0.1:7000") != "a" || s.targetAt("[::1]:7000") != "v6" || s.targetAt("127.0.0.1:7001") != "" || s.targetAt("?") != "" {
 		t.Fatal("targetAt")
 	}

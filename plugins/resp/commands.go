@@ -145,7 +145,7 @@ func (p *Plugin) commandsPage(ctx context.Context, in CommandsArgs) (CommandsRep
 // page after cursor. The caller holds tc.mu.
 func (tc *targetCommands) page(ctx context.Context, t *target, prefix, cursor string, limit int) (CommandsReply, error) {
 	if tc.conn == nil {
-		c, err := dial(ctx, &session{target: t, protocol: t.protocol, database: t.database})
+		c, err := dial(ctx, &session{target: t, protocol: t.Protocol, database: t.Database})
 		if err != nil {
 			return CommandsReply{}, err
 		}
@@ -156,7 +156,7 @@ func (tc *targetCommands) page(ctx context.Context, t *target, prefix, cursor st
 		return CommandsReply{}, err
 	}
 	if count.Kind != resp.KindInteger {
-		return CommandsReply{}, fmt.Errorf("target %q: COMMAND COUNT answered %s, not an integer", t.name, count.Kind)
+		return CommandsReply{}, fmt.Errorf("target %q: COMMAND COUNT answered %s, not an integer", t.Name, count.Kind)
 	}
 	if count.Int != tc.count || tc.names == nil {
 		list, err := tc.do(ctx, t, "COMMAND", "LIST")
@@ -181,7 +181,7 @@ func (tc *targetCommands) page(ctx context.Context, t *target, prefix, cursor st
 		start++
 	}
 	end := min(start+limit, len(matching))
-	out := CommandsReply{Target: t.name, Count: tc.count, Matching: len(matching), Commands: []CommandEntry{}}
+	out := CommandsReply{Target: t.Name, Count: tc.count, Matching: len(matching), Commands: []CommandEntry{}}
 	if err := tc.fill(ctx, t, matching[start:end]); err != nil {
 		return CommandsReply{}, err
 	}
@@ -215,7 +215,7 @@ func (tc *targetCommands) fill(ctx context.Context, t *target, names []string) e
 		return err
 	}
 	if len(info.Elems) != len(missing) {
-		return fmt.Errorf("target %q: COMMAND INFO answered %d entries for %d names", t.name, len(info.Elems), len(missing))
+		return fmt.Errorf("target %q: COMMAND INFO answered %d entries for %d names", t.Name, len(info.Elems), len(missing))
 	}
 	// DOCS is a map (RESP3) or a flat array (RESP2) of name, doc; unknown
 	// names are skipped.
@@ -241,10 +241,10 @@ func (tc *targetCommands) do(ctx context.Context, t *target, args ...string) (re
 	}
 	v, err := tc.conn.Do(ctx, b...)
 	if err != nil {
-		return resp.Value{}, mcpcore.Errorf(KindConnection, "target %q (%s): %s %s: %w", t.name, t.addr, args[0], args[1], err)
+		return resp.Value{}, mcpcore.Errorf(KindConnection, "target %q (%s): %s %s: %w", t.Name, t.Addr, args[0], args[1], err)
 	}
 	if v.IsError() {
-		return resp.Value{}, fmt.Errorf("target %q: %s %s: %s", t.name, args[0], args[1], v.ErrorText())
+		return resp.Value{}, fmt.Errorf("target %q: %s %s: %s", t.Name, args[0], args[1], v.ErrorText())
 	}
 	return v, nil
 }

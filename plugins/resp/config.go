@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
+	"github.com/mcpkit/mcpkit/pkg/respengine"
 )
 
 // EnvAuth names the environment variable that supplies the default
@@ -90,24 +91,8 @@ type ProcessConfig struct {
 	Binary string `json:"binary,omitempty"`
 }
 
-// target is a validated, resolved target. Its password is behind a
-// function, which fmt prints as an address: no log line or error can carry
-// it by accident.
-type target struct {
-	name     string
-	addr     string
-	protocol int
-	database int
-	username string
-	password func() string
-	tls      *tls.Config
-	// managementURL is the management origin ("": none); managementToken
-	// its bearer token ("": none), behind a function like the password;
-	// managementCAs the roots its TLS is verified with (nil: the system's).
-	managementURL   string
-	managementToken func() string
-	managementCAs   *x509.CertPool
-}
+// target is a validated, resolved target (the engine's).
+type target = respengine.Target
 
 // settings is the resolved configuration the plugin runs with.
 type settings struct {
@@ -223,7 +208,7 @@ func (tc *TargetConfig) resolve(name string, isDefault bool) (*target, error) {
 	if tc == nil {
 		tc = &TargetConfig{}
 	}
-	t := &target{name: name, protocol: tc.Protocol, database: tc.Database, username: tc.Username}
+	t := &target{Name: name, Protocol: tc.Protocol, Database: tc.Database, Username: tc.Username}
 	host, port := tc.Host, tc.Port
 	if host == "" {
 		host = DefaultHost
@@ -234,16 +219,16 @@ func (tc *TargetConfig) resolve(name string, isDefault bool) (*target, error) {
 	if port < 1 || port > 65535 {
 		return nil, &mcpcore.ConfigError{Field: field + ".port", Reason: fmt.Sprintf("%d is outside [1, 65535]", port)}
 	}
-	t.addr = net.JoinHostPort(host, strconv.Itoa(port))
-	switch t.protocol {
+	t.Addr = net.JoinHostPort(host, strconv.Itoa(port))
+	switch t.Protocol {
 	case 0:
-		t.protocol = DefaultProtocol
+		t.Protocol = DefaultProtocol
 	case 2, 3:
 	default:
 		return nil, &mcpcore.ConfigError{Field: field + ".protocol", Reason: fmt.Sprintf("%d is not 2 or 3", tc.Protocol)}
 	}
-	if t.database < 0 {
-		return nil, &mcpcore.ConfigError{Field: field + ".database", Reason: fmt.Sprintf("%d is negative", t.database)}
+	if t.Database < 0 {
+		return nil, &mcpcore.ConfigError{Field: field + ".database", Reason: fmt.Sprintf("%d is negative", t.Database)}
 	}
 	pw, ok, err := mcpcore.ReadSecret(field+".password", tc.PasswordFile, tc.PasswordEnv)
 	if err != nil {
@@ -252,9 +237,9 @@ func (tc *TargetConfig) resolve(name string, isDefault bool) (*target, error) {
 	if !ok && isDefault {
 		pw = os.Getenv(EnvAuth)
 	}
-	t.password = func() string { return pw }
+	t.Password = func() string { return pw }
 	if tc.TLS != nil {
-		if t.tls, err = tc.TLS.load(field+".tls", host); err != nil {
+		if t.TLS, err = tc.TLS.load(field+".tls", host); err != nil {
 			return nil, err
 		}
 	}
@@ -332,15 +317,15 @@ func (tc *TargetConfig) resolveManagement(field string, t *target) error {
 			(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
 			return &mcpcore.ConfigError{Field: field + ".management_url", Reason: "want an http or https origin such as https://host:6383 (no path, query, fragment or credentials)"}
 		}
-		t.managementURL = u.Scheme + "://" + u.Host
+		t.ManagementURL = u.Scheme + "://" + u.Host
 	}
 	token, _, err := mcpcore.ReadSecret(field+".management_token", tc.ManagementTokenFile, tc.ManagementTokenEnv)
 	if err != nil {
 		return err
 	}
-	t.managementToken = func() string { return token }
+	t.ManagementToken = func() string { return token }
 	if tc.ManagementCACert != "" {
-		if t.managementCAs, err = loadCAs(field+".management_ca_cert", tc.ManagementCACert); err != nil {
+		if t.ManagementCAs, err = loadCAs(field+".management_ca_cert", tc.ManagementCACert); err != nil {
 			return err
 		}
 	}

@@ -430,5 +430,5 @@ func (p *Plugin) failure(s *session, err error) mcpcore.ToolErrorDetail {
 		}
 		return mcpcore.ToolErrorDetail{Kind: mcpcore.KindLimit, Limit: limit, Max: le.Max, Message: err.Error() + suffix}
 	}
-	return mcpcore.ToolErrorDetail{Kind: KindConnectionLost, Message: fmt.Sprintf("target %q (%s): %v%s", s.target.name, s.target.addr, err, suffix)}
+	return mcpcore.ToolErrorDetail{Kind: KindConnectionLost, Message: fmt.Sprintf("target %q (%s): %v%s", s.target.Name, s.target.Addr, err, suffix)}
 }

@@ -83,7 +83,7 @@ type management struct {
 // addManagement adds the management and management_live tools when some
 // target has a management_url (without one they could reach nothing).
 func (p *Plugin) addManagement() error {
-	if !slices.ContainsFunc(p.cfg.names(), func(n string) bool { return p.cfg.targets[n].managementURL != "" }) {
+	if !slices.ContainsFunc(p.cfg.names(), func(n string) bool { return p.cfg.targets[n].ManagementURL != "" }) {
 		return nil
 	}
 	m := &management{p: p, clients: map[string]*http.Client{}}
@@ -118,7 +118,7 @@ func (m *management) endpoint(name string) (*target, error) {
 	if t == nil {
 		return nil, &mcpcore.ParamError{Path: "/target", Reason: fmt.Sprintf("%q is not a configured target (configured: %v)", name, m.p.cfg.names())}
 	}
-	if t.managementURL == "" {
+	if t.ManagementURL == "" {
 		return nil, &mcpcore.ParamError{Path: "/target", Reason: fmt.Sprintf("target %q has no management_url in the configuration", name)}
 	}
 	return t, nil
@@ -130,16 +130,16 @@ func (m *management) endpoint(name string) (*target, error) {
 func (m *management) client(t *target) *http.Client {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if c := m.clients[t.name]; c != nil {
+	if c := m.clients[t.Name]; c != nil {
 		return c
 	}
 	tr := &http.Transport{
-		TLSClientConfig:     &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: t.managementCAs},
+		TLSClientConfig:     &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: t.ManagementCAs},
 		MaxIdleConnsPerHost: 8,
 		IdleConnTimeout:     90 * time.Second,
 	}
 	c := &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	m.clients[t.name] = c
+	m.clients[t.Name] = c
 	return c
 }
 
@@ -181,9 +181,9 @@ func managementURL(t *target, pointer, path string) (*url.URL, error) {
 			return nil, bad("traversal (. or .. segments, also percent-encoded) is refused")
 		}
 	}
-	origin, err := url.Parse(t.managementURL)
+	origin, err := url.Parse(t.ManagementURL)
 	if err != nil {
-		return nil, fmt.Errorf("management_url of %s: %w", t.name, err)
+		return nil, fmt.Errorf("management_url of %s: %w", t.Name, err)
 	}
 	full := &url.URL{Scheme: origin.Scheme, Host: origin.Host, Path: u.Path, RawPath: u.RawPath, RawQuery: u.RawQuery}
 	if full.Scheme != origin.Scheme || full.Host != origin.Host {
@@ -236,7 +236,7 @@ func (m *management) call(ctx context.Context, _ *mcp.CallToolRequest, in Manage
 	} else {
 		req.Body, req.ContentLength = http.NoBody, 0
 	}
-	if tok := t.managementToken(); tok != "" {
+	if tok := t.ManagementToken(); tok != "" {
 		req.Header.Set("Authorization", "Bearer "+tok)
 	}
 	var sent atomic.Bool
@@ -246,7 +246,7 @@ func (m *management) call(ctx context.Context, _ *mcp.CallToolRequest, in Manage
 		return nil, m.transportError(ctx, t, method, in.Path, sent.Load(), err)
 	}
 	defer res.Body.Close()
-	reply := ManagementReply{Target: t.name, Method: method, Path: in.Path, Status: res.StatusCode, ContentType: res.Header.Get("Content-Type")}
+	reply := ManagementReply{Target: t.Name, Method: method, Path: in.Path, Status: res.StatusCode, ContentType: res.Header.Get("Content-Type")}
 	if res.StatusCode >= 300 && res.StatusCode < 400 {
 		return nil, mcpcore.Errorf(KindRefused, "the management API answered %d with a redirect to %q, which is not followed (only the configured origin and path are reached)", res.StatusCode, res.Header.Get("Location"))
 	}
@@ -292,12 +292,12 @@ func (m *management) transportError(ctx context.Context, t *target, method, path
 		err = ue.Err // the URL is in the message already
 	}
 	if sent && method == http.MethodPost {
-		return mcpcore.Errorf(KindUnknownEffect, "POST %s on %s: sent, then %v: its effect is unknown; inspect state before sending it again", path, t.name, err)
+		return mcpcore.Errorf(KindUnknownEffect, "POST %s on %s: sent, then %v: its effect is unknown; inspect state before sending it again", path, t.Name, err)
 	}
 	if sent {
-		return mcpcore.Errorf(KindConnectionLost, "%s %s on %s: %v", method, path, t.name, err)
+		return mcpcore.Errorf(KindConnectionLost, "%s %s on %s: %v", method, path, t.Name, err)
 	}
-	return mcpcore.Errorf(KindConnection, "%s %s on %s: not sent: %v", method, path, t.name, err)
+	return mcpcore.Errorf(KindConnection, "%s %s on %s: not sent: %v", method, path, t.Name, err)
 }
 
 // encodeBody chooses a body's encoding: json when the content type is

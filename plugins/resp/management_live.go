@@ -248,7 +248,7 @@ func (l *liveRegistry) open(ctx context.Context, sc scope, in LiveArgs) (any, er
 		l.mu.Unlock()
 	}()
 	hdr := http.Header{}
-	if tok := t.managementToken(); tok != "" {
+	if tok := t.ManagementToken(); tok != "" {
 		hdr.Set("Authorization", "Bearer "+tok)
 	}
 	ws, res, err := websocket.Dial(ctx, u.String(), &websocket.DialOptions{HTTPClient: l.m.client(t), HTTPHeader: hdr})
@@ -259,11 +259,11 @@ func (l *liveRegistry) open(ctx context.Context, sc scope, in LiveArgs) (any, er
 		if res != nil && res.StatusCode != http.StatusSwitchingProtocols {
 			return nil, mcpcore.Errorf(KindRefused, "the management API answered the live request with HTTP %d: %s", res.StatusCode, errorMessage(res))
 		}
-		return nil, mcpcore.Errorf(KindConnection, "open /api/live on %s: %v", t.name, err)
+		return nil, mcpcore.Errorf(KindConnection, "open /api/live on %s: %v", t.Name, err)
 	}
 	ws.SetReadLimit(liveFrameBytes)
 	rctx, cancel := context.WithCancel(l.host.Context())
-	h := &liveHandle{id: "lv_" + newHandle()[3:], scope: sc, target: t.name, ws: ws, cancel: cancel,
+	h := &liveHandle{id: "lv_" + newHandle()[3:], scope: sc, target: t.Name, ws: ws, cancel: cancel,
 		frames: make(chan Body, liveQueueFrames), done: make(chan struct{}), first: make(chan struct{}), gate: make(chan struct{}, 1), lastUsed: time.Now()}
 	l.mu.Lock()
 	if l.closed {

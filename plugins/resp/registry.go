@@ -154,7 +154,7 @@ func (r *registry) find(sc scope, id string) (*session, error) {
 		}
 		r.pending--
 		t := r.cfg.targets[r.cfg.defaultTarget]
-		s := r.newSession(DefaultSession, sc, t, t.protocol, t.database, ModeRESP)
+		s := r.newSession(DefaultSession, sc, t, t.Protocol, t.Database, ModeRESP)
 		r.defaults[key] = s
 		return s, nil
 	}
@@ -229,14 +229,14 @@ func newHandle() string {
 // credential.
 func dial(ctx context.Context, s *session) (*resp.Conn, error) {
 	t := s.target
-	opts := resp.DialOptions{Addr: t.addr, Protocol: s.protocol, Username: t.username, Password: t.password(),
+	opts := resp.DialOptions{Addr: t.Addr, Protocol: s.protocol, Username: t.Username, Password: t.Password(),
 		Database: s.database, ConnectTimeout: connectTimeout}
-	if t.tls != nil {
-		opts.TLS = t.tls.Clone()
+	if t.TLS != nil {
+		opts.TLS = t.TLS.Clone()
 	}
 	conn, err := resp.Dial(ctx, opts)
 	if err != nil {
-		return nil, mcpcore.Errorf(KindConnection, "target %q (%s): cannot connect: %w; nothing was sent", t.name, t.addr, err)
+		return nil, mcpcore.Errorf(KindConnection, "target %q (%s): cannot connect: %w; nothing was sent", t.Name, t.Addr, err)
 	}
 	return conn, nil
 }
@@ -366,7 +366,7 @@ func (r *registry) observeMulti(s *session, name []byte, reply resp.Value) {
 func (r *registry) info(s *session) SessionInfo {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return SessionInfo{Session: s.id, Target: s.target.name, Protocol: s.protocol, Database: s.database, Mode: s.mode,
+	return SessionInfo{Session: s.id, Target: s.target.Name, Protocol: s.protocol, Database: s.database, Mode: s.mode,
 		Manual: s.manual, Busy: s.busy > 0, IdleMS: time.Since(s.lastUsed).Milliseconds()}
 }
 

@@ -47,13 +47,13 @@ func (r *registry) markLocked(s *session, why string) {
 // the sidecar saw the caller set, then what it cannot see.
 func (s *session) lostLocked() string {
 	var parts []string
-	if s.database != s.target.database {
-		parts = append(parts, fmt.Sprintf("database %d (a new connection starts on database %d)", s.database, s.target.database))
+	if s.database != s.target.Database {
+		parts = append(parts, fmt.Sprintf("database %d (a new connection starts on database %d)", s.database, s.target.Database))
 	} else {
 		parts = append(parts, fmt.Sprintf("the selected database (%d)", s.database))
 	}
-	if s.protocol != s.target.protocol {
-		parts = append(parts, fmt.Sprintf("protocol RESP%d (a new connection negotiates RESP%d)", s.protocol, s.target.protocol))
+	if s.protocol != s.target.Protocol {
+		parts = append(parts, fmt.Sprintf("protocol RESP%d (a new connection negotiates RESP%d)", s.protocol, s.target.Protocol))
 	}
 	if s.multi {
 		parts = append(parts, "an open MULTI transaction (its queued commands were discarded)")

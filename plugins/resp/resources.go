@@ -105,9 +105,9 @@ func (p *Plugin) capabilities() Capabilities {
 		Process: ProcessCapability{Enabled: p.cfg.process.Enabled, MaxChildren: h.Limit(LimitChildProcesses), LogRetentionBytes: h.Limit(LimitChildLogBytes)}}
 	for _, name := range p.cfg.names() {
 		t := p.cfg.targets[name]
-		c.Targets = append(c.Targets, TargetInfo{Name: name, Address: t.addr, Protocol: t.protocol, Database: t.database,
-			TLS: t.tls != nil, Management: t.managementURL != ""})
-		if t.managementURL != "" {
+		c.Targets = append(c.Targets, TargetInfo{Name: name, Address: t.Addr, Protocol: t.Protocol, Database: t.Database,
+			TLS: t.TLS != nil, Management: t.ManagementURL != ""})
+		if t.ManagementURL != "" {
 			c.Management.Targets = append(c.Management.Targets, name)
 		}
 	}

@@ -157,7 +157,7 @@ func (p *Plugin) open(ctx context.Context, sc scope, in SessionArgs) (any, error
 	if t == nil {
 		return nil, &mcpcore.ParamError{Path: "/target", Reason: fmt.Sprintf("%q is not a configured target (configured: %v)", name, p.cfg.names())}
 	}
-	protocol, database, mode := t.protocol, t.database, in.Mode
+	protocol, database, mode := t.Protocol, t.Database, in.Mode
 	if in.Protocol != 0 {
 		if in.Protocol != 2 && in.Protocol != 3 {
 			return nil, &mcpcore.ParamError{Path: "/protocol", Reason: fmt.Sprintf("%d is not 2 or 3", in.Protocol)}
