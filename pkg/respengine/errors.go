@@ -16,6 +16,15 @@ var (
 	// ErrRefused: an operation the engine does not run as asked; nothing
 	// was done.
 	ErrRefused = errors.New("respengine: refused")
+	// ErrConnectionLost: the connection failed after something was written
+	// to it: what reached the server has unknown outcomes.
+	ErrConnectionLost = errors.New("respengine: connection lost")
+	// ErrUnknownEffect: a management POST failed after it was sent; it may
+	// or may not have taken effect.
+	ErrUnknownEffect = errors.New("respengine: unknown effect")
+	// ErrSessionNotFound: an unknown, closed or expired session or live
+	// handle, or one of another scope.
+	ErrSessionNotFound = errors.New("respengine: session not found")
 	// ErrProcessNotFound: an unknown or released process handle, or one
 	// that another owner started.
 	ErrProcessNotFound = errors.New("respengine: process not found")

@@ -2,8 +2,6 @@ package respengine
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -164,7 +162,7 @@ func (ps *Processes) start(owner string, args []string) (*child, error) {
 		r.Close()
 		return nil, fmt.Errorf("start %s: %w; nothing is running", bin, err)
 	}
-	c := &child{handle: newProcessHandle(), owner: owner, binary: bin, args: slices.Clone(args), pid: cmd.Process.Pid,
+	c := &child{handle: newHandle("rp_"), owner: owner, binary: bin, args: slices.Clone(args), pid: cmd.Process.Pid,
 		started: time.Now(), cmd: cmd, log: newLogRing(ps.logBytes), out: r, done: make(chan struct{}), logDone: make(chan struct{})}
 	if c.args == nil {
 		c.args = []string{}
@@ -188,13 +186,6 @@ func (ps *Processes) start(owner string, args []string) (*child, error) {
 		return nil, ErrClosed
 	}
 	return c, nil
-}
-
-// newProcessHandle returns 128 random bits: a handle cannot be guessed.
-func newProcessHandle() string {
-	var b [16]byte
-	rand.Read(b[:])
-	return "rp_" + hex.EncodeToString(b[:])
 }
 
 // processNotFound says the same whether the handle never existed, was

@@ -13,9 +13,12 @@ var engineKinds = []struct {
 	class error
 	kind  string
 }{
+	{respengine.ErrSessionNotFound, KindSessionNotFound},
+	{respengine.ErrConnectionLost, KindConnectionLost},
+	{respengine.ErrUnknownEffect, KindUnknownEffect},
 	{respengine.ErrProcessNotFound, KindProcessNotFound},
 	{respengine.ErrRefused, KindRefused},
-	{respengine.ErrUnavailable, mcpcore.KindUnavailable},
+	{respengine.ErrUnavailable, KindConnection},
 }
 
 // engineError maps an error of pkg/respengine to what the host reports:

@@ -149,7 +149,7 @@ func (p *Plugin) Close(ctx context.Context) error {
 	p.cmds.close()
 	errs := []error{p.procs.Close(ctx), p.reg.close()}
 	if p.mgmt != nil {
-		errs = append(errs, p.mgmt.live.wait(ctx))
+		errs = append(errs, p.mgmt.live.Close(ctx))
 	}
 	return errors.Join(errs...)
 }

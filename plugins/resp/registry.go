@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
 	"github.com/mcpkit/mcpkit/pkg/resp"
+	"github.com/mcpkit/mcpkit/pkg/respengine"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -105,9 +106,9 @@ func newRegistry(h *mcpcore.Host, cfg *settings) *registry {
 
 // scope is who a session belongs to: the caller's principal and its MCP
 // client session.
-type scope struct{ principal, owner string }
+type scope = respengine.Scope
 
-func scopeKey(s scope) string { return s.principal + "\x00" + s.owner }
+func scopeKey(s scope) string { return s.Principal + "\x00" + s.Owner }
 
 // statelessEra is the first MCP protocol version whose clients send every
 // request on its own (no session that outlives it over HTTP).
@@ -117,10 +118,10 @@ const statelessEra = "2026-07-28"
 // session, except for a client of the 2026-07-28 era, whose session does
 // not outlive a request over HTTP: its scope is its principal alone.
 func (r *registry) scopeOf(req *mcp.CallToolRequest) scope {
-	sc := scope{principal: mcpcore.Principal(req)}
+	sc := scope{Principal: mcpcore.Principal(req)}
 	if s := r.host.SessionOf(req); s != nil {
 		if ip := s.ServerSession().InitializeParams(); ip != nil && ip.ProtocolVersion < statelessEra {
-			sc.owner = s.ID()
+			sc.Owner = s.ID()
 		}
 	}
 	return sc
@@ -164,7 +165,7 @@ func (r *registry) find(sc scope, id string) (*session, error) {
 			return nil, err
 		}
 	}
-	if s == nil || s.principal != sc.principal || s.owner != sc.owner {
+	if s == nil || s.principal != sc.Principal || s.owner != sc.Owner {
 		return nil, sessionNotFound(id)
 	}
 	return s, nil
@@ -172,7 +173,7 @@ func (r *registry) find(sc scope, id string) (*session, error) {
 
 func (r *registry) newSession(id string, sc scope, t *target, protocol, database int, mode string) *session {
 	now := time.Now()
-	return &session{id: id, principal: sc.principal, owner: sc.owner, target: t, protocol: protocol, database: database,
+	return &session{id: id, principal: sc.Principal, owner: sc.Owner, target: t, protocol: protocol, database: database,
 		mode: mode, opened: now, lastUsed: now, gate: make(chan struct{}, 1)}
 }
 
@@ -453,8 +454,8 @@ func (r *registry) removeLocked(s *session) *resp.Conn {
 	}
 	s.closed = true
 	if s.id == DefaultSession {
-		if r.defaults[scopeKey(scope{s.principal, s.owner})] == s {
-			delete(r.defaults, scopeKey(scope{s.principal, s.owner}))
+		if r.defaults[scopeKey(scope{Principal: s.principal, Owner: s.owner})] == s {
+			delete(r.defaults, scopeKey(scope{Principal: s.principal, Owner: s.owner}))
 		}
 	} else {
 		delete(r.handles, s.id)
@@ -505,7 +506,7 @@ func (r *registry) list(sc scope) []*session {
 	}
 	var mine []*session
 	for _, s := range r.handles {
-		if s.principal == sc.principal && s.owner == sc.owner {
+		if s.principal == sc.Principal && s.owner == sc.Owner {
 			mine = append(mine, s)
 		}
 	}

@@ -38,7 +38,7 @@ func (r *registry) markLocked(s *session, why string) {
 	}
 	key := s.id
 	if s.id == DefaultSession {
-		key = scopeKey(scope{s.principal, s.owner})
+		key = scopeKey(scope{Principal: s.principal, Owner: s.owner})
 	}
 	r.resets[key] = &reset{principal: s.principal, owner: s.owner, id: s.id, why: why, lost: s.lostLocked(), at: time.Now()}
 }
@@ -69,7 +69,7 @@ func (s *session) lostLocked() string {
 // on a new connection. A handle's mark stays until it expires (sweepResets).
 func (r *registry) takeResetLocked(sc scope, key string) error {
 	m := r.resets[key]
-	if m == nil || m.principal != sc.principal || m.owner != sc.owner {
+	if m == nil || m.principal != sc.Principal || m.owner != sc.Owner {
 		return nil
 	}
 	if m.id == DefaultSession {
