@@ -25,6 +25,13 @@ var (
 	// ErrSessionNotFound: an unknown, closed or expired session or live
 	// handle, or one of another scope.
 	ErrSessionNotFound = errors.New("respengine: session not found")
+	// ErrSessionReset: the session's connection was closed by the sidecar
+	// (a call cancelled or timed out after dispatch, a failed connection,
+	// idle expiry), and with it its state; nothing was sent. The default
+	// session reports it to its next call only, and the call after that
+	// runs on a new connection; a handle reports it until it is forgotten
+	// (Idle later), and is never reconnected.
+	ErrSessionReset = errors.New("respengine: session reset")
 	// ErrProcessNotFound: an unknown or released process handle, or one
 	// that another owner started.
 	ErrProcessNotFound = errors.New("respengine: process not found")

@@ -18,6 +18,7 @@ import (
 	"github.com/mcpkit/mcpkit/pkg/mcpcore/httpserve"
 	"github.com/mcpkit/mcpkit/pkg/resp"
 	"github.com/mcpkit/mcpkit/pkg/respadmin"
+	"github.com/mcpkit/mcpkit/pkg/respengine"
 )
 
 // Names of the command's own flags.
@@ -336,7 +337,7 @@ func adminOptions(target, path string) (respadmin.Options, *tls.Config, error) {
 		pw = os.Getenv(EnvAuth)
 	}
 	opts := respadmin.Options{
-		Target:            resp.DialOptions{Addr: target, Protocol: 3, Username: f.Username, Password: pw, Database: f.Database, ConnectTimeout: connectTimeout},
+		Target:            resp.DialOptions{Addr: target, Protocol: 3, Username: f.Username, Password: pw, Database: f.Database, ConnectTimeout: respengine.ConnectTimeout},
 		ReplicationExport: f.ReplicationExport,
 		Live:              respadmin.LiveOptions{MaxConnections: f.Live.MaxConnections, QueueFrames: f.Live.QueueFrames, MaxFrameBytes: f.Live.MaxFrameBytes},
 	}

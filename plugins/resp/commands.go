@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
 	"github.com/mcpkit/mcpkit/pkg/resp"
+	"github.com/mcpkit/mcpkit/pkg/respengine"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -145,9 +146,9 @@ func (p *Plugin) commandsPage(ctx context.Context, in CommandsArgs) (CommandsRep
 // page after cursor. The caller holds tc.mu.
 func (tc *targetCommands) page(ctx context.Context, t *target, prefix, cursor string, limit int) (CommandsReply, error) {
 	if tc.conn == nil {
-		c, err := dial(ctx, &session{target: t, protocol: t.Protocol, database: t.Database})
+		c, err := respengine.Dial(ctx, t)
 		if err != nil {
-			return CommandsReply{}, err
+			return CommandsReply{}, engineError(err)
 		}
 		tc.conn = c
 	}

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
 	"github.com/mcpkit/mcpkit/pkg/respengine"
@@ -29,9 +28,6 @@ const (
 	DefaultPort       = 6379
 	DefaultProtocol   = 3
 )
-
-// connectTimeout bounds one dial (TCP, TLS, HELLO, SELECT).
-const connectTimeout = 5 * time.Second
 
 // Config is the plugin's configuration (targets, file root, process
 // control, limits), under "plugins.resp.config" in an `mcpkit serve`

@@ -7,6 +7,22 @@ import (
 	"github.com/mcpkit/mcpkit/pkg/respengine"
 )
 
+// The engine's session registry and its results.
+type (
+	session = respengine.Session
+	scope   = respengine.Scope
+)
+
+// DefaultSession is the session name of a caller's default session, as
+// execute reports it and accepts it.
+const DefaultSession = respengine.DefaultSession
+
+// Session modes.
+const (
+	ModeRESP = respengine.ModeRESP
+	ModeRaw  = respengine.ModeRaw
+)
+
 // engineKinds maps the engine's classes of failure to this plugin's error
 // kinds (the core's where they mean the same).
 var engineKinds = []struct {
@@ -14,6 +30,7 @@ var engineKinds = []struct {
 	kind  string
 }{
 	{respengine.ErrSessionNotFound, KindSessionNotFound},
+	{respengine.ErrSessionReset, KindSessionReset},
 	{respengine.ErrConnectionLost, KindConnectionLost},
 	{respengine.ErrUnknownEffect, KindUnknownEffect},
 	{respengine.ErrProcessNotFound, KindProcessNotFound},
@@ -48,3 +65,28 @@ func engineError(err error) error {
 	}
 	return err
 }
+
+// Error kinds of this plugin, besides the core's.
+const (
+	// KindSessionNotFound: an unknown, closed or expired session handle, or
+	// one that belongs to another caller or client session.
+	KindSessionNotFound = "session_not_found"
+	// KindConnection: the target could not be reached (or failed a
+	// read-only registry query); nothing was written.
+	KindConnection = "unavailable"
+	// KindConnectionLost: the connection failed after commands were written
+	// to it: what reached the server has unknown outcomes (the partial
+	// result says how many), the connection is closed, nothing is retried.
+	KindConnectionLost = "connection_lost"
+	// KindRefused: a command that execute does not run (unusual reply
+	// shape), or an operation the session's mode does not allow.
+	KindRefused = "refused"
+	// KindSessionReset: the session's connection was closed by the sidecar
+	// (a call cancelled or timed out after dispatch, a failed connection,
+	// idle expiry), and with it its state (database, protocol, MULTI,
+	// WATCH, CLIENT settings, subscriptions); nothing was sent. The default
+	// session reports it to its next call only, and the call after that
+	// runs on a new connection; a handle reports it until it is forgotten
+	// (session_idle later), and is never reconnected.
+	KindSessionReset = "session_reset"
+)

@@ -12,6 +12,7 @@ import (
 	"github.com/mcpkit/mcpkit/pkg/jsonesc"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
 	"github.com/mcpkit/mcpkit/pkg/resp"
+	"github.com/mcpkit/mcpkit/pkg/respengine"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -322,25 +323,24 @@ func (p *Plugin) execute(ctx context.Context, req *mcp.CallToolRequest, in Execu
 	if err != nil {
 		return nil, err
 	}
-	s, err := p.reg.use(ctx, p.reg.scopeOf(req), in.Session)
+	s, err := p.reg.Use(ctx, p.scopeOf(req), in.Session)
 	if err != nil {
-		return nil, err
+		return nil, engineError(err)
 	}
-	defer p.reg.release(s)
+	defer p.reg.Release(s)
 	switch {
-	case s.mode == ModeRaw:
-		return nil, mcpcore.Errorf(KindRefused, "session %q is a raw session: use the session tool's send and receive; nothing was sent", s.id)
-	case p.reg.isManual(s):
-		return nil, mcpcore.Errorf(KindRefused, "session %q is in manual mode (send/receive were used): unread replies could be mistaken for this batch's, so only send and receive run on it; nothing was sent", s.id)
+	case s.Mode() == ModeRaw:
+		return nil, mcpcore.Errorf(KindRefused, "session %q is a raw session: use the session tool's send and receive; nothing was sent", s.ID())
+	case p.reg.IsManual(s):
+		return nil, mcpcore.Errorf(KindRefused, "session %q is in manual mode (send/receive were used): unread replies could be mistaken for this batch's, so only send and receive run on it; nothing was sent", s.ID())
 	}
-	conn, err := p.reg.conn(ctx, s)
+	conn, err := p.reg.Conn(ctx, s)
 	if err != nil {
-		return nil, err
+		return nil, engineError(err)
 	}
-	st := p.newReplyStream(s, b.cmds, s.replies)
-	s.replies = nil // given back below once the replies are serialized
+	st := p.newReplyStream(s, b.cmds, s.TakeReplies()) // given back below once the replies are serialized
 	res, err := conn.Pipeline(ctx, b.cmds, resp.PipelineOptions{MaxReplyBytes: p.host.Limit(LimitReplyBytes), OnReply: st.onReply})
-	reply := ExecuteReply{Session: s.id, Outcome: OutcomeOK, Replies: st.kept, Pushes: res.Pushes}
+	reply := ExecuteReply{Session: s.ID(), Outcome: OutcomeOK, Replies: st.kept, Pushes: res.Pushes}
 	if reply.Replies == nil {
 		reply.Replies = []resp.Value{}
 	}
@@ -352,7 +352,7 @@ func (p *Plugin) execute(ctx context.Context, req *mcp.CallToolRequest, in Execu
 			reply.Outcome, reply.Redirects = OutcomeError, st.redirects
 		}
 	} else {
-		p.reg.observe(s, b.cmds, reply.Replies) // streamed replies were observed as they came
+		p.reg.Observe(s, b.cmds, reply.Replies) // streamed replies were observed as they came
 		for _, v := range reply.Replies {
 			if v.IsError() {
 				reply.Outcome = OutcomeError
@@ -365,11 +365,11 @@ func (p *Plugin) execute(ctx context.Context, req *mcp.CallToolRequest, in Execu
 		// After dispatch: the connection is closed, the state of the session
 		// unknown; nothing is retried, and the next call on the session is
 		// told (KindSessionReset).
-		why := whyFailed
+		why := respengine.ResetFailed
 		if ended(ctx, err) {
-			why = whyEnded
+			why = respengine.ResetEnded
 		}
-		p.reg.broken(s, why)
+		p.reg.Broken(s, why)
 		reply.Outcome, reply.Unknown = OutcomeUnknown, len(b.cmds)-res.Received
 		partial, perr := st.partial(reply)
 		if perr != nil {
@@ -391,7 +391,7 @@ func (p *Plugin) execute(ctx context.Context, req *mcp.CallToolRequest, in Execu
 	}
 	if cap(st.kept) <= keepReplies {
 		clear(st.kept) // holds no reply's bytes while kept
-		s.replies = st.kept[:0]
+		s.KeepReplies(st.kept[:0])
 	}
 	if reply.Outcome == OutcomeError {
 		return nil, mcpcore.ErrorResult(out)
@@ -417,10 +417,10 @@ func ended(ctx context.Context, err error) bool {
 // failure describes a connection that failed after dispatch.
 func (p *Plugin) failure(s *session, err error) mcpcore.ToolErrorDetail {
 	suffix := "; the connection was closed, the commands without a reply have unknown outcomes (nothing is retried)"
-	if s.id == DefaultSession {
+	if s.ID() == DefaultSession {
 		suffix += "; the next call on the default session fails with " + KindSessionReset + " (nothing sent) and the one after it opens a new default session (database and transaction state are reset)"
 	} else {
-		suffix += fmt.Sprintf("; session %q is closed (its next call fails with %s)", s.id, KindSessionReset)
+		suffix += fmt.Sprintf("; session %q is closed (its next call fails with %s)", s.ID(), KindSessionReset)
 	}
 	var le *resp.LimitError
 	if errors.As(err, &le) {
@@ -430,5 +430,5 @@ func (p *Plugin) failure(s *session, err error) mcpcore.ToolErrorDetail {
 		}
 		return mcpcore.ToolErrorDetail{Kind: mcpcore.KindLimit, Limit: limit, Max: le.Max, Message: err.Error() + suffix}
 	}
-	return mcpcore.ToolErrorDetail{Kind: KindConnectionLost, Message: fmt.Sprintf("target %q (%s): %v%s", s.target.Name, s.target.Addr, err, suffix)}
+	return mcpcore.ToolErrorDetail{Kind: KindConnectionLost, Message: fmt.Sprintf("target %q (%s): %v%s", s.Target().Name, s.Target().Addr, err, suffix)}
 }

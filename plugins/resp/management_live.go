@@ -56,7 +56,7 @@ func (m *management) addLive() error {
 }
 
 func (m *management) callLive(ctx context.Context, req *mcp.CallToolRequest, in LiveArgs) (any, error) {
-	out, err := m.liveAction(ctx, m.p.reg.scopeOf(req), in)
+	out, err := m.liveAction(ctx, m.p.scopeOf(req), in)
 	if err != nil {
 		return nil, engineError(err)
 	}

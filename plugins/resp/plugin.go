@@ -94,7 +94,7 @@ func Limits() []mcpcore.LimitSpec {
 type Plugin struct {
 	cfg   *settings
 	host  *mcpcore.Host
-	reg   *registry
+	reg   *respengine.Sessions
 	cmds  *commandCache
 	procs *respengine.Processes
 	mgmt  *management // nil unless a target has a management_url
@@ -127,15 +127,16 @@ func (p *Plugin) Attach(ctx context.Context, h *mcpcore.Host) error {
 		}
 	}
 	p.host = h
-	p.reg = newRegistry(h, p.cfg)
+	p.reg = respengine.NewSessions(respengine.SessionOptions{DefaultTarget: p.cfg.targets[p.cfg.defaultTarget],
+		MaxSessions: int(h.Limit(LimitMaxSessions)), Idle: time.Duration(h.Limit(LimitSessionIdle))})
 	p.cmds = new(commandCache)
 	for _, add := range []func() error{p.addExecute, p.addSession, p.addCommands, p.addProcess, p.addManagement, p.addResources} {
 		if err := add(); err != nil {
 			return err
 		}
 	}
-	h.OnSessionEnd(p.reg.endClientSession)
-	p.reg.startReaper(h.Context())
+	h.OnSessionEnd(func(cs *mcpcore.Session) { p.reg.CloseOwner(cs.Principal(), cs.ID()) })
+	p.reg.Start(h.Context())
 	return nil
 }
 
@@ -147,7 +148,7 @@ func (p *Plugin) Close(ctx context.Context) error {
 		return nil
 	}
 	p.cmds.close()
-	errs := []error{p.procs.Close(ctx), p.reg.close()}
+	errs := []error{p.procs.Close(ctx), p.reg.Close()}
 	if p.mgmt != nil {
 		errs = append(errs, p.mgmt.live.Close(ctx))
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
 	"github.com/mcpkit/mcpkit/pkg/resp"
+	"github.com/mcpkit/mcpkit/pkg/respengine"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -54,16 +55,7 @@ type SessionArgs struct {
 }
 
 // SessionInfo describes one session (open, list).
-type SessionInfo struct {
-	Session  string `json:"session"`
-	Target   string `json:"target"`
-	Protocol int    `json:"protocol"`
-	Database int    `json:"database"`
-	Mode     string `json:"mode"`
-	Manual   bool   `json:"manual"`
-	Busy     bool   `json:"busy"`
-	IdleMS   int64  `json:"idle_ms"`
-}
+type SessionInfo = respengine.SessionInfo
 
 // SessionListReply is list's result.
 type SessionListReply struct {
@@ -120,23 +112,43 @@ func (p *Plugin) addSession() error {
 	return nil
 }
 
+// statelessEra is the first MCP protocol version whose clients send every
+// request on its own (no session that outlives it over HTTP).
+const statelessEra = "2026-07-28"
+
+// scopeOf returns the scope of a request: its principal and its client
+// session, except for a client of the 2026-07-28 era, whose session does
+// not outlive a request over HTTP: its scope is its principal alone.
+func (p *Plugin) scopeOf(req *mcp.CallToolRequest) scope {
+	sc := scope{Principal: mcpcore.Principal(req)}
+	if s := p.host.SessionOf(req); s != nil {
+		if ip := s.ServerSession().InitializeParams(); ip != nil && ip.ProtocolVersion < statelessEra {
+			sc.Owner = s.ID()
+		}
+	}
+	return sc
+}
+
 func (p *Plugin) session(ctx context.Context, req *mcp.CallToolRequest, in SessionArgs) (any, error) {
-	sc := p.reg.scopeOf(req)
+	out, err := p.sessionAction(ctx, p.scopeOf(req), in)
+	if err != nil {
+		return nil, engineError(err)
+	}
+	return out, nil
+}
+
+// sessionAction runs one action of the session tool for sc.
+func (p *Plugin) sessionAction(ctx context.Context, sc scope, in SessionArgs) (any, error) {
 	switch in.Action {
 	case ActionOpen:
 		return p.open(ctx, sc, in)
 	case ActionList:
-		var out SessionListReply
-		out.Sessions = []SessionInfo{}
-		for _, s := range p.reg.list(sc) {
-			out.Sessions = append(out.Sessions, p.reg.info(s))
-		}
-		return out, nil
+		return SessionListReply{Sessions: p.reg.List(sc)}, nil
 	case ActionClose:
 		if in.Session == "" {
 			return nil, &mcpcore.ParamError{Path: "/session", Reason: "close needs the session to close"}
 		}
-		if err := p.reg.closeSession(sc, in.Session); err != nil {
+		if err := p.reg.CloseSession(sc, in.Session); err != nil {
 			return nil, err
 		}
 		return SessionCloseReply{Session: in.Session, Closed: true}, nil
@@ -177,35 +189,11 @@ func (p *Plugin) open(ctx context.Context, sc scope, in SessionArgs) (any, error
 	default:
 		return nil, &mcpcore.ParamError{Path: "/mode", Reason: fmt.Sprintf("%q is not resp or raw", mode)}
 	}
-	s, err := p.reg.open(ctx, sc, t, protocol, database, mode)
+	s, err := p.reg.Open(ctx, sc, t, protocol, database, mode)
 	if err != nil {
 		return nil, err
 	}
-	return p.reg.info(s), nil
-}
-
-// manualSession finds the explicit session of a send or receive and
-// passes its gate, the manual-transition gate: once through, the session
-// is manual for good, and the gate is given back at once, so that a send
-// and a receive on one session overlap (the connection orders each side:
-// a receive waiting for a message does not hold up a send). The caller
-// must call p.reg.done(s).
-func (p *Plugin) manualSession(ctx context.Context, sc scope, id string) (*session, *resp.Conn, error) {
-	if id == "" || id == DefaultSession {
-		return nil, nil, &mcpcore.ParamError{Path: "/session", Reason: "send and receive need an explicit session (action open): the default session only runs execute"}
-	}
-	s, err := p.reg.use(ctx, sc, id)
-	if err != nil {
-		return nil, nil, err
-	}
-	p.reg.setManual(s)
-	conn, err := p.reg.conn(ctx, s)
-	<-s.gate
-	if err != nil {
-		p.reg.done(s)
-		return nil, nil, err
-	}
-	return s, conn, nil
+	return p.reg.Info(s), nil
 }
 
 func (p *Plugin) send(ctx context.Context, sc scope, in SessionArgs) (any, error) {
@@ -231,22 +219,22 @@ func (p *Plugin) send(ctx context.Context, sc scope, in SessionArgs) (any, error
 			return nil, err
 		}
 	}
-	s, conn, err := p.manualSession(ctx, sc, in.Session)
+	s, conn, err := p.reg.Manual(ctx, sc, in.Session)
 	if err != nil {
 		return nil, err
 	}
-	defer p.reg.done(s)
+	defer p.reg.Done(s)
 	if data != nil {
-		if s.mode != ModeRaw {
-			return nil, mcpcore.Errorf(KindRefused, "session %q is a resp session: send commands; data_base64 is for raw sessions; nothing was sent", s.id)
+		if s.Mode() != ModeRaw {
+			return nil, mcpcore.Errorf(KindRefused, "session %q is a resp session: send commands; data_base64 is for raw sessions; nothing was sent", s.ID())
 		}
 		n, err := conn.WriteRaw(ctx, data)
 		if err != nil {
 			return nil, p.sendFailed(ctx, s, conn, int64(n), err)
 		}
-		return SendReply{Session: s.id, BytesWritten: int64(n)}, nil
+		return SendReply{Session: s.ID(), BytesWritten: int64(n)}, nil
 	}
-	if s.mode == ModeRaw {
+	if s.Mode() == ModeRaw {
 		var framed []byte
 		for _, c := range b.cmds {
 			framed = resp.AppendCommand(framed, c)
@@ -255,13 +243,13 @@ func (p *Plugin) send(ctx context.Context, sc scope, in SessionArgs) (any, error
 		if err != nil {
 			return nil, p.sendFailed(ctx, s, conn, int64(n), err)
 		}
-		return SendReply{Session: s.id, BytesWritten: int64(n), Commands: len(b.cmds)}, nil
+		return SendReply{Session: s.ID(), BytesWritten: int64(n), Commands: len(b.cmds)}, nil
 	}
 	n, err := conn.Send(ctx, b.cmds)
 	if err != nil {
 		return nil, p.sendFailed(ctx, s, conn, n, err)
 	}
-	return SendReply{Session: s.id, BytesWritten: n, Commands: len(b.cmds)}, nil
+	return SendReply{Session: s.ID(), BytesWritten: n, Commands: len(b.cmds)}, nil
 }
 
 // sendFailed reports a send that failed. Before the first byte the
@@ -269,12 +257,12 @@ func (p *Plugin) send(ctx context.Context, sc scope, in SessionArgs) (any, error
 // taken back) and the session with it.
 func (p *Plugin) sendFailed(ctx context.Context, s *session, conn *resp.Conn, written int64, err error) error {
 	if written == 0 && !conn.Closed() {
-		return fmt.Errorf("send on session %q: nothing was written, the session is kept: %w", s.id, err)
+		return fmt.Errorf("send on session %q: nothing was written, the session is kept: %w", s.ID(), err)
 	}
-	p.reg.broken(s, whySendFailed)
-	msg := fmt.Sprintf("send on session %q failed after %d bytes were written: what reached the server has unknown outcomes; session %q is closed", s.id, written, s.id)
+	p.reg.Broken(s, respengine.ResetSendFailed)
+	msg := fmt.Sprintf("send on session %q failed after %d bytes were written: what reached the server has unknown outcomes; session %q is closed", s.ID(), written, s.ID())
 	if ended(ctx, err) {
-		return mcpcore.ErrorResult(SendReply{Session: s.id, BytesWritten: written})
+		return mcpcore.ErrorResult(SendReply{Session: s.ID(), BytesWritten: written})
 	}
 	return mcpcore.Errorf(KindConnectionLost, "%s: %w", msg, err)
 }
@@ -287,13 +275,13 @@ func (p *Plugin) receive(ctx context.Context, sc scope, in SessionArgs) (any, er
 		}
 		wait = time.Duration(*in.WaitMS) * time.Millisecond
 	}
-	s, conn, err := p.manualSession(ctx, sc, in.Session)
+	s, conn, err := p.reg.Manual(ctx, sc, in.Session)
 	if err != nil {
 		return nil, err
 	}
-	defer p.reg.done(s)
+	defer p.reg.Done(s)
 	maxReply := p.host.Limit(LimitReplyBytes)
-	if s.mode == ModeRaw {
+	if s.Mode() == ModeRaw {
 		max := in.MaxBytes
 		if max == 0 {
 			max = DefaultRawReadBytes
@@ -303,10 +291,10 @@ func (p *Plugin) receive(ctx context.Context, sc scope, in SessionArgs) (any, er
 		}
 		data, timedOut, eof, err := conn.ReadRaw(ctx, int(max), wait)
 		if err != nil && !ended(ctx, err) {
-			p.reg.broken(s, whyFailed)
-			return nil, mcpcore.Errorf(KindConnectionLost, "receive on session %q: %v; the session is closed", s.id, err)
+			p.reg.Broken(s, respengine.ResetFailed)
+			return nil, mcpcore.Errorf(KindConnectionLost, "receive on session %q: %v; the session is closed", s.ID(), err)
 		}
-		reply := RawReceiveReply{Session: s.id, DataBase64: base64.StdEncoding.EncodeToString(data), Bytes: len(data), TimedOut: timedOut, EOF: eof}
+		reply := RawReceiveReply{Session: s.ID(), DataBase64: base64.StdEncoding.EncodeToString(data), Bytes: len(data), TimedOut: timedOut, EOF: eof}
 		if err != nil {
 			return nil, mcpcore.ErrorResult(reply)
 		}
@@ -320,7 +308,7 @@ func (p *Plugin) receive(ctx context.Context, sc scope, in SessionArgs) (any, er
 		return nil, &mcpcore.ParamError{Path: "/max_frames", Reason: fmt.Sprintf("%d is outside [1, %d] (limit %s)", frames, maxFrames, LimitBatchCommands)}
 	}
 	res, err := conn.Receive(ctx, resp.ReceiveOptions{MaxFrames: frames, Wait: wait, MaxBytes: maxReply})
-	reply := ReceiveReply{Session: s.id, Frames: res.Frames, Bytes: res.Bytes, TimedOut: res.TimedOut, Redirects: p.redirects(res.Frames)}
+	reply := ReceiveReply{Session: s.ID(), Frames: res.Frames, Bytes: res.Bytes, TimedOut: res.TimedOut, Redirects: p.redirects(res.Frames)}
 	if reply.Frames == nil {
 		reply.Frames = []resp.Value{}
 	}
@@ -330,7 +318,7 @@ func (p *Plugin) receive(ctx context.Context, sc scope, in SessionArgs) (any, er
 			// continues.
 			return nil, mcpcore.ErrorResult(reply)
 		}
-		p.reg.broken(s, whyFailed)
+		p.reg.Broken(s, respengine.ResetFailed)
 		return nil, mcpcore.ErrorResult(mcpcore.ToolErrorReply{Error: p.failure(s, err), Partial: reply})
 	}
 	return reply, nil
