@@ -95,7 +95,7 @@ type Plugin struct {
 	cfg   *settings
 	host  *mcpcore.Host
 	reg   *respengine.Sessions
-	cmds  *commandCache
+	cmds  *respengine.CommandRegistry
 	procs *respengine.Processes
 	mgmt  *management // nil unless a target has a management_url
 }
@@ -129,7 +129,7 @@ func (p *Plugin) Attach(ctx context.Context, h *mcpcore.Host) error {
 	p.host = h
 	p.reg = respengine.NewSessions(respengine.SessionOptions{DefaultTarget: p.cfg.targets[p.cfg.defaultTarget],
 		MaxSessions: int(h.Limit(LimitMaxSessions)), Idle: time.Duration(h.Limit(LimitSessionIdle))})
-	p.cmds = new(commandCache)
+	p.cmds = new(respengine.CommandRegistry)
 	for _, add := range []func() error{p.addExecute, p.addSession, p.addCommands, p.addProcess, p.addManagement, p.addResources} {
 		if err := add(); err != nil {
 			return err
@@ -147,7 +147,7 @@ func (p *Plugin) Close(ctx context.Context) error {
 	if p.reg == nil {
 		return nil
 	}
-	p.cmds.close()
+	p.cmds.Close()
 	errs := []error{p.procs.Close(ctx), p.reg.Close()}
 	if p.mgmt != nil {
 		errs = append(errs, p.mgmt.live.Close(ctx))
