@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
+	"github.com/mcpkit/mcpkit/pkg/resp"
 	"github.com/mcpkit/mcpkit/pkg/respengine"
 )
 
@@ -90,3 +91,18 @@ const (
 	// (session_idle later), and is never reconnected.
 	KindSessionReset = "session_reset"
 )
+
+// Redirect describes a MOVED or ASK error reply of a cluster node: never
+// followed (see pkg/respengine's cluster.go).
+type Redirect = respengine.Redirect
+
+// Kinds of a [Redirect].
+const (
+	RedirectMoved = respengine.RedirectMoved
+	RedirectAsk   = respengine.RedirectAsk
+)
+
+// redirects finds the MOVED and ASK error replies among values.
+func (p *Plugin) redirects(values []resp.Value) []Redirect {
+	return respengine.Redirects(values, p.cfg.targets)
+}
