@@ -347,6 +347,54 @@ func (r *Sessions) Manual(ctx context.Context, sc Scope, id string) (*Session, *
 	return s, conn, nil
 }
 
+// Send writes on sc's explicit session id without reading (see Manual):
+// cmds framed, or data as it is (a raw session only). It returns the bytes
+// written, which say nothing of what the server accepted or did. A write
+// that fails before its first byte keeps the session; one that fails after
+// closes it (a partial command cannot be taken back: [ErrConnectionLost],
+// wrapping the cause), and its next call is told ([ErrSessionReset]).
+func (r *Sessions) Send(ctx context.Context, sc Scope, id string, cmds [][][]byte, data []byte) (int64, error) {
+	s, conn, err := r.Manual(ctx, sc, id)
+	if err != nil {
+		return 0, err
+	}
+	defer r.Done(s)
+	var n int64
+	switch {
+	case data != nil && s.mode != ModeRaw:
+		return 0, errorf(ErrRefused, "session %q is a resp session: send commands; data_base64 is for raw sessions; nothing was sent", s.id)
+	case data != nil:
+		var w int
+		w, err = conn.WriteRaw(ctx, data)
+		n = int64(w)
+	case s.mode == ModeRaw:
+		var framed []byte
+		for _, c := range cmds {
+			framed = resp.AppendCommand(framed, c)
+		}
+		var w int
+		w, err = conn.WriteRaw(ctx, framed)
+		n = int64(w)
+	default:
+		n, err = conn.Send(ctx, cmds)
+	}
+	if err != nil {
+		return n, r.sendFailed(s, conn, n, err)
+	}
+	return n, nil
+}
+
+// sendFailed reports a send that failed. Before the first byte the
+// connection is kept; after it, it is closed (a partial command cannot be
+// taken back) and the session with it.
+func (r *Sessions) sendFailed(s *Session, conn *resp.Conn, written int64, err error) error {
+	if written == 0 && !conn.Closed() {
+		return fmt.Errorf("send on session %q: nothing was written, the session is kept: %w", s.id, err)
+	}
+	r.Broken(s, ResetSendFailed)
+	return errorf(ErrConnectionLost, "send on session %q failed after %d bytes were written: what reached the server has unknown outcomes; session %q is closed: %w", s.id, written, s.id, err)
+}
+
 // setManual switches s to manual mode, for good.
 func (r *Sessions) setManual(s *Session) {
 	r.mu.Lock()

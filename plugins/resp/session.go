@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -219,52 +220,18 @@ func (p *Plugin) send(ctx context.Context, sc scope, in SessionArgs) (any, error
 			return nil, err
 		}
 	}
-	s, conn, err := p.reg.Manual(ctx, sc, in.Session)
+	var cmds [][][]byte
+	if b != nil {
+		cmds = b.cmds
+	}
+	n, err := p.reg.Send(ctx, sc, in.Session, cmds, data)
 	if err != nil {
+		if errors.Is(err, respengine.ErrConnectionLost) && ended(ctx, err) {
+			return nil, mcpcore.ErrorResult(SendReply{Session: in.Session, BytesWritten: n})
+		}
 		return nil, err
 	}
-	defer p.reg.Done(s)
-	if data != nil {
-		if s.Mode() != ModeRaw {
-			return nil, mcpcore.Errorf(KindRefused, "session %q is a resp session: send commands; data_base64 is for raw sessions; nothing was sent", s.ID())
-		}
-		n, err := conn.WriteRaw(ctx, data)
-		if err != nil {
-			return nil, p.sendFailed(ctx, s, conn, int64(n), err)
-		}
-		return SendReply{Session: s.ID(), BytesWritten: int64(n)}, nil
-	}
-	if s.Mode() == ModeRaw {
-		var framed []byte
-		for _, c := range b.cmds {
-			framed = resp.AppendCommand(framed, c)
-		}
-		n, err := conn.WriteRaw(ctx, framed)
-		if err != nil {
-			return nil, p.sendFailed(ctx, s, conn, int64(n), err)
-		}
-		return SendReply{Session: s.ID(), BytesWritten: int64(n), Commands: len(b.cmds)}, nil
-	}
-	n, err := conn.Send(ctx, b.cmds)
-	if err != nil {
-		return nil, p.sendFailed(ctx, s, conn, n, err)
-	}
-	return SendReply{Session: s.ID(), BytesWritten: n, Commands: len(b.cmds)}, nil
-}
-
-// sendFailed reports a send that failed. Before the first byte the
-// connection is kept; after it, it is closed (a partial command cannot be
-// taken back) and the session with it.
-func (p *Plugin) sendFailed(ctx context.Context, s *session, conn *resp.Conn, written int64, err error) error {
-	if written == 0 && !conn.Closed() {
-		return fmt.Errorf("send on session %q: nothing was written, the session is kept: %w", s.ID(), err)
-	}
-	p.reg.Broken(s, respengine.ResetSendFailed)
-	msg := fmt.Sprintf("send on session %q failed after %d bytes were written: what reached the server has unknown outcomes; session %q is closed", s.ID(), written, s.ID())
-	if ended(ctx, err) {
-		return mcpcore.ErrorResult(SendReply{Session: s.ID(), BytesWritten: written})
-	}
-	return mcpcore.Errorf(KindConnectionLost, "%s: %w", msg, err)
+	return SendReply{Session: in.Session, BytesWritten: n, Commands: len(cmds)}, nil
 }
 
 func (p *Plugin) receive(ctx context.Context, sc scope, in SessionArgs) (any, error) {
