@@ -342,8 +342,8 @@ func adminOptions(target, path string) (respadmin.Options, *tls.Config, error) {
 		Live:              respadmin.LiveOptions{MaxConnections: f.Live.MaxConnections, QueueFrames: f.Live.QueueFrames, MaxFrameBytes: f.Live.MaxFrameBytes},
 	}
 	if f.TLS != nil {
-		if opts.Target.TLS, err = f.TLS.load("tls", host); err != nil {
-			return respadmin.Options{}, nil, err
+		if opts.Target.TLS, err = f.TLS.Load("tls", host); err != nil {
+			return respadmin.Options{}, nil, configError(err)
 		}
 	}
 	if f.TokensFile != "" {
@@ -356,8 +356,8 @@ func adminOptions(target, path string) (respadmin.Options, *tls.Config, error) {
 		}
 	}
 	if f.AuditFile != "" {
-		if opts.AuditFile, err = absPath("audit_file", f.AuditFile); err != nil {
-			return respadmin.Options{}, nil, err
+		if opts.AuditFile, err = respengine.AbsPath("audit_file", f.AuditFile); err != nil {
+			return respadmin.Options{}, nil, configError(err)
 		}
 	}
 	if f.Reveal != "" && f.Reveal != "off" {
