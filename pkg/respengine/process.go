@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -22,6 +23,12 @@ const DefaultServerBinary = "redis-server"
 const (
 	LimitChildProcesses = "child_processes"
 	LimitChildLogBytes  = "child_log_bytes"
+)
+
+// Bounds of Start's arguments.
+const (
+	MaxStartArgs     = 1024      // arguments of one start
+	MaxStartArgBytes = 64 * 1024 // bytes of one argument
 )
 
 // closeGrace is how long Close lets children exit after SIGTERM.
@@ -141,6 +148,9 @@ func (ps *Processes) Start(owner string, args []string) (ProcessInfo, error) {
 
 // start is Start, returning the child.
 func (ps *Processes) start(owner string, args []string) (*child, error) {
+	if err := checkStartArgs(args); err != nil {
+		return nil, err
+	}
 	bin, err := ps.binary()
 	if err != nil {
 		return nil, err
@@ -395,4 +405,21 @@ func (ps *Processes) runProgram(ctx context.Context, bin, argv0 string, args []s
 		return reply, fmt.Errorf("run %s: %w", bin, err)
 	}
 	return reply, nil
+}
+
+// checkStartArgs refuses what no command line can carry, before anything
+// is spawned.
+func checkStartArgs(args []string) error {
+	if len(args) > MaxStartArgs {
+		return &ArgError{Arg: "args", Reason: fmt.Sprintf("%d arguments, at most %d", len(args), MaxStartArgs)}
+	}
+	for i, a := range args {
+		if len(a) > MaxStartArgBytes {
+			return &ArgError{Arg: fmt.Sprintf("args/%d", i), Reason: fmt.Sprintf("%d bytes, at most %d", len(a), MaxStartArgBytes)}
+		}
+		if strings.IndexByte(a, 0) >= 0 {
+			return &ArgError{Arg: fmt.Sprintf("args/%d", i), Reason: "contains a NUL byte, which no command line can carry"}
+		}
+	}
+	return nil
 }

@@ -200,9 +200,45 @@ func (r *Sessions) reserveLocked() error {
 	return nil
 }
 
-// Open dials a new explicit session of sc to t (protocol 2 or 3, a
-// database, a mode) and registers it under a fresh, unguessable handle.
-func (r *Sessions) Open(ctx context.Context, sc Scope, t *Target, protocol, database int, mode string) (*Session, error) {
+// OpenOptions choose what Open negotiates.
+type OpenOptions struct {
+	Protocol int    // 2 or 3; 0: the target's
+	Database *int   // nil: the target's
+	Mode     string // ModeRESP (also ""), or ModeRaw
+}
+
+// check validates o and returns what it chooses on t.
+func (o OpenOptions) check(t *Target) (protocol, database int, mode string, err error) {
+	protocol, database, mode = t.Protocol, t.Database, o.Mode
+	if o.Protocol != 0 {
+		if o.Protocol != 2 && o.Protocol != 3 {
+			return 0, 0, "", &ArgError{Arg: "protocol", Reason: fmt.Sprintf("%d is not 2 or 3", o.Protocol)}
+		}
+		protocol = o.Protocol
+	}
+	if o.Database != nil {
+		if *o.Database < 0 {
+			return 0, 0, "", &ArgError{Arg: "database", Reason: fmt.Sprintf("%d is negative", *o.Database)}
+		}
+		database = *o.Database
+	}
+	switch mode {
+	case "":
+		mode = ModeRESP
+	case ModeRESP, ModeRaw:
+	default:
+		return 0, 0, "", &ArgError{Arg: "mode", Reason: fmt.Sprintf("%q is not resp or raw", mode)}
+	}
+	return protocol, database, mode, nil
+}
+
+// Open dials a new explicit session of sc to t, as o chooses, and
+// registers it under a fresh, unguessable handle.
+func (r *Sessions) Open(ctx context.Context, sc Scope, t *Target, o OpenOptions) (*Session, error) {
+	protocol, database, mode, err := o.check(t)
+	if err != nil {
+		return nil, err
+	}
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()

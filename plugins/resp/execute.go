@@ -144,67 +144,6 @@ func (r ExecuteReply) raw(ctx context.Context) (mcpcore.EncodedJSONText, error) 
 	return mcpcore.EncodedJSONText{JSON: p.JSON, Text: p.Text}, nil
 }
 
-// refused lists the commands whose replies do not follow the
-// one-command-one-reply shape of a pipeline; execute refuses them before
-// sending anything, and the session tool's send/receive runs them. A key
-// of one word refuses the command; "CMD SUB" refuses that subcommand.
-var refused = map[string]bool{
-	"SUBSCRIBE": true, "PSUBSCRIBE": true, "SSUBSCRIBE": true,
-	"UNSUBSCRIBE": true, "PUNSUBSCRIBE": true, "SUNSUBSCRIBE": true,
-	"MONITOR": true, "SYNC": true, "PSYNC": true, "REPLCONF": true, "SHUTDOWN": true, "QUIT": true,
-	"CLIENT REPLY": true, "CLIENT TRACKING": true, "SCRIPT DEBUG": true,
-}
-
-// refusedFirst holds, for each first word of a refused key, whether it is
-// refused itself (true) or only some of its subcommands are (false): one
-// lookup per command, and none for a name of a length no key starts with.
-var refusedFirst, refusedLengths = func() (map[string]bool, [32]bool) {
-	first, lengths := map[string]bool{}, [32]bool{}
-	for key := range refused {
-		word, _, sub := strings.Cut(key, " ")
-		first[word] = first[word] || !sub
-		lengths[len(word)] = true
-	}
-	return first, lengths
-}()
-
-// refusedName returns the refused command or subcommand args names, or "".
-// It allocates nothing for a command that is not refused.
-func refusedName(args [][]byte) string {
-	if len(args[0]) >= len(refusedLengths) || !refusedLengths[len(args[0])] {
-		return ""
-	}
-	var buf [32]byte // longer than any refused name: such names are not refused
-	key := upperInto(buf[:0], args[0])
-	whole, ok := refusedFirst[string(key)]
-	switch {
-	case !ok:
-		return ""
-	case whole:
-		return string(key)
-	case len(args) > 1:
-		if key = upperInto(append(key, ' '), args[1]); key != nil && refused[string(key)] {
-			return string(key)
-		}
-	}
-	return ""
-}
-
-// upperInto appends s in ASCII upper case to dst, which has room for 32
-// bytes; nil when it does not fit.
-func upperInto(dst, s []byte) []byte {
-	if len(dst)+len(s) > cap(dst) {
-		return nil
-	}
-	for _, c := range s {
-		if 'a' <= c && c <= 'z' {
-			c -= 'a' - 'A'
-		}
-		dst = append(dst, c)
-	}
-	return dst
-}
-
 // commandsSchema is the schema of a batch: an array of commands, each a
 // non-empty array of arguments.
 func commandsSchema(desc string) *jsonschema.Schema {
@@ -300,7 +239,7 @@ func (p *Plugin) checkBatch(cmds Commands, refuse bool) (*batch, error) {
 	b := &batch{cmds: cmds}
 	for i, args := range cmds {
 		if refuse {
-			if name := refusedName(args); name != "" {
+			if name := respengine.RefusedName(args); name != "" {
 				return nil, mcpcore.Errorf(KindRefused, "command %d (%s) has no ordinary one-reply shape, so execute does not run it; nothing was sent: open a session with %s and use its send and receive actions",
 					i, name, p.host.ToolName("session"))
 			}

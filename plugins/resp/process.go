@@ -3,7 +3,6 @@ package resp
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
@@ -28,12 +27,12 @@ const ProcessTimeout = mcpcore.MaxToolTimeout
 
 // Bounds of the process tool's arguments.
 const (
-	MaxStartArgs     = 1024                      // arguments of one start
-	MaxStartArgBytes = 64 * 1024                 // bytes of one argument
-	DefaultLogPage   = respengine.DefaultLogPage // logs' default max_bytes
-	MaxLogPage       = respengine.MaxLogPage     // logs' largest max_bytes
-	DefaultGraceMS   = 5000                      // stop's default grace_ms
-	MaxGraceMS       = 60_000                    // stop's largest grace_ms
+	MaxStartArgs     = respengine.MaxStartArgs     // arguments of one start
+	MaxStartArgBytes = respengine.MaxStartArgBytes // bytes of one argument
+	DefaultLogPage   = respengine.DefaultLogPage   // logs' default max_bytes
+	MaxLogPage       = respengine.MaxLogPage       // logs' largest max_bytes
+	DefaultGraceMS   = 5000                        // stop's default grace_ms
+	MaxGraceMS       = 60_000                      // stop's largest grace_ms
 )
 
 // KindProcessNotFound: an unknown or released process handle, or one that
@@ -125,9 +124,6 @@ func (p *Plugin) processAction(ctx context.Context, owner string, in ProcessArgs
 		}
 		return reply, err
 	case ProcessStart:
-		if err := checkStartArgs(in.Args); err != nil {
-			return nil, err
-		}
 		info, err := ps.Start(owner, in.Args)
 		if err != nil {
 			return nil, err
@@ -161,21 +157,4 @@ func (p *Plugin) processAction(ctx context.Context, owner string, in ProcessArgs
 		return reply, err
 	}
 	return nil, &mcpcore.ParamError{Path: "/action", Reason: fmt.Sprintf("%q is not help, start, status, logs, stop or restore", in.Action)}
-}
-
-// checkStartArgs refuses what no command line can carry, before anything
-// is spawned.
-func checkStartArgs(args []string) error {
-	if len(args) > MaxStartArgs {
-		return &mcpcore.ParamError{Path: "/args", Reason: fmt.Sprintf("%d arguments, at most %d", len(args), MaxStartArgs)}
-	}
-	for i, a := range args {
-		if len(a) > MaxStartArgBytes {
-			return &mcpcore.ParamError{Path: fmt.Sprintf("/args/%d", i), Reason: fmt.Sprintf("%d bytes, at most %d", len(a), MaxStartArgBytes)}
-		}
-		if strings.IndexByte(a, 0) >= 0 {
-			return &mcpcore.ParamError{Path: fmt.Sprintf("/args/%d", i), Reason: "contains a NUL byte, which no command line can carry"}
-		}
-	}
-	return nil
 }

@@ -170,27 +170,7 @@ func (p *Plugin) open(ctx context.Context, sc scope, in SessionArgs) (any, error
 	if t == nil {
 		return nil, &mcpcore.ParamError{Path: "/target", Reason: fmt.Sprintf("%q is not a configured target (configured: %v)", name, p.cfg.names())}
 	}
-	protocol, database, mode := t.Protocol, t.Database, in.Mode
-	if in.Protocol != 0 {
-		if in.Protocol != 2 && in.Protocol != 3 {
-			return nil, &mcpcore.ParamError{Path: "/protocol", Reason: fmt.Sprintf("%d is not 2 or 3", in.Protocol)}
-		}
-		protocol = in.Protocol
-	}
-	if in.Database != nil {
-		if *in.Database < 0 {
-			return nil, &mcpcore.ParamError{Path: "/database", Reason: fmt.Sprintf("%d is negative", *in.Database)}
-		}
-		database = *in.Database
-	}
-	switch mode {
-	case "":
-		mode = ModeRESP
-	case ModeRESP, ModeRaw:
-	default:
-		return nil, &mcpcore.ParamError{Path: "/mode", Reason: fmt.Sprintf("%q is not resp or raw", mode)}
-	}
-	s, err := p.reg.Open(ctx, sc, t, protocol, database, mode)
+	s, err := p.reg.Open(ctx, sc, t, respengine.OpenOptions{Protocol: in.Protocol, Database: in.Database, Mode: in.Mode})
 	if err != nil {
 		return nil, err
 	}
