@@ -2,6 +2,7 @@ package respengine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -24,8 +25,9 @@ const (
 
 // Names of the limits [Sessions] reports.
 const (
-	LimitMaxSessions = "max_sessions"
-	LimitSessionIdle = "session_idle"
+	LimitMaxSessions   = "max_sessions"
+	LimitSessionIdle   = "session_idle"
+	LimitBatchCommands = "batch_commands"
 )
 
 // ConnectTimeout bounds one dial (TCP, TLS, HELLO, SELECT).
@@ -418,6 +420,87 @@ func (r *Sessions) Send(ctx context.Context, sc Scope, id string, cmds [][][]byt
 		return n, r.sendFailed(s, conn, n, err)
 	}
 	return n, nil
+}
+
+// DefaultRawReadBytes is a raw receive's default ReceiveOptions.MaxBytes.
+const DefaultRawReadBytes = 64 << 10
+
+// ReceiveOptions bound a receive.
+type ReceiveOptions struct {
+	// Wait is how long to wait for the first frame or byte; 0 returns at once.
+	Wait time.Duration
+	// MaxFrames (a resp session; 0 is 1) is at most FrameLimit, the
+	// batch_commands limit.
+	MaxFrames  int
+	FrameLimit int64
+	// MaxBytes (a raw session; 0 is DefaultRawReadBytes) is at most
+	// ReplyLimit, the reply_bytes limit, which also bounds the decoded
+	// frames of a resp session's receive.
+	MaxBytes   int64
+	ReplyLimit int64
+}
+
+// Received is what a receive read: raw bytes (Raw) or frames.
+type Received struct {
+	Session  *Session
+	Raw      bool
+	Data     []byte // Raw
+	EOF      bool   // Raw: the server closed the connection
+	Frames   resp.ReceiveResult
+	TimedOut bool
+}
+
+// Receive reads what arrived on sc's explicit session id (see Manual),
+// within o. When ctx ends, it returns what it read with the error (for a
+// resp session the parser state and queued frames are kept: a later
+// receive continues). Any other failure closes the session (its next call
+// is told, [ErrSessionReset]) and is returned with what was read; on a raw
+// session it is an [ErrConnectionLost] error. Received.Session is nil when
+// nothing was read (the session was not found, an argument refused).
+func (r *Sessions) Receive(ctx context.Context, sc Scope, id string, o ReceiveOptions) (Received, error) {
+	s, conn, err := r.Manual(ctx, sc, id)
+	if err != nil {
+		return Received{}, err
+	}
+	defer r.Done(s)
+	if s.mode == ModeRaw {
+		max := o.MaxBytes
+		if max == 0 {
+			max = DefaultRawReadBytes
+		}
+		if max < 0 || max > o.ReplyLimit {
+			return Received{}, &ArgError{Arg: "max_bytes", Reason: fmt.Sprintf("%d is outside [1, %d] (limit %s)", max, o.ReplyLimit, LimitReplyBytes)}
+		}
+		data, timedOut, eof, err := conn.ReadRaw(ctx, int(max), o.Wait)
+		if err != nil && !Ended(ctx, err) {
+			r.Broken(s, ResetFailed)
+			return Received{}, errorf(ErrConnectionLost, "receive on session %q: %v; the session is closed", s.id, err)
+		}
+		return Received{Session: s, Raw: true, Data: data, EOF: eof, TimedOut: timedOut}, err
+	}
+	frames := o.MaxFrames
+	if frames == 0 {
+		frames = 1
+	}
+	if frames < 0 || int64(frames) > o.FrameLimit {
+		return Received{}, &ArgError{Arg: "max_frames", Reason: fmt.Sprintf("%d is outside [1, %d] (limit %s)", frames, o.FrameLimit, LimitBatchCommands)}
+	}
+	res, err := conn.Receive(ctx, resp.ReceiveOptions{MaxFrames: frames, Wait: o.Wait, MaxBytes: o.ReplyLimit})
+	if err != nil && !Ended(ctx, err) {
+		r.Broken(s, ResetFailed)
+	}
+	return Received{Session: s, Frames: res, TimedOut: res.TimedOut}, err
+}
+
+// Ended reports whether err is the end of ctx (timeout or cancellation).
+// A connection deadline taken from ctx may fire a moment before ctx
+// itself: then Ended waits for ctx, so that the caller reports the call as
+// timed out rather than as failed.
+func Ended(ctx context.Context, err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		<-ctx.Done()
+	}
+	return ctx.Err() != nil
 }
 
 // sendFailed reports a send that failed. Before the first byte the

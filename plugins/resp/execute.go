@@ -342,16 +342,9 @@ func (p *Plugin) execute(ctx context.Context, req *mcp.CallToolRequest, in Execu
 // next execute.
 const keepReplies = 1024
 
-// ended reports whether err is the end of ctx (timeout or cancellation).
-// A connection deadline taken from ctx may fire a moment before ctx
-// itself: then ended waits for ctx, so that the host reports the call as
-// timed out rather than as failed.
-func ended(ctx context.Context, err error) bool {
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		<-ctx.Done()
-	}
-	return ctx.Err() != nil
-}
+// ended reports whether err is the end of ctx (see [respengine.Ended]):
+// the host then reports the call as timed out or cancelled.
+func ended(ctx context.Context, err error) bool { return respengine.Ended(ctx, err) }
 
 // failure describes a connection that failed after dispatch.
 func (p *Plugin) failure(s *session, err error) mcpcore.ToolErrorDetail {

@@ -33,7 +33,7 @@ const MaxWaitMS = 240_000
 // Receive defaults.
 const (
 	DefaultWaitMS       = 1000
-	DefaultRawReadBytes = 64 * mcpcore.KiB
+	DefaultRawReadBytes = respengine.DefaultRawReadBytes
 )
 
 // SessionArgs are the session tool's arguments; which apply depends on
@@ -222,40 +222,19 @@ func (p *Plugin) receive(ctx context.Context, sc scope, in SessionArgs) (any, er
 		}
 		wait = time.Duration(*in.WaitMS) * time.Millisecond
 	}
-	s, conn, err := p.reg.Manual(ctx, sc, in.Session)
-	if err != nil {
+	rec, err := p.reg.Receive(ctx, sc, in.Session, respengine.ReceiveOptions{Wait: wait, MaxFrames: in.MaxFrames, FrameLimit: p.host.Limit(LimitBatchCommands),
+		MaxBytes: in.MaxBytes, ReplyLimit: p.host.Limit(LimitReplyBytes)})
+	if rec.Session == nil {
 		return nil, err
 	}
-	defer p.reg.Done(s)
-	maxReply := p.host.Limit(LimitReplyBytes)
-	if s.Mode() == ModeRaw {
-		max := in.MaxBytes
-		if max == 0 {
-			max = DefaultRawReadBytes
-		}
-		if max < 0 || max > maxReply {
-			return nil, &mcpcore.ParamError{Path: "/max_bytes", Reason: fmt.Sprintf("%d is outside [1, %d] (limit %s)", max, maxReply, LimitReplyBytes)}
-		}
-		data, timedOut, eof, err := conn.ReadRaw(ctx, int(max), wait)
-		if err != nil && !ended(ctx, err) {
-			p.reg.Broken(s, respengine.ResetFailed)
-			return nil, mcpcore.Errorf(KindConnectionLost, "receive on session %q: %v; the session is closed", s.ID(), err)
-		}
-		reply := RawReceiveReply{Session: s.ID(), DataBase64: base64.StdEncoding.EncodeToString(data), Bytes: len(data), TimedOut: timedOut, EOF: eof}
+	if rec.Raw {
+		reply := RawReceiveReply{Session: in.Session, DataBase64: base64.StdEncoding.EncodeToString(rec.Data), Bytes: len(rec.Data), TimedOut: rec.TimedOut, EOF: rec.EOF}
 		if err != nil {
 			return nil, mcpcore.ErrorResult(reply)
 		}
 		return reply, nil
 	}
-	frames := in.MaxFrames
-	if frames == 0 {
-		frames = 1
-	}
-	if maxFrames := p.host.Limit(LimitBatchCommands); frames < 0 || int64(frames) > maxFrames {
-		return nil, &mcpcore.ParamError{Path: "/max_frames", Reason: fmt.Sprintf("%d is outside [1, %d] (limit %s)", frames, maxFrames, LimitBatchCommands)}
-	}
-	res, err := conn.Receive(ctx, resp.ReceiveOptions{MaxFrames: frames, Wait: wait, MaxBytes: maxReply})
-	reply := ReceiveReply{Session: s.ID(), Frames: res.Frames, Bytes: res.Bytes, TimedOut: res.TimedOut, Redirects: p.redirects(res.Frames)}
+	reply := ReceiveReply{Session: in.Session, Frames: rec.Frames.Frames, Bytes: rec.Frames.Bytes, TimedOut: rec.TimedOut, Redirects: p.redirects(rec.Frames.Frames)}
 	if reply.Frames == nil {
 		reply.Frames = []resp.Value{}
 	}
@@ -265,8 +244,7 @@ func (p *Plugin) receive(ctx context.Context, sc scope, in SessionArgs) (any, er
 			// continues.
 			return nil, mcpcore.ErrorResult(reply)
 		}
-		p.reg.Broken(s, respengine.ResetFailed)
-		return nil, mcpcore.ErrorResult(mcpcore.ToolErrorReply{Error: p.failure(s, err), Partial: reply})
+		return nil, mcpcore.ErrorResult(mcpcore.ToolErrorReply{Error: p.failure(rec.Session, err), Partial: reply})
 	}
 	return reply, nil
 }
