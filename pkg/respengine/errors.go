@@ -69,15 +69,10 @@ type LimitError struct {
 	Detail string // what happened
 }
 
+// Error says which limit was reached; a caller that reports limits in a
+// form of its own (plugins/resp: the core's LimitError) reads the fields.
 func (e *LimitError) Error() string {
-	msg := fmt.Sprintf("limit %s (%d) exceeded", e.Limit, e.Max)
-	if e.Actual > 0 {
-		msg += fmt.Sprintf(": needed %d", e.Actual)
-	}
-	if e.Detail != "" {
-		msg += ": " + e.Detail
-	}
-	return msg
+	return fmt.Sprintf("respengine: limit %s of %d reached (needed %d; 0: unknown): %s", e.Limit, e.Max, e.Actual, e.Detail)
 }
 
 // ArgError reports an argument the engine refuses, by its name (a field of

@@ -35,7 +35,7 @@ type ExecuteReply struct {
 	// they may or may not have run. Inspect state before retrying.
 	Unknown int `json:"unknown,omitempty"`
 	// Redirects describes the replies that are MOVED or ASK errors of a
-	// cluster node (cluster.go): never followed.
+	// cluster node (pkg/respengine's cluster.go): never followed.
 	Redirects []Redirect `json:"redirects,omitempty"`
 }
 

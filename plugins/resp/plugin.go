@@ -8,14 +8,19 @@
 //     close), send and receive for blocking commands, Pub/Sub and MONITOR,
 //     and raw byte streams;
 //   - <prefix>_commands (commands.go): the target's live command registry;
-//   - <prefix>_process (process*.go): when the operator enables it, server
+//   - <prefix>_process (process.go): when the operator enables it, server
 //     processes the plugin starts, owns, and terminates and reaps on Close;
+//   - <prefix>_management and <prefix>_management_live (management*.go):
+//     a target's management API and its /api/live WebSocket;
 //   - <prefix>_result: the core's paging of large results;
 //
 // and the resources <scheme>://capabilities and <scheme>://commands.
 //
-// The wire work (codec, connections, pipelines) is package pkg/resp; this
-// package only translates MCP calls into it and its values back. It never
+// The engine is package pkg/respengine (session registry, process
+// supervisor, management and live clients, command registry) and the wire
+// work (codec, connections, pipelines) package pkg/resp; neither holds MCP
+// code. This package decodes the tools' arguments, calls them, and maps
+// their values and typed errors back (engine.go). It never
 // starts or restarts a datastore, never retries or replays a command, and
 // reaches only the configured targets (config.go), never an address from
 // a tool's arguments.
@@ -28,7 +33,7 @@
 // default session and handles are scoped to its principal alone and end by
 // idle expiry or close. Sessions run in parallel; calls on one session run
 // one at a time, except that in manual mode a send and a receive overlap
-// (registry.go, session.go).
+// (pkg/respengine's Sessions; session.go).
 package resp
 
 import (

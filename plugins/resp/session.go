@@ -84,7 +84,7 @@ type ReceiveReply struct {
 	Bytes    int64        `json:"bytes"`
 	TimedOut bool         `json:"timed_out"`
 	// Redirects describes the frames that are MOVED or ASK replies of a
-	// cluster node (cluster.go): never followed.
+	// cluster node (pkg/respengine's cluster.go): never followed.
 	Redirects []Redirect `json:"redirects,omitempty"`
 }
 
