@@ -2,8 +2,6 @@ package layering
 
 import (
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 )
@@ -28,8 +26,8 @@ var mcpCode = []string{
 // their tests, which may drive a real MCP client) and fails on any that is
 // MCP code, naming the engine that pulls it in.
 func TestEnginesImportNoMCP(t *testing.T) {
-	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
-	out, err := exec.Command(goTool, append([]string{"list", "-deps", "-f", `{{.ImportPath}}{{range .Deps}} {{.}}{{end}}`}, engines...)...).CombinedOutput()
+	// go test puts the go command that runs it first in PATH.
+	out, err := exec.Command("go", append([]string{"list", "-deps", "-f", `{{.ImportPath}}{{range .Deps}} {{.}}{{end}}`}, engines...)...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}

@@ -56,16 +56,16 @@ func init() {
 
 // Names of the plugin's own limits.
 const (
-	LimitMaxSessions    = "max_sessions"
-	LimitMaxLiveHandles = "max_live_handles"
-	LimitSessionIdle    = "session_idle"
-	LimitBatchCommands  = "batch_commands"
+	LimitMaxSessions    = respengine.LimitMaxSessions
+	LimitMaxLiveHandles = respengine.LimitMaxLiveHandles
+	LimitSessionIdle    = respengine.LimitSessionIdle
+	LimitBatchCommands  = respengine.LimitBatchCommands
 	LimitCommandBytes   = "command_bytes"
 	LimitBatchBytes     = "batch_bytes"
-	LimitReplyBytes     = "reply_bytes"
-	LimitDownloadBytes  = "download_bytes"
-	LimitChildProcesses = "child_processes"
-	LimitChildLogBytes  = "child_log_bytes"
+	LimitReplyBytes     = respengine.LimitReplyBytes
+	LimitDownloadBytes  = respengine.LimitDownloadBytes
+	LimitChildProcesses = respengine.LimitChildProcesses
+	LimitChildLogBytes  = respengine.LimitChildLogBytes
 )
 
 // Limits declares the plugin's own limits, for its registration and for a
