@@ -18,6 +18,7 @@ import (
 	"github.com/mcpkit/mcpkit/pkg/mcpcore/httpserve"
 	"github.com/mcpkit/mcpkit/pkg/resp"
 	"github.com/mcpkit/mcpkit/pkg/respadmin"
+	"github.com/mcpkit/mcpkit/pkg/respengine"
 )
 
 // Names of the command's own flags.
@@ -336,13 +337,13 @@ func adminOptions(target, path string) (respadmin.Options, *tls.Config, error) {
 		pw = os.Getenv(EnvAuth)
 	}
 	opts := respadmin.Options{
-		Target:            resp.DialOptions{Addr: target, Protocol: 3, Username: f.Username, Password: pw, Database: f.Database, ConnectTimeout: connectTimeout},
+		Target:            resp.DialOptions{Addr: target, Protocol: 3, Username: f.Username, Password: pw, Database: f.Database, ConnectTimeout: respengine.ConnectTimeout},
 		ReplicationExport: f.ReplicationExport,
 		Live:              respadmin.LiveOptions{MaxConnections: f.Live.MaxConnections, QueueFrames: f.Live.QueueFrames, MaxFrameBytes: f.Live.MaxFrameBytes},
 	}
 	if f.TLS != nil {
-		if opts.Target.TLS, err = f.TLS.load("tls", host); err != nil {
-			return respadmin.Options{}, nil, err
+		if opts.Target.TLS, err = f.TLS.Load("tls", host); err != nil {
+			return respadmin.Options{}, nil, configError(err)
 		}
 	}
 	if f.TokensFile != "" {
@@ -355,8 +356,8 @@ func adminOptions(target, path string) (respadmin.Options, *tls.Config, error) {
 		}
 	}
 	if f.AuditFile != "" {
-		if opts.AuditFile, err = absPath("audit_file", f.AuditFile); err != nil {
-			return respadmin.Options{}, nil, err
+		if opts.AuditFile, err = respengine.AbsPath("audit_file", f.AuditFile); err != nil {
+			return respadmin.Options{}, nil, configError(err)
 		}
 	}
 	if f.Reveal != "" && f.Reveal != "off" {

@@ -1,20 +1,14 @@
 package resp
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
-	"net/url"
 	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
-	"time"
 
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
+	"github.com/mcpkit/mcpkit/pkg/respengine"
 )
 
 // EnvAuth names the environment variable that supplies the default
@@ -24,13 +18,10 @@ const EnvAuth = "MCPKIT_RESP_AUTH"
 // Default target, used when the configuration names none.
 const (
 	DefaultTargetName = "default"
-	DefaultHost       = "127.0.0.1"
-	DefaultPort       = 6379
-	DefaultProtocol   = 3
+	DefaultHost       = respengine.DefaultHost
+	DefaultPort       = respengine.DefaultPort
+	DefaultProtocol   = respengine.DefaultProtocol
 )
-
-// connectTimeout bounds one dial (TCP, TLS, HELLO, SELECT).
-const connectTimeout = 5 * time.Second
 
 // Config is the plugin's configuration (targets, file root, process
 // control, limits), under "plugins.resp.config" in an `mcpkit serve`
@@ -52,34 +43,12 @@ type Config struct {
 	Process ProcessConfig `json:"process"`
 }
 
-// TargetConfig is one configured RESP endpoint.
-type TargetConfig struct {
-	Host     string `json:"host,omitempty"`
-	Port     int    `json:"port,omitempty"`
-	Protocol int    `json:"protocol,omitempty"` // 2 or 3 (default 3)
-	Database int    `json:"database,omitempty"`
-	Username string `json:"username,omitempty"`
-	// PasswordFile or PasswordEnv (never both) give the RESP password.
-	PasswordFile string     `json:"password_file,omitempty"`
-	PasswordEnv  string     `json:"password_env,omitempty"`
-	TLS          *TLSConfig `json:"tls,omitempty"`
-	// The management endpoint the management tools talk to: an http(s)
-	// origin, its bearer token (file or environment, never both) and the CA
-	// it is verified with.
-	ManagementURL       string `json:"management_url,omitempty"`
-	ManagementTokenFile string `json:"management_token_file,omitempty"`
-	ManagementTokenEnv  string `json:"management_token_env,omitempty"`
-	ManagementCACert    string `json:"management_ca_cert,omitempty"`
-}
-
-// TLSConfig makes a target TLS-only. Without CACert the system roots
-// verify the server; ClientCert and ClientKey go together.
-type TLSConfig struct {
-	CACert     string `json:"ca_cert,omitempty"`
-	ServerName string `json:"server_name,omitempty"`
-	ClientCert string `json:"client_cert,omitempty"`
-	ClientKey  string `json:"client_key,omitempty"`
-}
+// TargetConfig is one configured RESP endpoint; TLSConfig makes it
+// TLS-only (the engine resolves both).
+type (
+	TargetConfig = respengine.TargetConfig
+	TLSConfig    = respengine.TLSConfig
+)
 
 // ProcessConfig enables the process tool, which is not served at all
 // unless Enabled: privileged host administration of server processes.
@@ -90,24 +59,8 @@ type ProcessConfig struct {
 	Binary string `json:"binary,omitempty"`
 }
 
-// target is a validated, resolved target. Its password is behind a
-// function, which fmt prints as an address: no log line or error can carry
-// it by accident.
-type target struct {
-	name     string
-	addr     string
-	protocol int
-	database int
-	username string
-	password func() string
-	tls      *tls.Config
-	// managementURL is the management origin ("": none); managementToken
-	// its bearer token ("": none), behind a function like the password;
-	// managementCAs the roots its TLS is verified with (nil: the system's).
-	managementURL   string
-	managementToken func() string
-	managementCAs   *x509.CertPool
-}
+// target is a validated, resolved target (the engine's).
+type target = respengine.Target
 
 // settings is the resolved configuration the plugin runs with.
 type settings struct {
@@ -142,7 +95,21 @@ func parseConfig(raw []byte) (*settings, error) {
 	if err := mcpcore.DecodeStrict(raw, &c); err != nil {
 		return nil, err
 	}
-	return c.resolve()
+	s, err := c.resolve()
+	if err != nil {
+		return nil, configError(err)
+	}
+	return s, nil
+}
+
+// configError maps the engine's [*respengine.ConfigError] to the core's;
+// any other error (the core's secret reader's) is returned as it is.
+func configError(err error) error {
+	var ce *respengine.ConfigError
+	if errors.As(err, &ce) {
+		return &mcpcore.ConfigError{Field: ce.Field, Reason: ce.Reason}
+	}
+	return err
 }
 
 func (c Config) resolve() (*settings, error) {
@@ -157,14 +124,18 @@ func (c Config) resolve() (*settings, error) {
 	c.DefaultTarget = name
 	s.defaultTarget = c.DefaultTarget
 	for name, tc := range c.Targets {
-		t, err := tc.resolve(name, name == c.DefaultTarget)
+		passwordEnv := ""
+		if name == c.DefaultTarget {
+			passwordEnv = EnvAuth
+		}
+		t, err := tc.Resolve(name, passwordEnv, mcpcore.ReadSecret)
 		if err != nil {
 			return nil, err
 		}
 		s.targets[name] = t
 	}
 	if c.FileRoot != "" {
-		root, err := absPath("file_root", c.FileRoot)
+		root, err := respengine.AbsPath("file_root", c.FileRoot)
 		if err != nil {
 			return nil, err
 		}
@@ -174,7 +145,7 @@ func (c Config) resolve() (*settings, error) {
 		s.fileRoot = root
 	}
 	if c.Process.Binary != "" {
-		bin, err := absPath("process.binary", c.Process.Binary)
+		bin, err := respengine.AbsPath("process.binary", c.Process.Binary)
 		if err != nil {
 			return nil, err
 		}
@@ -200,158 +171,4 @@ func defaultTargetName(named string, targets map[string]*TargetConfig) (string, 
 		}
 	}
 	return "", &mcpcore.ConfigError{Field: "default_target", Reason: "several targets are configured: name the default one"}
-}
-
-// validTargetName: letters, digits, '_', '-', '.', at most 64.
-func validTargetName(s string) bool {
-	if s == "" || len(s) > 64 {
-		return false
-	}
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.') {
-			return false
-		}
-	}
-	return true
-}
-
-func (tc *TargetConfig) resolve(name string, isDefault bool) (*target, error) {
-	field := "targets." + name
-	if !validTargetName(name) {
-		return nil, &mcpcore.ConfigError{Field: field, Reason: "a target name has 1 to 64 of [A-Za-z0-9_.-]"}
-	}
-	if tc == nil {
-		tc = &TargetConfig{}
-	}
-	t := &target{name: name, protocol: tc.Protocol, database: tc.Database, username: tc.Username}
-	host, port := tc.Host, tc.Port
-	if host == "" {
-		host = DefaultHost
-	}
-	if port == 0 {
-		port = DefaultPort
-	}
-	if port < 1 || port > 65535 {
-		return nil, &mcpcore.ConfigError{Field: field + ".port", Reason: fmt.Sprintf("%d is outside [1, 65535]", port)}
-	}
-	t.addr = net.JoinHostPort(host, strconv.Itoa(port))
-	switch t.protocol {
-	case 0:
-		t.protocol = DefaultProtocol
-	case 2, 3:
-	default:
-		return nil, &mcpcore.ConfigError{Field: field + ".protocol", Reason: fmt.Sprintf("%d is not 2 or 3", tc.Protocol)}
-	}
-	if t.database < 0 {
-		return nil, &mcpcore.ConfigError{Field: field + ".database", Reason: fmt.Sprintf("%d is negative", t.database)}
-	}
-	pw, ok, err := mcpcore.ReadSecret(field+".password", tc.PasswordFile, tc.PasswordEnv)
-	if err != nil {
-		return nil, err
-	}
-	if !ok && isDefault {
-		pw = os.Getenv(EnvAuth)
-	}
-	t.password = func() string { return pw }
-	if tc.TLS != nil {
-		if t.tls, err = tc.TLS.load(field+".tls", host); err != nil {
-			return nil, err
-		}
-	}
-	if err := tc.resolveManagement(field, t); err != nil {
-		return nil, err
-	}
-	return t, nil
-}
-
-// load builds the client TLS configuration, reading every file now.
-func (c *TLSConfig) load(field, host string) (*tls.Config, error) {
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: c.ServerName}
-	if cfg.ServerName == "" {
-		cfg.ServerName = host
-	}
-	if c.CACert != "" {
-		pool, err := loadCAs(field+".ca_cert", c.CACert)
-		if err != nil {
-			return nil, err
-		}
-		cfg.RootCAs = pool
-	}
-	if (c.ClientCert == "") != (c.ClientKey == "") {
-		return nil, &mcpcore.ConfigError{Field: field + ".client_cert", Reason: "set client_cert and client_key together"}
-	}
-	if c.ClientCert != "" {
-		cert, err := absPath(field+".client_cert", c.ClientCert)
-		if err != nil {
-			return nil, err
-		}
-		key, err := absPath(field+".client_key", c.ClientKey)
-		if err != nil {
-			return nil, err
-		}
-		pair, err := tls.LoadX509KeyPair(cert, key)
-		if err != nil {
-			var pe *os.PathError
-			if errors.As(err, &pe) {
-				err = pe // the path and the reason, never file contents
-			}
-			return nil, &mcpcore.ConfigError{Field: field + ".client_cert", Reason: fmt.Sprintf("cannot load the client certificate and key: %v", err)}
-		}
-		cfg.Certificates = []tls.Certificate{pair}
-	}
-	return cfg, nil
-}
-
-// loadCAs reads a PEM bundle of CA certificates.
-func loadCAs(field, path string) (*x509.CertPool, error) {
-	p, err := absPath(field, path)
-	if err != nil {
-		return nil, err
-	}
-	pem, err := os.ReadFile(p)
-	if err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return nil, &mcpcore.ConfigError{Field: field, Reason: fmt.Sprintf("cannot read %s: %v", p, err)}
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, &mcpcore.ConfigError{Field: field, Reason: fmt.Sprintf("%s holds no PEM certificate", p)}
-	}
-	return pool, nil
-}
-
-// resolveManagement validates the management fields and sets t's: an
-// http(s) origin, the token (read now) and the CA roots (loaded now).
-func (tc *TargetConfig) resolveManagement(field string, t *target) error {
-	if tc.ManagementURL != "" {
-		u, err := url.Parse(tc.ManagementURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
-			(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
-			return &mcpcore.ConfigError{Field: field + ".management_url", Reason: "want an http or https origin such as https://host:6383 (no path, query, fragment or credentials)"}
-		}
-		t.managementURL = u.Scheme + "://" + u.Host
-	}
-	token, _, err := mcpcore.ReadSecret(field+".management_token", tc.ManagementTokenFile, tc.ManagementTokenEnv)
-	if err != nil {
-		return err
-	}
-	t.managementToken = func() string { return token }
-	if tc.ManagementCACert != "" {
-		if t.managementCAs, err = loadCAs(field+".management_ca_cert", tc.ManagementCACert); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// absPath resolves a configured path from the working directory.
-func absPath(field, p string) (string, error) {
-	abs, err := filepath.Abs(p)
-	if err != nil {
-		return "", &mcpcore.ConfigError{Field: field, Reason: fmt.Sprintf("cannot resolve %s: %v", p, err)}
-	}
-	return abs, nil
 }

@@ -21,7 +21,7 @@ func TestConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := s.targets[s.defaultTarget]
-	if s.defaultTarget != DefaultTargetName || len(s.targets) != 1 || d.addr != "127.0.0.1:6379" || d.protocol != 3 || d.database != 0 || d.password() != "" || d.tls != nil {
+	if s.defaultTarget != DefaultTargetName || len(s.targets) != 1 || d.Addr != "127.0.0.1:6379" || d.Protocol != 3 || d.Database != 0 || d.Password() != "" || d.TLS != nil {
 		t.Fatalf("defaults = %+v / %+v", s, d)
 	}
 }
@@ -92,15 +92,15 @@ func TestConfigResolves(t *testing.T) {
 	}
 	local, file, env, none := s.targets["local"], s.targets["file"], s.targets["env"], s.targets["none"]
 	switch {
-	case local.password() != "from-auth" || local.username != "agent" || local.addr != "127.0.0.1:6390":
+	case local.Password() != "from-auth" || local.Username != "agent" || local.Addr != "127.0.0.1:6390":
 		t.Errorf("local = %+v", local)
-	case local.tls == nil || local.tls.ServerName != "redis.test" || local.tls.RootCAs == nil || len(local.tls.Certificates) != 1:
-		t.Errorf("local TLS = %+v", local.tls)
-	case file.password() != "from-file" || file.addr != "[::1]:6379" || file.protocol != 2 || file.database != 3:
+	case local.TLS == nil || local.TLS.ServerName != "redis.test" || local.TLS.RootCAs == nil || len(local.TLS.Certificates) != 1:
+		t.Errorf("local TLS = %+v", local.TLS)
+	case file.Password() != "from-file" || file.Addr != "[::1]:6379" || file.Protocol != 2 || file.Database != 3:
 		t.Errorf("file = %+v", file)
-	case env.password() != "from-env" || env.managementURL != "https://mgmt:6383":
+	case env.Password() != "from-env" || env.ManagementURL != "https://mgmt:6383":
 		t.Errorf("env = %+v", env)
-	case none.password() != "":
+	case none.Password() != "":
 		t.Error("MCPKIT_RESP_AUTH reached a target other than the default")
 	case s.fileRoot != filepath.Join(dir, "downloads") || s.process.Binary != filepath.Join(dir, "bin/redis-server") || !s.process.Enabled:
 		t.Errorf("paths: file_root %s, binary %s", s.fileRoot, s.process.Binary)
@@ -163,8 +163,8 @@ func TestCommandOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.targets["local"].addr != "10.0.0.9:6382" || s.targets["other"].addr != "127.0.0.1:6383" {
-		t.Fatalf("targets: %s, %s", s.targets["local"].addr, s.targets["other"].addr)
+	if s.targets["local"].Addr != "10.0.0.9:6382" || s.targets["other"].Addr != "127.0.0.1:6383" {
+		t.Fatalf("targets: %s, %s", s.targets["local"].Addr, s.targets["other"].Addr)
 	}
 
 	if s.process.Enabled {
@@ -184,7 +184,7 @@ func TestCommandOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s, err = parseConfig(opts.Config.Plugins["resp"].Config); err != nil || s.targets[DefaultTargetName].addr != "127.0.0.1:7001" {
+	if s, err = parseConfig(opts.Config.Plugins["resp"].Config); err != nil || s.targets[DefaultTargetName].Addr != "127.0.0.1:7001" {
 		t.Fatalf("flags only: %v %+v", err, s)
 	}
 

@@ -13,6 +13,7 @@ import (
 	"github.com/mcpkit/mcpkit/pkg/jsonesc"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
 	"github.com/mcpkit/mcpkit/pkg/resp"
+	"github.com/mcpkit/mcpkit/pkg/respengine"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -35,7 +36,7 @@ type ExecuteReply struct {
 	// they may or may not have run. Inspect state before retrying.
 	Unknown int `json:"unknown,omitempty"`
 	// Redirects describes the replies that are MOVED or ASK errors of a
-	// cluster node (cluster.go): never followed.
+	// cluster node (pkg/respengine's cluster.go): never followed.
 	Redirects []Redirect `json:"redirects,omitempty"`
 }
 
@@ -144,67 +145,6 @@ func (r ExecuteReply) raw(ctx context.Context) (fastpath.EncodedJSONText, error)
 	return fastpath.EncodedJSONText{JSON: p.JSON, Text: p.Text}, nil
 }
 
-// refused lists the commands whose replies do not follow the
-// one-command-one-reply shape of a pipeline; execute refuses them before
-// sending anything, and the session tool's send/receive runs them. A key
-// of one word refuses the command; "CMD SUB" refuses that subcommand.
-var refused = map[string]bool{
-	"SUBSCRIBE": true, "PSUBSCRIBE": true, "SSUBSCRIBE": true,
-	"UNSUBSCRIBE": true, "PUNSUBSCRIBE": true, "SUNSUBSCRIBE": true,
-	"MONITOR": true, "SYNC": true, "PSYNC": true, "REPLCONF": true, "SHUTDOWN": true, "QUIT": true,
-	"CLIENT REPLY": true, "CLIENT TRACKING": true, "SCRIPT DEBUG": true,
-}
-
-// refusedFirst holds, for each first word of a refused key, whether it is
-// refused itself (true) or only some of its subcommands are (false): one
-// lookup per command, and none for a name of a length no key starts with.
-var refusedFirst, refusedLengths = func() (map[string]bool, [32]bool) {
-	first, lengths := map[string]bool{}, [32]bool{}
-	for key := range refused {
-		word, _, sub := strings.Cut(key, " ")
-		first[word] = first[word] || !sub
-		lengths[len(word)] = true
-	}
-	return first, lengths
-}()
-
-// refusedName returns the refused command or subcommand args names, or "".
-// It allocates nothing for a command that is not refused.
-func refusedName(args [][]byte) string {
-	if len(args[0]) >= len(refusedLengths) || !refusedLengths[len(args[0])] {
-		return ""
-	}
-	var buf [32]byte // longer than any refused name: such names are not refused
-	key := upperInto(buf[:0], args[0])
-	whole, ok := refusedFirst[string(key)]
-	switch {
-	case !ok:
-		return ""
-	case whole:
-		return string(key)
-	case len(args) > 1:
-		if key = upperInto(append(key, ' '), args[1]); key != nil && refused[string(key)] {
-			return string(key)
-		}
-	}
-	return ""
-}
-
-// upperInto appends s in ASCII upper case to dst, which has room for 32
-// bytes; nil when it does not fit.
-func upperInto(dst, s []byte) []byte {
-	if len(dst)+len(s) > cap(dst) {
-		return nil
-	}
-	for _, c := range s {
-		if 'a' <= c && c <= 'z' {
-			c -= 'a' - 'A'
-		}
-		dst = append(dst, c)
-	}
-	return dst
-}
-
 // commandsSchema is the schema of a batch: an array of commands, each a
 // non-empty array of arguments.
 func commandsSchema(desc string) *jsonschema.Schema {
@@ -300,7 +240,7 @@ func (p *Plugin) checkBatch(cmds Commands, refuse bool) (*batch, error) {
 	b := &batch{cmds: cmds}
 	for i, args := range cmds {
 		if refuse {
-			if name := refusedName(args); name != "" {
+			if name := respengine.RefusedName(args); name != "" {
 				return nil, mcpcore.Errorf(KindRefused, "command %d (%s) has no ordinary one-reply shape, so execute does not run it; nothing was sent: open a session with %s and use its send and receive actions",
 					i, name, p.host.ToolName("session"))
 			}
@@ -323,25 +263,24 @@ func (p *Plugin) execute(ctx context.Context, req *mcp.CallToolRequest, in Execu
 	if err != nil {
 		return nil, err
 	}
-	s, err := p.reg.use(ctx, p.reg.scopeOf(req), in.Session)
+	s, err := p.reg.Use(ctx, p.scopeOf(req), in.Session)
 	if err != nil {
-		return nil, err
+		return nil, engineError(err)
 	}
-	defer p.reg.release(s)
+	defer p.reg.Release(s)
 	switch {
-	case s.mode == ModeRaw:
-		return nil, mcpcore.Errorf(KindRefused, "session %q is a raw session: use the session tool's send and receive; nothing was sent", s.id)
-	case p.reg.isManual(s):
-		return nil, mcpcore.Errorf(KindRefused, "session %q is in manual mode (send/receive were used): unread replies could be mistaken for this batch's, so only send and receive run on it; nothing was sent", s.id)
+	case s.Mode() == ModeRaw:
+		return nil, mcpcore.Errorf(KindRefused, "session %q is a raw session: use the session tool's send and receive; nothing was sent", s.ID())
+	case p.reg.IsManual(s):
+		return nil, mcpcore.Errorf(KindRefused, "session %q is in manual mode (send/receive were used): unread replies could be mistaken for this batch's, so only send and receive run on it; nothing was sent", s.ID())
 	}
-	conn, err := p.reg.conn(ctx, s)
+	conn, err := p.reg.Conn(ctx, s)
 	if err != nil {
-		return nil, err
+		return nil, engineError(err)
 	}
-	st := p.newReplyStream(s, b.cmds, s.replies)
-	s.replies = nil // given back below once the replies are serialized
+	st := p.newReplyStream(s, b.cmds, s.TakeReplies()) // given back below once the replies are serialized
 	res, err := conn.Pipeline(ctx, b.cmds, resp.PipelineOptions{MaxReplyBytes: p.host.Limit(LimitReplyBytes), OnReply: st.onReply})
-	reply := ExecuteReply{Session: s.id, Outcome: OutcomeOK, Replies: st.kept, Pushes: res.Pushes}
+	reply := ExecuteReply{Session: s.ID(), Outcome: OutcomeOK, Replies: st.kept, Pushes: res.Pushes}
 	if reply.Replies == nil {
 		reply.Replies = []resp.Value{}
 	}
@@ -353,7 +292,7 @@ func (p *Plugin) execute(ctx context.Context, req *mcp.CallToolRequest, in Execu
 			reply.Outcome, reply.Redirects = OutcomeError, st.redirects
 		}
 	} else {
-		p.reg.observe(s, b.cmds, reply.Replies) // streamed replies were observed as they came
+		p.reg.Observe(s, b.cmds, reply.Replies) // streamed replies were observed as they came
 		for _, v := range reply.Replies {
 			if v.IsError() {
 				reply.Outcome = OutcomeError
@@ -366,11 +305,11 @@ func (p *Plugin) execute(ctx context.Context, req *mcp.CallToolRequest, in Execu
 		// After dispatch: the connection is closed, the state of the session
 		// unknown; nothing is retried, and the next call on the session is
 		// told (KindSessionReset).
-		why := whyFailed
+		why := respengine.ResetFailed
 		if ended(ctx, err) {
-			why = whyEnded
+			why = respengine.ResetEnded
 		}
-		p.reg.broken(s, why)
+		p.reg.Broken(s, why)
 		reply.Outcome, reply.Unknown = OutcomeUnknown, len(b.cmds)-res.Received
 		partial, perr := st.partial(reply)
 		if perr != nil {
@@ -392,7 +331,7 @@ func (p *Plugin) execute(ctx context.Context, req *mcp.CallToolRequest, in Execu
 	}
 	if cap(st.kept) <= keepReplies {
 		clear(st.kept) // holds no reply's bytes while kept
-		s.replies = st.kept[:0]
+		s.KeepReplies(st.kept[:0])
 	}
 	if reply.Outcome == OutcomeError {
 		return nil, mcpcore.ErrorResult(out)
@@ -404,24 +343,17 @@ func (p *Plugin) execute(ctx context.Context, req *mcp.CallToolRequest, in Execu
 // next execute.
 const keepReplies = 1024
 
-// ended reports whether err is the end of ctx (timeout or cancellation).
-// A connection deadline taken from ctx may fire a moment before ctx
-// itself: then ended waits for ctx, so that the host reports the call as
-// timed out rather than as failed.
-func ended(ctx context.Context, err error) bool {
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		<-ctx.Done()
-	}
-	return ctx.Err() != nil
-}
+// ended reports whether err is the end of ctx (see [respengine.Ended]):
+// the host then reports the call as timed out or cancelled.
+func ended(ctx context.Context, err error) bool { return respengine.Ended(ctx, err) }
 
 // failure describes a connection that failed after dispatch.
 func (p *Plugin) failure(s *session, err error) mcpcore.ToolErrorDetail {
 	suffix := "; the connection was closed, the commands without a reply have unknown outcomes (nothing is retried)"
-	if s.id == DefaultSession {
+	if s.ID() == DefaultSession {
 		suffix += "; the next call on the default session fails with " + KindSessionReset + " (nothing sent) and the one after it opens a new default session (database and transaction state are reset)"
 	} else {
-		suffix += fmt.Sprintf("; session %q is closed (its next call fails with %s)", s.id, KindSessionReset)
+		suffix += fmt.Sprintf("; session %q is closed (its next call fails with %s)", s.ID(), KindSessionReset)
 	}
 	var le *resp.LimitError
 	if errors.As(err, &le) {
@@ -431,5 +363,5 @@ func (p *Plugin) failure(s *session, err error) mcpcore.ToolErrorDetail {
 		}
 		return mcpcore.ToolErrorDetail{Kind: mcpcore.KindLimit, Limit: limit, Max: le.Max, Message: err.Error() + suffix}
 	}
-	return mcpcore.ToolErrorDetail{Kind: KindConnectionLost, Message: fmt.Sprintf("target %q (%s): %v%s", s.target.name, s.target.addr, err, suffix)}
+	return mcpcore.ToolErrorDetail{Kind: KindConnectionLost, Message: fmt.Sprintf("target %q (%s): %v%s", s.Target().Name, s.Target().Addr, err, suffix)}
 }

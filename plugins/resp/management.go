@@ -1,28 +1,17 @@
 package resp
 
 import (
-	"bytes"
 	"context"
-	"crypto/tls"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"mime"
 	"net/http"
-	"net/http/httptrace"
-	"net/url"
 	"slices"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/mcpkit/mcpkit/internal/fastpath"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
+	"github.com/mcpkit/mcpkit/pkg/respengine"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -37,59 +26,34 @@ type ManagementArgs struct {
 	MaxDownloadBytes int64  `json:"max_download_bytes,omitempty" jsonschema:"with download_path: the most bytes to accept (default and maximum: the download_bytes limit, 1 GiB)"`
 }
 
-// ManagementReply is the management tool's result: the HTTP response, or
-// for a download the file written. A 4xx or 5xx status is a real response
-// of the management API (the action did not succeed): the call is then
-// marked isError with this reply.
-type ManagementReply struct {
-	Target      string        `json:"target"`
-	Method      string        `json:"method"`
-	Path        string        `json:"path"`
-	Status      int           `json:"status"`
-	ContentType string        `json:"content_type"`
-	Body        *Body         `json:"body,omitempty"`
-	Download    *DownloadInfo `json:"download,omitempty"`
-	HTTPError   bool          `json:"http_error,omitempty" jsonschema:"the status is 4xx or 5xx: a real HTTP response, not a successful action"`
-	Warning     string        `json:"warning,omitempty" jsonschema:"set when a POST was answered 5xx: its effect is unknown"`
-}
-
-// Body is a response body: JSON when the response is JSON, else text when
-// it is UTF-8, else base64. A body larger than the reply_bytes limit fails
-// the call with a limit error (download it with download_path instead).
-type Body struct {
-	Encoding string `json:"encoding" jsonschema:"json, text or base64"`
-	Value    any    `json:"value"`
-}
-
-// DownloadInfo describes a file written by a download.
-type DownloadInfo struct {
-	Path   string `json:"path" jsonschema:"the absolute path of the new file"`
-	Bytes  int64  `json:"bytes"`
-	SHA256 string `json:"sha256" jsonschema:"hex SHA-256 of the file's bytes"`
-}
+// The management tools' results are the engine's.
+type (
+	ManagementReply = respengine.ManagementReply
+	Body            = respengine.Body
+	DownloadInfo    = respengine.DownloadInfo
+)
 
 // KindUnknownEffect: a POST failed after it was sent; it may or may not
 // have taken effect. Inspect state before sending it again.
 const KindUnknownEffect = "unknown_effect"
 
-// management is the state of the management tools: one HTTP client per
-// target (reused) and the live handles.
+// management is the state of the management tools: the engine's client of
+// the management APIs and its live handles.
 type management struct {
-	p       *Plugin
-	mu      sync.Mutex
-	clients map[string]*http.Client
-	live    *liveRegistry
+	p    *Plugin
+	eng  *respengine.Management
+	live *respengine.Live
 }
 
 // addManagement adds the management and management_live tools when some
 // target has a management_url (without one they could reach nothing).
 func (p *Plugin) addManagement() error {
-	if !slices.ContainsFunc(p.cfg.names(), func(n string) bool { return p.cfg.targets[n].managementURL != "" }) {
+	if !slices.ContainsFunc(p.cfg.names(), func(n string) bool { return p.cfg.targets[n].ManagementURL != "" }) {
 		return nil
 	}
-	m := &management{p: p, clients: map[string]*http.Client{}}
-	m.live = newLiveRegistry(p.host, m)
-	p.mgmt = m
+	eng := respengine.NewManagement(respengine.ManagementOptions{FileRoot: p.cfg.fileRoot,
+		MaxBodyBytes: p.host.Limit(LimitReplyBytes), MaxDownloadBytes: p.host.Limit(LimitDownloadBytes)})
+	m := &management{p: p, eng: eng}
 	schema, err := jsonschema.For[ManagementArgs](nil)
 	if err != nil {
 		return fmt.Errorf("management schema: %w", err)
@@ -102,11 +66,13 @@ func (p *Plugin) addManagement() error {
 			"Redirects, other origins, traversal and fragments are refused before sending. A POST that fails after sending has an unknown effect (kind unknown_effect). " +
 			"{path: \"/api/replication/snapshot\", download_path: \"snap.rdb\"} streams to a new file under file_root and returns bytes and sha256."},
 		m.call, fastpath.Direct(mcpcore.ToolOptions{Timeout: mcpcore.MaxToolTimeout}))
-	if err := m.live.addTool(); err != nil {
+	if err := m.addLive(); err != nil {
 		return err
 	}
-	p.host.OnSessionEnd(m.live.endClientSession)
-	m.live.start(p.host.Context())
+	m.live = respengine.NewLive(p.host.Context(), eng, respengine.LiveOptions{
+		MaxHandles: int(p.host.Limit(LimitMaxLiveHandles)), Idle: time.Duration(p.host.Limit(LimitSessionIdle))})
+	p.mgmt = m
+	p.host.OnSessionEnd(func(cs *mcpcore.Session) { m.live.CloseOwner(cs.Principal(), cs.ID()) })
 	return nil
 }
 
@@ -119,78 +85,10 @@ func (m *management) endpoint(name string) (*target, error) {
 	if t == nil {
 		return nil, &mcpcore.ParamError{Path: "/target", Reason: fmt.Sprintf("%q is not a configured target (configured: %v)", name, m.p.cfg.names())}
 	}
-	if t.managementURL == "" {
+	if t.ManagementURL == "" {
 		return nil, &mcpcore.ParamError{Path: "/target", Reason: fmt.Sprintf("target %q has no management_url in the configuration", name)}
 	}
 	return t, nil
-}
-
-// client returns the target's HTTP client (reused): its CA, no redirect
-// followed, no proxy from the environment (the origin is the configured
-// one), HTTP/1.1 (which the live WebSocket needs).
-func (m *management) client(t *target) *http.Client {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if c := m.clients[t.name]; c != nil {
-		return c
-	}
-	tr := &http.Transport{
-		TLSClientConfig:     &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: t.managementCAs},
-		MaxIdleConnsPerHost: 8,
-		IdleConnTimeout:     90 * time.Second,
-	}
-	c := &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	m.clients[t.name] = c
-	return c
-}
-
-// closeIdle closes the clients' idle connections.
-func (m *management) closeIdle() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, c := range m.clients {
-		c.CloseIdleConnections()
-	}
-}
-
-// managementURL checks a tool's path and returns the URL on t's origin:
-// only /api, /api/... and /metrics, no scheme, host, credentials, fragment,
-// backslash, control character, or "." or ".." segment (also encoded).
-// pointer is the argument's JSON Pointer for a refusal.
-func managementURL(t *target, pointer, path string) (*url.URL, error) {
-	bad := func(reason string) error { return &mcpcore.ParamError{Path: pointer, Reason: reason} }
-	if !strings.HasPrefix(path, "/") || strings.HasPrefix(path, "//") {
-		return nil, bad("want a relative path starting with /api/ or /metrics (not a URL, not //host)")
-	}
-	if strings.ContainsAny(path, "#\\") {
-		return nil, bad("fragments (#) and backslashes are refused")
-	}
-	for _, r := range path {
-		if r < 0x20 || r == 0x7f {
-			return nil, bad("control characters are refused")
-		}
-	}
-	u, err := url.Parse(path)
-	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" {
-		return nil, bad("want a relative path on the configured management origin")
-	}
-	if u.Path != "/api" && !strings.HasPrefix(u.Path, "/api/") && u.Path != "/metrics" {
-		return nil, bad(fmt.Sprintf("%q is outside /api/... and /metrics", u.Path))
-	}
-	for _, seg := range strings.Split(u.Path, "/") {
-		if seg == "." || seg == ".." {
-			return nil, bad("traversal (. or .. segments, also percent-encoded) is refused")
-		}
-	}
-	origin, err := url.Parse(t.managementURL)
-	if err != nil {
-		return nil, fmt.Errorf("management_url of %s: %w", t.name, err)
-	}
-	full := &url.URL{Scheme: origin.Scheme, Host: origin.Host, Path: u.Path, RawPath: u.RawPath, RawQuery: u.RawQuery}
-	if full.Scheme != origin.Scheme || full.Host != origin.Host {
-		return nil, bad("the path would change the origin")
-	}
-	return full, nil
 }
 
 func (m *management) call(ctx context.Context, _ *mcp.CallToolRequest, in ManagementArgs) (any, error) {
@@ -198,79 +96,10 @@ func (m *management) call(ctx context.Context, _ *mcp.CallToolRequest, in Manage
 	if err != nil {
 		return nil, err
 	}
-	method := in.Method
-	switch method {
-	case "":
-		method = http.MethodGet
-	case http.MethodGet, http.MethodPost:
-	default:
-		return nil, &mcpcore.ParamError{Path: "/method", Reason: fmt.Sprintf("%q is not GET or POST", in.Method)}
-	}
-	u, err := managementURL(t, "/path", in.Path)
+	reply, err := m.eng.Do(ctx, t, respengine.ManagementRequest{Method: in.Method, Path: in.Path, Body: in.Body,
+		DownloadPath: in.DownloadPath, MaxDownloadBytes: in.MaxDownloadBytes})
 	if err != nil {
-		return nil, err
-	}
-	var body []byte
-	switch {
-	case in.Body != nil && method != http.MethodPost:
-		return nil, &mcpcore.ParamError{Path: "/body", Reason: "a body goes with method POST"}
-	case method == http.MethodPost:
-		if body, err = json.Marshal(in.Body); err != nil {
-			return nil, &mcpcore.ParamError{Path: "/body", Reason: err.Error()}
-		}
-	}
-	var dl *download
-	if in.DownloadPath != "" || in.MaxDownloadBytes != 0 {
-		if method != http.MethodGet {
-			return nil, &mcpcore.ParamError{Path: "/download_path", Reason: "downloads are GET requests"}
-		}
-		if dl, err = m.prepareDownload(in.DownloadPath, in.MaxDownloadBytes); err != nil {
-			return nil, err
-		}
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u.String(), bytes.NewReader(body))
-	if err != nil {
-		return nil, fmt.Errorf("management request: %w", err)
-	}
-	if method == http.MethodPost {
-		req.Header.Set("Content-Type", "application/json")
-	} else {
-		req.Body, req.ContentLength = http.NoBody, 0
-	}
-	if tok := t.managementToken(); tok != "" {
-		req.Header.Set("Authorization", "Bearer "+tok)
-	}
-	var sent atomic.Bool
-	req = req.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteHeaders: func() { sent.Store(true) }}))
-	res, err := m.client(t).Do(req)
-	if err != nil {
-		return nil, m.transportError(ctx, t, method, in.Path, sent.Load(), err)
-	}
-	defer res.Body.Close()
-	reply := ManagementReply{Target: t.name, Method: method, Path: in.Path, Status: res.StatusCode, ContentType: res.Header.Get("Content-Type")}
-	if res.StatusCode >= 300 && res.StatusCode < 400 {
-		return nil, mcpcore.Errorf(KindRefused, "the management API answered %d with a redirect to %q, which is not followed (only the configured origin and path are reached)", res.StatusCode, res.Header.Get("Location"))
-	}
-	reply.HTTPError = res.StatusCode >= 400
-	if dl != nil && !reply.HTTPError {
-		info, err := dl.write(ctx, res.Body, res.ContentLength)
-		if err != nil {
-			return nil, err
-		}
-		reply.Download = info
-		return reply, nil
-	}
-	limit := m.p.host.Limit(LimitReplyBytes)
-	data, err := io.ReadAll(io.LimitReader(res.Body, limit+1))
-	if err != nil {
-		return nil, m.transportError(ctx, t, method, in.Path, true, err)
-	}
-	if int64(len(data)) > limit {
-		return nil, &mcpcore.LimitError{Limit: LimitReplyBytes, Max: limit, Detail: "the management response body is larger; nothing was returned (download it with download_path)"}
-	}
-	reply.Body = encodeBody(reply.ContentType, data)
-	if method == http.MethodPost && res.StatusCode >= 500 {
-		reply.Warning = "the POST was sent and failed on the server's side: its effect is unknown; inspect state before sending it again"
+		return nil, managementError(err)
 	}
 	if reply.HTTPError {
 		return nil, mcpcore.ErrorResult(reply)
@@ -278,38 +107,14 @@ func (m *management) call(ctx context.Context, _ *mcp.CallToolRequest, in Manage
 	return reply, nil
 }
 
-// transportError reports a request that got no response: not sent
-// (unavailable: nothing happened), or sent (a POST then has an unknown
-// effect). A cancelled or timed-out ctx is returned as is for the host.
-func (m *management) transportError(ctx context.Context, t *target, method, path string, sent bool, err error) error {
-	if ctx.Err() != nil {
-		if sent && method == http.MethodPost {
-			return mcpcore.ErrorResult(map[string]any{"warning": "the POST was sent before the call ended: its effect is unknown; inspect state before sending it again"})
-		}
-		return ctx.Err()
+// managementError maps an error of the management client: a POST sent
+// before the call ended is an error result that warns of its unknown
+// effect (the host reports the timeout or cancellation); the rest as
+// [engineError] maps them.
+func managementError(err error) error {
+	ended := errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+	if ended && errors.Is(err, respengine.ErrUnknownEffect) {
+		return mcpcore.ErrorResult(map[string]any{"warning": "the POST was sent before the call ended: its effect is unknown; inspect state before sending it again"})
 	}
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		err = ue.Err // the URL is in the message already
-	}
-	if sent && method == http.MethodPost {
-		return mcpcore.Errorf(KindUnknownEffect, "POST %s on %s: sent, then %v: its effect is unknown; inspect state before sending it again", path, t.name, err)
-	}
-	if sent {
-		return mcpcore.Errorf(KindConnectionLost, "%s %s on %s: %v", method, path, t.name, err)
-	}
-	return mcpcore.Errorf(KindConnection, "%s %s on %s: not sent: %v", method, path, t.name, err)
-}
-
-// encodeBody chooses a body's encoding: json when the content type is
-// JSON and the body parses, text when it is UTF-8, else base64.
-func encodeBody(contentType string, data []byte) *Body {
-	mt, _, _ := mime.ParseMediaType(contentType)
-	if (mt == "application/json" || strings.HasSuffix(mt, "+json")) && json.Valid(data) {
-		return &Body{Encoding: "json", Value: json.RawMessage(data)}
-	}
-	if utf8.Valid(data) {
-		return &Body{Encoding: "text", Value: string(data)}
-	}
-	return &Body{Encoding: "base64", Value: base64.StdEncoding.EncodeToString(data)}
+	return engineError(err)
 }

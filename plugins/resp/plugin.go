@@ -8,14 +8,19 @@
 //     close), send and receive for blocking commands, Pub/Sub and MONITOR,
 //     and raw byte streams;
 //   - <prefix>_commands (commands.go): the target's live command registry;
-//   - <prefix>_process (process*.go): when the operator enables it, server
+//   - <prefix>_process (process.go): when the operator enables it, server
 //     processes the plugin starts, owns, and terminates and reaps on Close;
+//   - <prefix>_management and <prefix>_management_live (management*.go):
+//     a target's management API and its /api/live WebSocket;
 //   - <prefix>_result: the core's paging of large results;
 //
 // and the resources <scheme>://capabilities and <scheme>://commands.
 //
-// The wire work (codec, connections, pipelines) is package pkg/resp; this
-// package only translates MCP calls into it and its values back. It never
+// The engine is package pkg/respengine (session registry, process
+// supervisor, management and live clients, command registry) and the wire
+// work (codec, connections, pipelines) package pkg/resp; neither holds MCP
+// code. This package decodes the tools' arguments, calls them, and maps
+// their values and typed errors back (engine.go). It never
 // starts or restarts a datastore, never retries or replays a command, and
 // reaches only the configured targets (config.go), never an address from
 // a tool's arguments.
@@ -28,7 +33,7 @@
 // default session and handles are scoped to its principal alone and end by
 // idle expiry or close. Sessions run in parallel; calls on one session run
 // one at a time, except that in manual mode a send and a receive overlap
-// (registry.go, session.go).
+// (pkg/respengine's Sessions; session.go).
 package resp
 
 import (
@@ -37,6 +42,7 @@ import (
 	"time"
 
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
+	"github.com/mcpkit/mcpkit/pkg/respengine"
 )
 
 func init() {
@@ -50,16 +56,16 @@ func init() {
 
 // Names of the plugin's own limits.
 const (
-	LimitMaxSessions    = "max_sessions"
-	LimitMaxLiveHandles = "max_live_handles"
-	LimitSessionIdle    = "session_idle"
-	LimitBatchCommands  = "batch_commands"
+	LimitMaxSessions    = respengine.LimitMaxSessions
+	LimitMaxLiveHandles = respengine.LimitMaxLiveHandles
+	LimitSessionIdle    = respengine.LimitSessionIdle
+	LimitBatchCommands  = respengine.LimitBatchCommands
 	LimitCommandBytes   = "command_bytes"
 	LimitBatchBytes     = "batch_bytes"
-	LimitReplyBytes     = "reply_bytes"
-	LimitDownloadBytes  = "download_bytes"
-	LimitChildProcesses = "child_processes"
-	LimitChildLogBytes  = "child_log_bytes"
+	LimitReplyBytes     = respengine.LimitReplyBytes
+	LimitDownloadBytes  = respengine.LimitDownloadBytes
+	LimitChildProcesses = respengine.LimitChildProcesses
+	LimitChildLogBytes  = respengine.LimitChildLogBytes
 )
 
 // Limits declares the plugin's own limits, for its registration and for a
@@ -93,9 +99,9 @@ func Limits() []mcpcore.LimitSpec {
 type Plugin struct {
 	cfg   *settings
 	host  *mcpcore.Host
-	reg   *registry
-	cmds  *commandCache
-	procs *processes
+	reg   *respengine.Sessions
+	cmds  *respengine.CommandRegistry
+	procs *respengine.Processes
 	mgmt  *management // nil unless a target has a management_url
 }
 
@@ -126,15 +132,16 @@ func (p *Plugin) Attach(ctx context.Context, h *mcpcore.Host) error {
 		}
 	}
 	p.host = h
-	p.reg = newRegistry(h, p.cfg)
-	p.cmds = new(commandCache)
+	p.reg = respengine.NewSessions(respengine.SessionOptions{DefaultTarget: p.cfg.targets[p.cfg.defaultTarget],
+		MaxSessions: int(h.Limit(LimitMaxSessions)), Idle: time.Duration(h.Limit(LimitSessionIdle))})
+	p.cmds = new(respengine.CommandRegistry)
 	for _, add := range []func() error{p.addExecute, p.addSession, p.addCommands, p.addProcess, p.addManagement, p.addResources} {
 		if err := add(); err != nil {
 			return err
 		}
 	}
-	h.OnSessionEnd(p.reg.endClientSession)
-	p.reg.startReaper(h.Context())
+	h.OnSessionEnd(func(cs *mcpcore.Session) { p.reg.CloseOwner(cs.Principal(), cs.ID()) })
+	p.reg.Start(h.Context())
 	return nil
 }
 
@@ -145,10 +152,10 @@ func (p *Plugin) Close(ctx context.Context) error {
 	if p.reg == nil {
 		return nil
 	}
-	p.cmds.close()
-	errs := []error{p.procs.close(ctx), p.reg.close()}
+	p.cmds.Close()
+	errs := []error{p.procs.Close(ctx), p.reg.Close()}
 	if p.mgmt != nil {
-		errs = append(errs, p.mgmt.live.wait(ctx))
+		errs = append(errs, p.mgmt.live.Close(ctx))
 	}
 	return errors.Join(errs...)
 }

@@ -893,36 +893,3 @@ func TestReplyBudget(t *testing.T) {
 	failure(t, e.call(nil, "resp_execute", map[string]any{"commands": [][]any{{"PING"}}}), KindSessionReset)
 	e.exec(cmd("PING"))
 }
-
-// TestCommandsCache: the registry is listed once and kept while COMMAND
-// COUNT stays the same; a different count (a module loaded; simulated
-// here, as the test server has no module) lists it again.
-func TestCommandsCache(t *testing.T) {
-	s := redistest.Start(t, redistest.Options{})
-	e := connect(t, targetAt(s, ""), "")
-	calls := func(sub string) string {
-		info := e.exec(cmd("INFO", "commandstats")).Replies[0].Str(t)
-		for line := range strings.Lines(info) {
-			if rest, ok := strings.CutPrefix(line, "cmdstat_command|"+sub+":calls="); ok {
-				return rest[:strings.IndexByte(rest, ',')]
-			}
-		}
-		return "0"
-	}
-	for range 3 {
-		if res := e.call(nil, "resp_commands", map[string]any{"prefix": "get"}); res.IsError {
-			t.Fatal(res.StructuredContent)
-		}
-	}
-	if l, c := calls("list"), calls("count"); l != "1" || c != "3" {
-		t.Fatalf("COMMAND LIST %s times, COUNT %s times; want 1 and 3", l, c)
-	}
-	tc := e.plugin.cmds.of("local")
-	tc.mu.Lock()
-	tc.count = -1
-	tc.mu.Unlock()
-	e.call(nil, "resp_commands", map[string]any{"prefix": "get"})
-	if l := calls("list"); l != "2" {
-		t.Fatalf("COMMAND LIST %s times after the count changed, want 2", l)
-	}
-}

@@ -3,11 +3,11 @@ package resp
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/mcpkit/mcpkit/internal/fastpath"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
+	"github.com/mcpkit/mcpkit/pkg/respengine"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -28,13 +28,12 @@ const ProcessTimeout = mcpcore.MaxToolTimeout
 
 // Bounds of the process tool's arguments.
 const (
-	MaxStartArgs     = 1024            // arguments of one start
-	MaxStartArgBytes = 64 * 1024       // bytes of one argument
-	DefaultLogPage   = 16 * 1024       // logs' default max_bytes
-	MaxLogPage       = 1024 * 1024     // logs' largest max_bytes
-	DefaultGraceMS   = 5000            // stop's default grace_ms
-	MaxGraceMS       = 60_000          // stop's largest grace_ms
-	closeGrace       = 5 * time.Second // how long Close lets children exit after SIGTERM
+	MaxStartArgs     = respengine.MaxStartArgs     // arguments of one start
+	MaxStartArgBytes = respengine.MaxStartArgBytes // bytes of one argument
+	DefaultLogPage   = respengine.DefaultLogPage   // logs' default max_bytes
+	MaxLogPage       = respengine.MaxLogPage       // logs' largest max_bytes
+	DefaultGraceMS   = 5000                        // stop's default grace_ms
+	MaxGraceMS       = 60_000                      // stop's largest grace_ms
 )
 
 // KindProcessNotFound: an unknown or released process handle, or one that
@@ -56,25 +55,23 @@ type ProcessArgs struct {
 	DataDir       string   `json:"data_dir,omitempty" jsonschema:"restore: the new data directory to create and place the RDB in as dump.rdb; an existing path is refused"`
 }
 
-// ProcessInfo describes one owned process (start, status, stop).
-type ProcessInfo struct {
-	Handle    string     `json:"handle"`
-	PID       int        `json:"pid"`
-	Binary    string     `json:"binary"`
-	Args      []string   `json:"args"`
-	Running   bool       `json:"running"`
-	StartedAt time.Time  `json:"started_at"`
-	ExitedAt  *time.Time `json:"exited_at,omitempty"`
-	// Exit is how the process ended ("exit status 1", "signal: killed"),
-	// ExitCode its code, -1 when a signal ended it.
-	Exit     string `json:"exit,omitempty"`
-	ExitCode *int   `json:"exit_code,omitempty"`
-	Signal   string `json:"signal,omitempty" jsonschema:"the signal that ended the process, when one did"`
-	// LogBytes is the bytes the process wrote to stdout and stderr so
-	// far (the next log sequence), DroppedBytes those no longer retained.
-	LogBytes     int64 `json:"log_bytes"`
-	DroppedBytes int64 `json:"dropped_bytes"`
-}
+// The results of the process tool are the engine's descriptions.
+type (
+	ProcessInfo      = respengine.ProcessInfo
+	ProcessStopReply = respengine.ProcessStopReply
+	ProcessLogsReply = respengine.ProcessLogsReply
+	ProgramReply     = respengine.ProgramReply
+	RestoreReply     = respengine.RestoreReply
+)
+
+// Names and encodings of the process tool's programs and output.
+const (
+	DefaultServerBinary = respengine.DefaultServerBinary
+	CheckerName         = respengine.CheckerName
+	RestoredFile        = respengine.RestoredFile
+	EncodingUTF8        = respengine.EncodingUTF8
+	EncodingBase64      = respengine.EncodingBase64
+)
 
 // ProcessStartReply is start's result: the process was spawned, which
 // says nothing of its readiness (inspect status and logs).
@@ -88,70 +85,6 @@ type ProcessListReply struct {
 	Processes []ProcessInfo `json:"processes"`
 }
 
-// ProcessStopReply is stop's result: the process has exited and been
-// reaped, and the handle is released.
-type ProcessStopReply struct {
-	ProcessInfo
-	// StoppedBy says what ended it: "sigterm", "sigkill", or
-	// "already_exited" when it had ended before the stop.
-	StoppedBy string `json:"stopped_by"`
-	Released  bool   `json:"released"`
-}
-
-// ProcessLogsReply is one page of a process's output (stdout and stderr
-// as they interleaved). Data is lossless: UTF-8 text, or base64 when the
-// bytes are not valid UTF-8.
-type ProcessLogsReply struct {
-	Handle string `json:"handle"`
-	// SinceSequence is the sequence of the page's first byte: the one
-	// asked for, or the oldest retained one when older bytes were dropped
-	// (MissedBytes says how many of those this read missed).
-	SinceSequence int64  `json:"since_sequence"`
-	NextSequence  int64  `json:"next_sequence"`
-	Encoding      string `json:"encoding"`
-	Data          string `json:"data"`
-	Bytes         int    `json:"bytes"`
-	MissedBytes   int64  `json:"missed_bytes"`
-	DroppedBytes  int64  `json:"dropped_bytes"`
-	// More: retained bytes follow NextSequence; read on from there.
-	More    bool `json:"more"`
-	Running bool `json:"running"`
-	// Complete: the process has exited and all of its output has been
-	// read into the log; nothing will follow the last byte.
-	Complete bool `json:"complete"`
-}
-
-// ProgramReply is the result of help and restore: a run of the server
-// binary (or its RDB checker) to completion, its output lossless.
-type ProgramReply struct {
-	Program  string   `json:"program"`
-	Args     []string `json:"args"`
-	Success  bool     `json:"success"`
-	ExitCode int      `json:"exit_code"`
-	Encoding string   `json:"encoding"`
-	Output   string   `json:"output"`
-	// OutputBytes counts the output; DroppedBytes the leading part of it
-	// not retained (child_log_bytes bounds what is kept).
-	OutputBytes  int64  `json:"output_bytes"`
-	DroppedBytes int64  `json:"dropped_bytes"`
-	Note         string `json:"note,omitempty"`
-}
-
-// RestoreReply is restore's result.
-type RestoreReply struct {
-	ProgramReply
-	Source  string `json:"source"`
-	DataDir string `json:"data_dir"`
-	// File is the RDB placed in DataDir (only when Success); Bytes and
-	// SHA256 describe it.
-	File   string `json:"file,omitempty"`
-	Bytes  int64  `json:"bytes,omitempty"`
-	SHA256 string `json:"sha256,omitempty"`
-	// StartArgs are the arguments that start a server on the restored
-	// data (add a port and the rest of the configuration).
-	StartArgs []string `json:"start_args,omitempty"`
-}
-
 // addProcess adds the process tool when the operator enabled it
 // (process.enabled); otherwise the tool is not served at all, and the
 // capabilities resource says process control is off.
@@ -159,7 +92,8 @@ func (p *Plugin) addProcess() error {
 	if !p.cfg.process.Enabled {
 		return nil
 	}
-	p.procs = newProcesses(p.host, p.cfg.process)
+	p.procs = respengine.NewProcesses(respengine.ProcessOptions{Binary: p.cfg.process.Binary,
+		MaxProcesses: int(p.host.Limit(LimitChildProcesses)), LogBytes: int(p.host.Limit(LimitChildLogBytes)), Logger: p.host.Logger()})
 	mcpcore.AddTool(p.host, &mcp.Tool{Name: "process",
 		Description: "Privileged host administration of RESP server processes, which the operator enabled. The executable is the configured server binary (redis-server by default); no shell, executable, environment or working directory comes from arguments. " +
 			"help {args?: [\"restore\"]} runs the server's own help. start {args} spawns the server with any startup arguments and returns an owned handle and PID: spawning, not readiness; inspect status and logs. " +
@@ -172,40 +106,41 @@ func (p *Plugin) addProcess() error {
 }
 
 func (p *Plugin) process(ctx context.Context, req *mcp.CallToolRequest, in ProcessArgs) (any, error) {
+	out, err := p.processAction(ctx, mcpcore.Principal(req), in)
+	if err != nil {
+		return nil, engineError(err)
+	}
+	return out, nil
+}
+
+// processAction runs one action of the process tool for owner. A help or
+// restore whose program failed is an error result carrying its reply.
+func (p *Plugin) processAction(ctx context.Context, owner string, in ProcessArgs) (any, error) {
 	ps := p.procs
 	switch in.Action {
-	case ProcessHelp, ProcessStart, ProcessStatus, ProcessLogs, ProcessStop, ProcessRestore:
-	default:
-		return nil, &mcpcore.ParamError{Path: "/action", Reason: fmt.Sprintf("%q is not help, start, status, logs, stop or restore", in.Action)}
-	}
-	owner := mcpcore.Principal(req)
-	switch in.Action {
 	case ProcessHelp:
-		return ps.help(ctx, in)
-	case ProcessStart:
-		if err := checkStartArgs(in.Args); err != nil {
-			return nil, err
+		reply, err := ps.Help(ctx, in.Args)
+		if err == nil && !reply.Success {
+			return nil, mcpcore.ErrorResult(reply)
 		}
-		c, err := ps.start(owner, in.Args)
+		return reply, err
+	case ProcessStart:
+		info, err := ps.Start(owner, in.Args)
 		if err != nil {
 			return nil, err
 		}
-		return ProcessStartReply{ProcessInfo: c.info(), Note: "spawned, not necessarily ready: inspect status and logs (or connect) before relying on it"}, nil
+		return ProcessStartReply{ProcessInfo: info, Note: "spawned, not necessarily ready: inspect status and logs (or connect) before relying on it"}, nil
 	case ProcessStatus:
 		if in.Handle == "" {
-			out := ProcessListReply{Processes: []ProcessInfo{}}
-			for _, c := range ps.list(owner) {
-				out.Processes = append(out.Processes, c.info())
-			}
-			return out, nil
+			return ProcessListReply{Processes: ps.List(owner)}, nil
 		}
-		c, err := ps.find(owner, in.Handle)
-		if err != nil {
-			return nil, err
-		}
-		return c.info(), nil
+		return ps.Status(owner, in.Handle)
 	case ProcessLogs:
-		return ps.logs(owner, in)
+		var since int64
+		if in.SinceSequence != nil {
+			since = *in.SinceSequence
+		}
+		return ps.Logs(owner, in.Handle, since, in.MaxBytes)
 	case ProcessStop:
 		grace := time.Duration(DefaultGraceMS) * time.Millisecond
 		if in.GraceMS != nil {
@@ -214,55 +149,13 @@ func (p *Plugin) process(ctx context.Context, req *mcp.CallToolRequest, in Proce
 			}
 			grace = time.Duration(*in.GraceMS) * time.Millisecond
 		}
-		c, err := ps.find(owner, in.Handle)
-		if err != nil {
-			return nil, err
+		return ps.Stop(ctx, owner, in.Handle, grace)
+	case ProcessRestore:
+		reply, err := ps.Restore(ctx, in.Source, in.DataDir)
+		if err == nil && !reply.Success {
+			return nil, mcpcore.ErrorResult(reply)
 		}
-		return ps.stop(ctx, c, grace), nil
+		return reply, err
 	}
-	return ps.restore(ctx, in)
-}
-
-// checkStartArgs refuses what no command line can carry, before anything
-// is spawned.
-func checkStartArgs(args []string) error {
-	if len(args) > MaxStartArgs {
-		return &mcpcore.ParamError{Path: "/args", Reason: fmt.Sprintf("%d arguments, at most %d", len(args), MaxStartArgs)}
-	}
-	for i, a := range args {
-		if len(a) > MaxStartArgBytes {
-			return &mcpcore.ParamError{Path: fmt.Sprintf("/args/%d", i), Reason: fmt.Sprintf("%d bytes, at most %d", len(a), MaxStartArgBytes)}
-		}
-		if strings.IndexByte(a, 0) >= 0 {
-			return &mcpcore.ParamError{Path: fmt.Sprintf("/args/%d", i), Reason: "contains a NUL byte, which no command line can carry"}
-		}
-	}
-	return nil
-}
-
-// logs reads one page of a process's log.
-func (ps *processes) logs(owner string, in ProcessArgs) (any, error) {
-	c, err := ps.find(owner, in.Handle)
-	if err != nil {
-		return nil, err
-	}
-	max := in.MaxBytes
-	if max == 0 {
-		max = DefaultLogPage
-	}
-	if max < 0 || max > MaxLogPage {
-		return nil, &mcpcore.ParamError{Path: "/max_bytes", Reason: fmt.Sprintf("%d is outside [1, %d]", max, MaxLogPage)}
-	}
-	var since int64
-	if in.SinceSequence != nil {
-		since = *in.SinceSequence
-	}
-	complete := c.outputDone()
-	page := c.log.read(since, max)
-	if since < 0 || since > page.end {
-		return nil, &mcpcore.ParamError{Path: "/since_sequence", Reason: fmt.Sprintf("%d is outside [0, %d] (the log's next_sequence)", since, page.end)}
-	}
-	enc, data := encodeBytes(page.data)
-	return ProcessLogsReply{Handle: c.handle, SinceSequence: page.first, NextSequence: page.next, Encoding: enc, Data: data, Bytes: len(page.data),
-		MissedBytes: page.missed, DroppedBytes: page.dropped, More: page.next < page.end, Running: !c.exited(), Complete: complete && page.next == page.end}, nil
+	return nil, &mcpcore.ParamError{Path: "/action", Reason: fmt.Sprintf("%q is not help, start, status, logs, stop or restore", in.Action)}
 }

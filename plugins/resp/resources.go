@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
+	"github.com/mcpkit/mcpkit/pkg/respengine"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -104,16 +105,16 @@ func (p *Plugin) capabilities() Capabilities {
 		Process: ProcessCapability{Enabled: p.cfg.process.Enabled, MaxChildren: h.Limit(LimitChildProcesses), LogRetentionBytes: h.Limit(LimitChildLogBytes)}}
 	for _, name := range p.cfg.names() {
 		t := p.cfg.targets[name]
-		c.Targets = append(c.Targets, TargetInfo{Name: name, Address: t.addr, Protocol: t.protocol, Database: t.database,
-			TLS: t.tls != nil, Management: t.managementURL != ""})
-		if t.managementURL != "" {
+		c.Targets = append(c.Targets, TargetInfo{Name: name, Address: t.Addr, Protocol: t.Protocol, Database: t.Database,
+			TLS: t.TLS != nil, Management: t.ManagementURL != ""})
+		if t.ManagementURL != "" {
 			c.Management.Targets = append(c.Management.Targets, name)
 		}
 	}
 	c.Privileges.Management = len(c.Management.Targets) > 0
 	c.Privileges.Live = c.Privileges.Management
 	if c.Process.Enabled {
-		if bin, err := serverBinary(p.cfg.process); err != nil {
+		if bin, err := respengine.ServerBinary(p.cfg.process.Binary); err != nil {
 			c.Process.BinaryError = err.Error()
 		} else {
 			c.Process.Binary = bin

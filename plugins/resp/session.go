@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/mcpkit/mcpkit/internal/fastpath"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
 	"github.com/mcpkit/mcpkit/pkg/resp"
+	"github.com/mcpkit/mcpkit/pkg/respengine"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -32,7 +34,7 @@ const MaxWaitMS = 240_000
 // Receive defaults.
 const (
 	DefaultWaitMS       = 1000
-	DefaultRawReadBytes = 64 * mcpcore.KiB
+	DefaultRawReadBytes = respengine.DefaultRawReadBytes
 )
 
 // SessionArgs are the session tool's arguments; which apply depends on
@@ -55,16 +57,7 @@ type SessionArgs struct {
 }
 
 // SessionInfo describes one session (open, list).
-type SessionInfo struct {
-	Session  string `json:"session"`
-	Target   string `json:"target"`
-	Protocol int    `json:"protocol"`
-	Database int    `json:"database"`
-	Mode     string `json:"mode"`
-	Manual   bool   `json:"manual"`
-	Busy     bool   `json:"busy"`
-	IdleMS   int64  `json:"idle_ms"`
-}
+type SessionInfo = respengine.SessionInfo
 
 // SessionListReply is list's result.
 type SessionListReply struct {
@@ -92,7 +85,7 @@ type ReceiveReply struct {
 	Bytes    int64        `json:"bytes"`
 	TimedOut bool         `json:"timed_out"`
 	// Redirects describes the frames that are MOVED or ASK replies of a
-	// cluster node (cluster.go): never followed.
+	// cluster node (pkg/respengine's cluster.go): never followed.
 	Redirects []Redirect `json:"redirects,omitempty"`
 }
 
@@ -121,23 +114,43 @@ func (p *Plugin) addSession() error {
 	return nil
 }
 
+// statelessEra is the first MCP protocol version whose clients send every
+// request on its own (no session that outlives it over HTTP).
+const statelessEra = "2026-07-28"
+
+// scopeOf returns the scope of a request: its principal and its client
+// session, except for a client of the 2026-07-28 era, whose session does
+// not outlive a request over HTTP: its scope is its principal alone.
+func (p *Plugin) scopeOf(req *mcp.CallToolRequest) scope {
+	sc := scope{Principal: mcpcore.Principal(req)}
+	if s := p.host.SessionOf(req); s != nil {
+		if ip := s.ServerSession().InitializeParams(); ip != nil && ip.ProtocolVersion < statelessEra {
+			sc.Owner = s.ID()
+		}
+	}
+	return sc
+}
+
 func (p *Plugin) session(ctx context.Context, req *mcp.CallToolRequest, in SessionArgs) (any, error) {
-	sc := p.reg.scopeOf(req)
+	out, err := p.sessionAction(ctx, p.scopeOf(req), in)
+	if err != nil {
+		return nil, engineError(err)
+	}
+	return out, nil
+}
+
+// sessionAction runs one action of the session tool for sc.
+func (p *Plugin) sessionAction(ctx context.Context, sc scope, in SessionArgs) (any, error) {
 	switch in.Action {
 	case ActionOpen:
 		return p.open(ctx, sc, in)
 	case ActionList:
-		var out SessionListReply
-		out.Sessions = []SessionInfo{}
-		for _, s := range p.reg.list(sc) {
-			out.Sessions = append(out.Sessions, p.reg.info(s))
-		}
-		return out, nil
+		return SessionListReply{Sessions: p.reg.List(sc)}, nil
 	case ActionClose:
 		if in.Session == "" {
 			return nil, &mcpcore.ParamError{Path: "/session", Reason: "close needs the session to close"}
 		}
-		if err := p.reg.closeSession(sc, in.Session); err != nil {
+		if err := p.reg.CloseSession(sc, in.Session); err != nil {
 			return nil, err
 		}
 		return SessionCloseReply{Session: in.Session, Closed: true}, nil
@@ -158,55 +171,11 @@ func (p *Plugin) open(ctx context.Context, sc scope, in SessionArgs) (any, error
 	if t == nil {
 		return nil, &mcpcore.ParamError{Path: "/target", Reason: fmt.Sprintf("%q is not a configured target (configured: %v)", name, p.cfg.names())}
 	}
-	protocol, database, mode := t.protocol, t.database, in.Mode
-	if in.Protocol != 0 {
-		if in.Protocol != 2 && in.Protocol != 3 {
-			return nil, &mcpcore.ParamError{Path: "/protocol", Reason: fmt.Sprintf("%d is not 2 or 3", in.Protocol)}
-		}
-		protocol = in.Protocol
-	}
-	if in.Database != nil {
-		if *in.Database < 0 {
-			return nil, &mcpcore.ParamError{Path: "/database", Reason: fmt.Sprintf("%d is negative", *in.Database)}
-		}
-		database = *in.Database
-	}
-	switch mode {
-	case "":
-		mode = ModeRESP
-	case ModeRESP, ModeRaw:
-	default:
-		return nil, &mcpcore.ParamError{Path: "/mode", Reason: fmt.Sprintf("%q is not resp or raw", mode)}
-	}
-	s, err := p.reg.open(ctx, sc, t, protocol, database, mode)
+	s, err := p.reg.Open(ctx, sc, t, respengine.OpenOptions{Protocol: in.Protocol, Database: in.Database, Mode: in.Mode})
 	if err != nil {
 		return nil, err
 	}
-	return p.reg.info(s), nil
-}
-
-// manualSession finds the explicit session of a send or receive and
-// passes its gate, the manual-transition gate: once through, the session
-// is manual for good, and the gate is given back at once, so that a send
-// and a receive on one session overlap (the connection orders each side:
-// a receive waiting for a message does not hold up a send). The caller
-// must call p.reg.done(s).
-func (p *Plugin) manualSession(ctx context.Context, sc scope, id string) (*session, *resp.Conn, error) {
-	if id == "" || id == DefaultSession {
-		return nil, nil, &mcpcore.ParamError{Path: "/session", Reason: "send and receive need an explicit session (action open): the default session only runs execute"}
-	}
-	s, err := p.reg.use(ctx, sc, id)
-	if err != nil {
-		return nil, nil, err
-	}
-	p.reg.setManual(s)
-	conn, err := p.reg.conn(ctx, s)
-	<-s.gate
-	if err != nil {
-		p.reg.done(s)
-		return nil, nil, err
-	}
-	return s, conn, nil
+	return p.reg.Info(s), nil
 }
 
 func (p *Plugin) send(ctx context.Context, sc scope, in SessionArgs) (any, error) {
@@ -232,52 +201,18 @@ func (p *Plugin) send(ctx context.Context, sc scope, in SessionArgs) (any, error
 			return nil, err
 		}
 	}
-	s, conn, err := p.manualSession(ctx, sc, in.Session)
+	var cmds [][][]byte
+	if b != nil {
+		cmds = b.cmds
+	}
+	n, err := p.reg.Send(ctx, sc, in.Session, cmds, data)
 	if err != nil {
+		if errors.Is(err, respengine.ErrConnectionLost) && ended(ctx, err) {
+			return nil, mcpcore.ErrorResult(SendReply{Session: in.Session, BytesWritten: n})
+		}
 		return nil, err
 	}
-	defer p.reg.done(s)
-	if data != nil {
-		if s.mode != ModeRaw {
-			return nil, mcpcore.Errorf(KindRefused, "session %q is a resp session: send commands; data_base64 is for raw sessions; nothing was sent", s.id)
-		}
-		n, err := conn.WriteRaw(ctx, data)
-		if err != nil {
-			return nil, p.sendFailed(ctx, s, conn, int64(n), err)
-		}
-		return SendReply{Session: s.id, BytesWritten: int64(n)}, nil
-	}
-	if s.mode == ModeRaw {
-		var framed []byte
-		for _, c := range b.cmds {
-			framed = resp.AppendCommand(framed, c)
-		}
-		n, err := conn.WriteRaw(ctx, framed)
-		if err != nil {
-			return nil, p.sendFailed(ctx, s, conn, int64(n), err)
-		}
-		return SendReply{Session: s.id, BytesWritten: int64(n), Commands: len(b.cmds)}, nil
-	}
-	n, err := conn.Send(ctx, b.cmds)
-	if err != nil {
-		return nil, p.sendFailed(ctx, s, conn, n, err)
-	}
-	return SendReply{Session: s.id, BytesWritten: n, Commands: len(b.cmds)}, nil
-}
-
-// sendFailed reports a send that failed. Before the first byte the
-// connection is kept; after it, it is closed (a partial command cannot be
-// taken back) and the session with it.
-func (p *Plugin) sendFailed(ctx context.Context, s *session, conn *resp.Conn, written int64, err error) error {
-	if written == 0 && !conn.Closed() {
-		return fmt.Errorf("send on session %q: nothing was written, the session is kept: %w", s.id, err)
-	}
-	p.reg.broken(s, whySendFailed)
-	msg := fmt.Sprintf("send on session %q failed after %d bytes were written: what reached the server has unknown outcomes; session %q is closed", s.id, written, s.id)
-	if ended(ctx, err) {
-		return mcpcore.ErrorResult(SendReply{Session: s.id, BytesWritten: written})
-	}
-	return mcpcore.Errorf(KindConnectionLost, "%s: %w", msg, err)
+	return SendReply{Session: in.Session, BytesWritten: n, Commands: len(cmds)}, nil
 }
 
 func (p *Plugin) receive(ctx context.Context, sc scope, in SessionArgs) (any, error) {
@@ -288,40 +223,19 @@ func (p *Plugin) receive(ctx context.Context, sc scope, in SessionArgs) (any, er
 		}
 		wait = time.Duration(*in.WaitMS) * time.Millisecond
 	}
-	s, conn, err := p.manualSession(ctx, sc, in.Session)
-	if err != nil {
+	rec, err := p.reg.Receive(ctx, sc, in.Session, respengine.ReceiveOptions{Wait: wait, MaxFrames: in.MaxFrames, FrameLimit: p.host.Limit(LimitBatchCommands),
+		MaxBytes: in.MaxBytes, ReplyLimit: p.host.Limit(LimitReplyBytes)})
+	if rec.Session == nil {
 		return nil, err
 	}
-	defer p.reg.done(s)
-	maxReply := p.host.Limit(LimitReplyBytes)
-	if s.mode == ModeRaw {
-		max := in.MaxBytes
-		if max == 0 {
-			max = DefaultRawReadBytes
-		}
-		if max < 0 || max > maxReply {
-			return nil, &mcpcore.ParamError{Path: "/max_bytes", Reason: fmt.Sprintf("%d is outside [1, %d] (limit %s)", max, maxReply, LimitReplyBytes)}
-		}
-		data, timedOut, eof, err := conn.ReadRaw(ctx, int(max), wait)
-		if err != nil && !ended(ctx, err) {
-			p.reg.broken(s, whyFailed)
-			return nil, mcpcore.Errorf(KindConnectionLost, "receive on session %q: %v; the session is closed", s.id, err)
-		}
-		reply := RawReceiveReply{Session: s.id, DataBase64: base64.StdEncoding.EncodeToString(data), Bytes: len(data), TimedOut: timedOut, EOF: eof}
+	if rec.Raw {
+		reply := RawReceiveReply{Session: in.Session, DataBase64: base64.StdEncoding.EncodeToString(rec.Data), Bytes: len(rec.Data), TimedOut: rec.TimedOut, EOF: rec.EOF}
 		if err != nil {
 			return nil, mcpcore.ErrorResult(reply)
 		}
 		return reply, nil
 	}
-	frames := in.MaxFrames
-	if frames == 0 {
-		frames = 1
-	}
-	if maxFrames := p.host.Limit(LimitBatchCommands); frames < 0 || int64(frames) > maxFrames {
-		return nil, &mcpcore.ParamError{Path: "/max_frames", Reason: fmt.Sprintf("%d is outside [1, %d] (limit %s)", frames, maxFrames, LimitBatchCommands)}
-	}
-	res, err := conn.Receive(ctx, resp.ReceiveOptions{MaxFrames: frames, Wait: wait, MaxBytes: maxReply})
-	reply := ReceiveReply{Session: s.id, Frames: res.Frames, Bytes: res.Bytes, TimedOut: res.TimedOut, Redirects: p.redirects(res.Frames)}
+	reply := ReceiveReply{Session: in.Session, Frames: rec.Frames.Frames, Bytes: rec.Frames.Bytes, TimedOut: rec.TimedOut, Redirects: p.redirects(rec.Frames.Frames)}
 	if reply.Frames == nil {
 		reply.Frames = []resp.Value{}
 	}
@@ -331,8 +245,7 @@ func (p *Plugin) receive(ctx context.Context, sc scope, in SessionArgs) (any, er
 			// continues.
 			return nil, mcpcore.ErrorResult(reply)
 		}
-		p.reg.broken(s, whyFailed)
-		return nil, mcpcore.ErrorResult(mcpcore.ToolErrorReply{Error: p.failure(s, err), Partial: reply})
+		return nil, mcpcore.ErrorResult(mcpcore.ToolErrorReply{Error: p.failure(rec.Session, err), Partial: reply})
 	}
 	return reply, nil
 }

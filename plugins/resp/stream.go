@@ -83,7 +83,7 @@ const valueCost = 256
 // encode appends reply i's JSON to the current part, or to a new one sized
 // for it, and takes what the session and the result need from it.
 func (st *replyStream) encode(i int, v *resp.Value, cost int64) error {
-	st.p.reg.observeOne(st.s, st.cmds[i], v)
+	st.p.reg.ObserveOne(st.s, st.cmds[i], v)
 	if v.IsError() {
 		st.isErr = true
 		for _, r := range st.p.redirects([]resp.Value{*v}) {

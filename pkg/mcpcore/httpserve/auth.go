@@ -2,9 +2,6 @@ package httpserve
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -12,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/mcpkit/mcpkit/internal/bearer"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 )
 
@@ -28,20 +26,13 @@ const staticScope = "mcp"
 // across restarts, whatever its place in the token file, and the identity
 // does not reveal the token. Tokens carry the scope "mcp" and no expiry.
 func StaticTokens(tokens []string) auth.TokenVerifier {
-	sums := make([][sha256.Size]byte, len(tokens))
-	for i, t := range tokens {
-		sums[i] = sha256.Sum256([]byte(t))
-	}
+	set := bearer.NewSet(tokens)
 	return func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
-		got := sha256.Sum256([]byte(token))
-		match := 0
-		for i := range sums {
-			match |= subtle.ConstantTimeCompare(got[:], sums[i][:])
-		}
-		if match == 0 {
+		id, ok := set.Match(token)
+		if !ok {
 			return nil, auth.ErrInvalidToken
 		}
-		return &auth.TokenInfo{Scopes: []string{staticScope}, UserID: "token:" + hex.EncodeToString(got[:8])}, nil
+		return &auth.TokenInfo{Scopes: []string{staticScope}, UserID: id}, nil
 	}
 }
 

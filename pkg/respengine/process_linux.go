@@ -1,6 +1,6 @@
 //go:build linux
 
-package resp
+package respengine
 
 import "syscall"
 

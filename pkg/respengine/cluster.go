@@ -1,8 +1,9 @@
-package resp
+package respengine
 
 import (
 	"bytes"
 	"net"
+	"slices"
 	"strconv"
 
 	"github.com/mcpkit/mcpkit/pkg/resp"
@@ -10,7 +11,7 @@ import (
 
 // Cluster targets: each node of a Redis Cluster is a configured target of
 // its own, opened explicitly (the session tool's open with its name). The
-// plugin never follows a redirect: a MOVED or ASK error reply stays the
+// sidecar never follows a redirect: a MOVED or ASK error reply stays the
 // reply it is, and is described beside the replies as a [Redirect], so
 // that the agent decides where to send the command next (ASK: ASKING then
 // the command, on a session to the named node). ASKING and READONLY hold
@@ -36,8 +37,9 @@ type Redirect struct {
 	Target  string `json:"target,omitempty"`
 }
 
-// redirects finds the MOVED and ASK error replies among values.
-func (p *Plugin) redirects(values []resp.Value) []Redirect {
+// Redirects finds the MOVED and ASK error replies among values, each with
+// the name of the target among targets (by name) at its address.
+func Redirects(values []resp.Value, targets map[string]*Target) []Redirect {
 	var out []Redirect
 	for i, v := range values {
 		if !v.IsError() {
@@ -48,7 +50,7 @@ func (p *Plugin) redirects(values []resp.Value) []Redirect {
 			continue
 		}
 		r.Index = i
-		r.Target = p.cfg.targetAt(r.Address)
+		r.Target = targetAt(targets, r.Address)
 		out = append(out, r)
 	}
 	return out
@@ -78,16 +80,21 @@ func parseRedirect(msg []byte) (Redirect, bool) {
 	return r, true
 }
 
-// targetAt returns the name of the configured target at addr (host:port
-// as a server names a node), or "".
-func (s *settings) targetAt(addr string) string {
+// targetAt returns the name of the target among targets at addr
+// (host:port as a server names a node), the first by name, or "".
+func targetAt(targets map[string]*Target, addr string) string {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return ""
 	}
 	want := net.JoinHostPort(host, port)
-	for _, name := range s.names() {
-		if s.targets[name].addr == want {
+	names := make([]string, 0, len(targets))
+	for name := range targets {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if targets[name].Addr == want {
 			return name
 		}
 	}

@@ -1,4 +1,4 @@
-package resp
+package respengine
 
 import (
 	"context"
@@ -11,8 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-
-	"github.com/mcpkit/mcpkit/pkg/mcpcore"
 )
 
 // CheckerName is the RDB checker's name: the server binary run under it
@@ -23,90 +21,92 @@ const CheckerName = "redis-check-rdb"
 // (the server's default dbfilename).
 const RestoredFile = "dump.rdb"
 
-// help runs the server's help, or with args ["restore"] the RDB checker's
-// usage (which it prints, exiting 1, when given no file).
-func (ps *processes) help(ctx context.Context, in ProcessArgs) (any, error) {
+// HelpRestore is the argument of Help that selects the RDB checker's usage.
+const HelpRestore = "restore"
+
+// Help runs the server's help, or with args ["restore"] the RDB checker's
+// usage (which it prints, exiting 1, when given no file). The reply's
+// Success says whether the usage came out.
+func (ps *Processes) Help(ctx context.Context, args []string) (ProgramReply, error) {
 	bin, err := ps.binary()
 	if err != nil {
-		return nil, err
+		return ProgramReply{}, err
 	}
 	var reply ProgramReply
 	switch {
-	case len(in.Args) == 0:
+	case len(args) == 0:
 		if reply, err = ps.runProgram(ctx, bin, bin, []string{"--help"}); err != nil {
-			return nil, err
+			return ProgramReply{}, err
 		}
 		reply.Note = "start {args} accepts every argument shown here; the first may be a configuration file"
-	case len(in.Args) == 1 && in.Args[0] == ProcessRestore:
+	case len(args) == 1 && args[0] == HelpRestore:
 		// The checker has no help option: its usage is what it prints when
 		// given no file.
 		if reply, err = ps.runProgram(ctx, bin, CheckerName, nil); err != nil {
-			return nil, err
+			return ProgramReply{}, err
 		}
 		reply.Note = "restore {source, data_dir} creates data_dir (which must not exist), copies source into it as " + RestoredFile +
 			", then runs this checker on the copy; a failed check removes data_dir again"
 	default:
-		return nil, &mcpcore.ParamError{Path: "/args", Reason: `help takes no args, or ["restore"]`}
+		return ProgramReply{}, &ArgError{Arg: "args", Reason: `help takes no args, or ["restore"]`}
 	}
 	// Both print their usage and exit 1 (redis-server's --help included):
 	// help succeeded when the usage came out.
 	reply.Success = reply.Success || reply.ExitCode == 1 && strings.Contains(reply.Output, "Usage")
-	if !reply.Success {
-		return nil, mcpcore.ErrorResult(reply)
-	}
 	return reply, nil
 }
 
-// restore places an RDB file in a new data directory and verifies the
-// placed copy with the server's checker; a copy that fails the check is
-// removed with the directory restore created.
-func (ps *processes) restore(ctx context.Context, in ProcessArgs) (any, error) {
+// Restore places the RDB file source in the new data directory dataDir
+// (an existing one is refused: [ErrRefused]) and verifies the placed copy
+// with the server's checker; a copy that fails the check is removed with
+// the directory Restore created, and the reply's Success is false.
+func (ps *Processes) Restore(ctx context.Context, source, dataDir string) (RestoreReply, error) {
 	switch {
-	case in.Source == "":
-		return nil, &mcpcore.ParamError{Path: "/source", Reason: "restore needs the RDB file to restore"}
-	case in.DataDir == "":
-		return nil, &mcpcore.ParamError{Path: "/data_dir", Reason: "restore needs the new data directory"}
+	case source == "":
+		return RestoreReply{}, &ArgError{Arg: "source", Reason: "restore needs the RDB file to restore"}
+	case dataDir == "":
+		return RestoreReply{}, &ArgError{Arg: "data_dir", Reason: "restore needs the new data directory"}
 	}
 	bin, err := ps.binary()
 	if err != nil {
-		return nil, err
+		return RestoreReply{}, err
 	}
-	src, err := filepath.Abs(in.Source)
+	src, err := filepath.Abs(source)
 	if err != nil {
-		return nil, &mcpcore.ParamError{Path: "/source", Reason: err.Error()}
+		return RestoreReply{}, &ArgError{Arg: "source", Reason: err.Error()}
 	}
-	dir, err := filepath.Abs(in.DataDir)
+	dir, err := filepath.Abs(dataDir)
 	if err != nil {
-		return nil, &mcpcore.ParamError{Path: "/data_dir", Reason: err.Error()}
+		return RestoreReply{}, &ArgError{Arg: "data_dir", Reason: err.Error()}
 	}
 	if fi, err := os.Stat(src); err != nil || !fi.Mode().IsRegular() {
 		reason := "not a regular file"
 		if err != nil {
 			reason = err.Error()
 		}
-		return nil, &mcpcore.ParamError{Path: "/source", Reason: fmt.Sprintf("%s: %s; nothing was written", src, reason)}
+		return RestoreReply{}, &ArgError{Arg: "source", Reason: fmt.Sprintf("%s: %s; nothing was written", src, reason)}
 	}
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		if errors.Is(err, fs.ErrExist) {
-			return nil, mcpcore.Errorf(KindRefused, "data_dir %s already exists: restore places the RDB in a new directory only; nothing was written", dir)
+			return RestoreReply{}, errorf(ErrRefused, "data_dir %s already exists: restore places the RDB in a new directory only; nothing was written", dir)
 		}
-		return nil, fmt.Errorf("restore: create data_dir: %w; nothing was written", err)
+		return RestoreReply{}, fmt.Errorf("restore: create data_dir: %w; nothing was written", err)
 	}
 	file := filepath.Join(dir, RestoredFile)
 	n, sum, err := copyFile(ctx, src, file)
 	if err != nil {
 		removeRestore(file, dir)
-		return nil, fmt.Errorf("restore: copy %s into %s: %w; data_dir was removed again", src, dir, err)
+		return RestoreReply{}, fmt.Errorf("restore: copy %s into %s: %w; data_dir was removed again", src, dir, err)
 	}
 	reply := RestoreReply{Source: src, DataDir: dir}
 	reply.ProgramReply, err = ps.runProgram(ctx, bin, CheckerName, []string{file})
 	if err != nil || !reply.Success {
 		removeRestore(file, dir)
 		if err != nil {
-			return nil, fmt.Errorf("restore: check %s: %w; data_dir was removed again", file, err)
+			return RestoreReply{}, fmt.Errorf("restore: check %s: %w; data_dir was removed again", file, err)
 		}
 		reply.Note = "the checker refused the file: data_dir was removed again"
-		return nil, mcpcore.ErrorResult(reply)
+		return reply, nil
 	}
 	reply.File, reply.Bytes, reply.SHA256 = file, n, sum
 	reply.StartArgs = []string{"--dir", dir, "--dbfilename", RestoredFile}

@@ -1,4 +1,4 @@
-package resp
+package respengine
 
 import (
 	"encoding/base64"

@@ -1,4 +1,4 @@
-package resp
+package respengine
 
 import (
 	"context"
@@ -11,8 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-
-	"github.com/mcpkit/mcpkit/pkg/mcpcore"
 )
 
 // download is a checked download destination: a new file below file_root.
@@ -27,29 +25,29 @@ type download struct {
 // or as its canonical path; every directory on the way exists and is not
 // a symlink (even one pointing back inside the root); the file does not
 // exist; max is within the download_bytes limit.
-func (m *management) prepareDownload(path string, max int64) (*download, error) {
-	bad := func(pointer, reason string) error { return &mcpcore.ParamError{Path: pointer, Reason: reason} }
-	root := m.p.cfg.fileRoot
+func (m *Management) prepareDownload(path string, max int64) (*download, error) {
+	bad := func(arg, reason string) error { return &ArgError{Arg: arg, Reason: reason} }
+	root := m.opts.FileRoot
 	if root == "" {
-		return nil, bad("/download_path", "downloads need file_root in the configuration")
+		return nil, bad("download_path", "downloads need file_root in the configuration")
 	}
 	if path == "" {
-		return nil, bad("/download_path", "max_download_bytes goes with download_path")
+		return nil, bad("download_path", "max_download_bytes goes with download_path")
 	}
-	limit := m.p.host.Limit(LimitDownloadBytes)
+	limit := m.opts.MaxDownloadBytes
 	switch {
 	case max == 0:
 		max = limit
 	case max < 0 || max > limit:
-		return nil, bad("/max_download_bytes", fmt.Sprintf("%d is outside [1, %d] (the download_bytes limit)", max, limit))
+		return nil, bad("max_download_bytes", fmt.Sprintf("%d is outside [1, %d] (the download_bytes limit)", max, limit))
 	}
 	rel, err := relativeToRoot(root, path)
 	if err != nil {
-		return nil, bad("/download_path", err.Error())
+		return nil, bad("download_path", err.Error())
 	}
 	d := &download{root: root, rel: rel, max: max}
 	if err := d.check(); err != nil {
-		return nil, bad("/download_path", err.Error())
+		return nil, bad("download_path", err.Error())
 	}
 	return d, nil
 }
@@ -119,10 +117,10 @@ func (d *download) check() error {
 // on any failure, cancellation or a body over max, it is removed.
 func (d *download) write(ctx context.Context, body io.Reader, contentLength int64) (info *DownloadInfo, err error) {
 	if contentLength > d.max {
-		return nil, &mcpcore.LimitError{Limit: LimitDownloadBytes, Max: d.max, Actual: contentLength, Detail: "the response announces a larger body; no file was created"}
+		return nil, &LimitError{Limit: LimitDownloadBytes, Max: d.max, Actual: contentLength, Detail: "the response announces a larger body; no file was created"}
 	}
 	if err := d.check(); err != nil { // again: the directories may have changed since the request was checked
-		return nil, &mcpcore.ParamError{Path: "/download_path", Reason: err.Error()}
+		return nil, &ArgError{Arg: "download_path", Reason: err.Error()}
 	}
 	r, err := os.OpenRoot(d.root)
 	if err != nil {
@@ -131,7 +129,7 @@ func (d *download) write(ctx context.Context, body io.Reader, contentLength int6
 	defer r.Close()
 	f, err := r.OpenFile(d.rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return nil, &mcpcore.ParamError{Path: "/download_path", Reason: fmt.Sprintf("create %s: %v", d.rel, err)}
+		return nil, &ArgError{Arg: "download_path", Reason: fmt.Sprintf("create %s: %v", d.rel, err)}
 	}
 	defer func() {
 		if cerr := f.Close(); err == nil && cerr != nil {
@@ -147,11 +145,11 @@ func (d *download) write(ctx context.Context, body io.Reader, contentLength int6
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
 	case err != nil:
-		return nil, mcpcore.Errorf(KindConnectionLost, "download to %s: %v (the partial file was removed)", d.rel, err)
+		return nil, errorf(ErrConnectionLost, "download to %s: %v (the partial file was removed)", d.rel, err)
 	case n > d.max:
-		return nil, &mcpcore.LimitError{Limit: LimitDownloadBytes, Max: d.max, Detail: "the body is larger; the partial file was removed"}
+		return nil, &LimitError{Limit: LimitDownloadBytes, Max: d.max, Detail: "the body is larger; the partial file was removed"}
 	case contentLength >= 0 && n != contentLength:
-		return nil, mcpcore.Errorf(KindConnectionLost, "download to %s: %d of %d bytes arrived (the partial file was removed)", d.rel, n, contentLength)
+		return nil, errorf(ErrConnectionLost, "download to %s: %d of %d bytes arrived (the partial file was removed)", d.rel, n, contentLength)
 	}
 	if err := f.Sync(); err != nil {
 		return nil, fmt.Errorf("sync %s: %w", d.rel, err)

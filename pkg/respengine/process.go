@@ -1,9 +1,7 @@
-package resp
+package respengine
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -11,27 +9,58 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
-
-	"github.com/mcpkit/mcpkit/pkg/mcpcore"
 )
 
-// DefaultServerBinary is the executable the process tool runs when
-// process.binary is not set, looked up in PATH.
+// DefaultServerBinary is the executable [Processes] runs when
+// [ProcessOptions.Binary] is not set, looked up in PATH.
 const DefaultServerBinary = "redis-server"
 
-// processes owns the server processes the process tool started: it alone
-// signals them, through their own process handles (never a PID read back
-// from anywhere), so that a server it did not start is never touched.
-// Every child is reaped by its waiter goroutine; close terminates them all
-// and waits for every goroutine.
-type processes struct {
-	cfg      ProcessConfig
-	max      int
-	logBytes int
-	logger   *slog.Logger
+// Names of the limits [Processes] reports in a [*LimitError].
+const (
+	LimitChildProcesses = "child_processes"
+	LimitChildLogBytes  = "child_log_bytes"
+)
+
+// Bounds of Start's arguments.
+const (
+	MaxStartArgs     = 1024      // arguments of one start
+	MaxStartArgBytes = 64 * 1024 // bytes of one argument
+)
+
+// closeGrace is how long Close lets children exit after SIGTERM.
+const closeGrace = 5 * time.Second
+
+// ProcessOptions configure [Processes].
+type ProcessOptions struct {
+	// Binary is the server executable ("": redis-server from PATH). Nothing
+	// else is ever run: no shell, executable, environment or working
+	// directory comes from a call.
+	Binary string
+	// MaxProcesses bounds the owned processes at once (running, or exited
+	// and not yet released by Stop), help and restore runs included
+	// (LimitChildProcesses).
+	MaxProcesses int
+	// LogBytes is the output retained per process (LimitChildLogBytes).
+	LogBytes int
+	// Logger receives a warning for a process that Close had to kill.
+	Logger *slog.Logger
+}
+
+// Processes owns the server processes it started: it alone signals them,
+// through their own process handles (never a PID read back from anywhere),
+// so that a server it did not start is never touched. Every child is
+// reaped by its waiter goroutine; Close terminates them all and waits for
+// every goroutine. Each process belongs to the owner that started it (a
+// principal): only that owner finds it.
+type Processes struct {
+	binaryPath string
+	max        int
+	logBytes   int
+	logger     *slog.Logger
 
 	wg sync.WaitGroup // waiters and log readers
 
@@ -59,52 +88,69 @@ type child struct {
 	exitedAt time.Time
 }
 
-func newProcesses(h *mcpcore.Host, cfg ProcessConfig) *processes {
-	return &processes{cfg: cfg, max: int(h.Limit(LimitChildProcesses)), logBytes: int(h.Limit(LimitChildLogBytes)),
-		logger: h.Logger(), owned: map[string]*child{}}
+// NewProcesses returns an empty supervisor; it starts nothing.
+func NewProcesses(opts ProcessOptions) *Processes {
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Processes{binaryPath: opts.Binary, max: opts.MaxProcesses, logBytes: opts.LogBytes, logger: logger, owned: map[string]*child{}}
 }
 
-// binary returns the server executable: process.binary, else
+// binary returns the server executable: ProcessOptions.Binary, else
 // redis-server from PATH.
-func (ps *processes) binary() (string, error) { return serverBinary(ps.cfg) }
+func (ps *Processes) binary() (string, error) { return ServerBinary(ps.binaryPath) }
 
-// serverBinary returns the server executable cfg selects: its binary,
-// else redis-server from PATH.
-func serverBinary(cfg ProcessConfig) (string, error) {
-	if cfg.Binary != "" {
-		return cfg.Binary, nil
+// ServerBinary returns the server executable configured as binary, else
+// redis-server from PATH (an [ErrUnavailable] error when there is none).
+func ServerBinary(binary string) (string, error) {
+	if binary != "" {
+		return binary, nil
 	}
 	bin, err := exec.LookPath(DefaultServerBinary)
 	if err != nil {
-		return "", mcpcore.Errorf(mcpcore.KindUnavailable, "the server binary: %w; set process.binary; nothing was run", err)
+		return "", errorf(ErrUnavailable, "the server binary: %w; set process.binary; nothing was run", err)
 	}
 	return bin, nil
 }
 
 // reserve counts one more child against child_processes.
-func (ps *processes) reserve() error {
+func (ps *Processes) reserve() error {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	if ps.closed {
-		return mcpcore.Errorf(mcpcore.KindUnavailable, "%w", mcpcore.ErrClosed)
+		return ErrClosed
 	}
 	if n := len(ps.owned) + ps.running; n >= ps.max {
-		return &mcpcore.LimitError{Limit: LimitChildProcesses, Max: int64(ps.max), Actual: int64(n + 1),
+		return &LimitError{Limit: LimitChildProcesses, Max: int64(ps.max), Actual: int64(n + 1),
 			Detail: "every owned process slot is taken (exited processes keep theirs until stop releases the handle); nothing was started"}
 	}
 	ps.running++
 	return nil
 }
 
-func (ps *processes) unreserve() {
+func (ps *Processes) unreserve() {
 	ps.mu.Lock()
 	ps.running--
 	ps.mu.Unlock()
 }
 
-// start spawns the server binary with args, its stdout and stderr into a
-// log of child_log_bytes, its stdin /dev/null.
-func (ps *processes) start(owner string, args []string) (*child, error) {
+// Start spawns the server binary with args for owner, its stdout and
+// stderr into a log of LogBytes, its stdin /dev/null, and returns it:
+// spawned, which says nothing of its readiness.
+func (ps *Processes) Start(owner string, args []string) (ProcessInfo, error) {
+	c, err := ps.start(owner, args)
+	if err != nil {
+		return ProcessInfo{}, err
+	}
+	return c.info(), nil
+}
+
+// start is Start, returning the child.
+func (ps *Processes) start(owner string, args []string) (*child, error) {
+	if err := checkStartArgs(args); err != nil {
+		return nil, err
+	}
 	bin, err := ps.binary()
 	if err != nil {
 		return nil, err
@@ -126,7 +172,7 @@ func (ps *processes) start(owner string, args []string) (*child, error) {
 		r.Close()
 		return nil, fmt.Errorf("start %s: %w; nothing is running", bin, err)
 	}
-	c := &child{handle: newProcessHandle(), owner: owner, binary: bin, args: slices.Clone(args), pid: cmd.Process.Pid,
+	c := &child{handle: newHandle("rp_"), owner: owner, binary: bin, args: slices.Clone(args), pid: cmd.Process.Pid,
 		started: time.Now(), cmd: cmd, log: newLogRing(ps.logBytes), out: r, done: make(chan struct{}), logDone: make(chan struct{})}
 	if c.args == nil {
 		c.args = []string{}
@@ -147,27 +193,20 @@ func (ps *processes) start(owner string, args []string) (*child, error) {
 	if closed { // close began meanwhile and will not see c: end it here
 		c.terminate(context.Background(), 0)
 		ps.release(c)
-		return nil, mcpcore.Errorf(mcpcore.KindUnavailable, "%w", mcpcore.ErrClosed)
+		return nil, ErrClosed
 	}
 	return c, nil
-}
-
-// newProcessHandle returns 128 random bits: a handle cannot be guessed.
-func newProcessHandle() string {
-	var b [16]byte
-	rand.Read(b[:])
-	return "rp_" + hex.EncodeToString(b[:])
 }
 
 // processNotFound says the same whether the handle never existed, was
 // released, or belongs to another principal.
 func processNotFound(h string) error {
-	return mcpcore.Errorf(KindProcessNotFound, "process %q is not owned by this caller (unknown, released by stop, or another principal's): status lists yours", h)
+	return errorf(ErrProcessNotFound, "process %q is not owned by this caller (unknown, released by stop, or another principal's): status lists yours", h)
 }
 
-func (ps *processes) find(owner, handle string) (*child, error) {
+func (ps *Processes) find(owner, handle string) (*child, error) {
 	if handle == "" {
-		return nil, &mcpcore.ParamError{Path: "/handle", Reason: "this action needs the handle start returned"}
+		return nil, &ArgError{Arg: "handle", Reason: "this action needs the handle start returned"}
 	}
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
@@ -178,8 +217,26 @@ func (ps *processes) find(owner, handle string) (*child, error) {
 	return c, nil
 }
 
+// Status describes owner's process handle.
+func (ps *Processes) Status(owner, handle string) (ProcessInfo, error) {
+	c, err := ps.find(owner, handle)
+	if err != nil {
+		return ProcessInfo{}, err
+	}
+	return c.info(), nil
+}
+
+// List describes owner's processes, oldest first.
+func (ps *Processes) List(owner string) []ProcessInfo {
+	out := []ProcessInfo{}
+	for _, c := range ps.list(owner) {
+		out = append(out, c.info())
+	}
+	return out
+}
+
 // list returns owner's processes, oldest first.
-func (ps *processes) list(owner string) []*child {
+func (ps *Processes) list(owner string) []*child {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	var out []*child
@@ -257,18 +314,23 @@ func (c *child) terminate(ctx context.Context, grace time.Duration) string {
 	return "sigkill"
 }
 
-// stop terminates c (unless it has exited), reaps it and releases its
-// handle. A ctx that ends meanwhile (timeout, cancellation) cuts the
-// grace short: the process is killed rather than left running unowned.
-func (ps *processes) stop(ctx context.Context, c *child, grace time.Duration) ProcessStopReply {
+// Stop terminates owner's process handle (unless it has exited: SIGTERM,
+// then SIGKILL after grace), reaps it and releases the handle. A ctx that
+// ends meanwhile (timeout, cancellation) cuts the grace short: the process
+// is killed rather than left running unowned.
+func (ps *Processes) Stop(ctx context.Context, owner, handle string, grace time.Duration) (ProcessStopReply, error) {
+	c, err := ps.find(owner, handle)
+	if err != nil {
+		return ProcessStopReply{}, err
+	}
 	by := c.terminate(ctx, grace)
 	ps.release(c)
-	return ProcessStopReply{ProcessInfo: c.info(), StoppedBy: by, Released: true}
+	return ProcessStopReply{ProcessInfo: c.info(), StoppedBy: by, Released: true}, nil
 }
 
 // release forgets an exited child: its handle is unknown from now on.
 // Output still held open by a grandchild is cut off.
-func (ps *processes) release(c *child) {
+func (ps *Processes) release(c *child) {
 	ps.mu.Lock()
 	delete(ps.owned, c.handle)
 	ps.mu.Unlock()
@@ -281,11 +343,11 @@ func (ps *processes) release(c *child) {
 	c.out.Close()
 }
 
-// close terminates every owned process (SIGTERM, SIGKILL after
-// closeGrace or when ctx ends), reaps them and waits for every goroutine; later
-// calls find the tool closed. A nil ps has nothing to close.
-func (ps *processes) close(ctx context.Context) error {
-	if ps == nil { // Attach failed before the tool was added
+// Close terminates every owned process (SIGTERM, SIGKILL after 5 seconds
+// or when ctx ends), reaps them and waits for every goroutine; later calls
+// fail with [ErrClosed]. A nil ps has nothing to close.
+func (ps *Processes) Close(ctx context.Context) error {
+	if ps == nil {
 		return nil
 	}
 	ps.mu.Lock()
@@ -313,7 +375,7 @@ func (ps *processes) close(ctx context.Context) error {
 // args (argv0 selects the binary's personality: redis-check-rdb is the
 // server's own RDB checker), counted against child_processes, its output
 // kept in a log of child_log_bytes.
-func (ps *processes) runProgram(ctx context.Context, bin, argv0 string, args []string) (ProgramReply, error) {
+func (ps *Processes) runProgram(ctx context.Context, bin, argv0 string, args []string) (ProgramReply, error) {
 	if err := ps.reserve(); err != nil {
 		return ProgramReply{}, err
 	}
@@ -343,4 +405,21 @@ func (ps *processes) runProgram(ctx context.Context, bin, argv0 string, args []s
 		return reply, fmt.Errorf("run %s: %w", bin, err)
 	}
 	return reply, nil
+}
+
+// checkStartArgs refuses what no command line can carry, before anything
+// is spawned.
+func checkStartArgs(args []string) error {
+	if len(args) > MaxStartArgs {
+		return &ArgError{Arg: "args", Reason: fmt.Sprintf("%d arguments, at most %d", len(args), MaxStartArgs)}
+	}
+	for i, a := range args {
+		if len(a) > MaxStartArgBytes {
+			return &ArgError{Arg: fmt.Sprintf("args/%d", i), Reason: fmt.Sprintf("%d bytes, at most %d", len(a), MaxStartArgBytes)}
+		}
+		if strings.IndexByte(a, 0) >= 0 {
+			return &ArgError{Arg: fmt.Sprintf("args/%d", i), Reason: "contains a NUL byte, which no command line can carry"}
+		}
+	}
+	return nil
 }
