@@ -132,6 +132,8 @@ type Hooks struct {
 	ResultBuffer func(ctx context.Context, n int) []byte
 	// Direct returns its argument, an mcpcore.ToolOptions, marked direct.
 	Direct func(opts any) any
+	// DecodeArguments implements [DecodeArguments].
+	DecodeArguments func(raw json.RawMessage, v any) error
 }
 
 var hooks Hooks
@@ -150,6 +152,13 @@ func Register(h Hooks) { hooks = h }
 // them: they may alias a buffer the transport reuses for a later line once
 // the result is served. (The decoded arguments never alias them.)
 func Direct[O any](opts O) O { return hooks.Direct(opts).(O) }
+
+// DecodeArguments decodes raw into v as the host decodes tool arguments:
+// exact (case-sensitive) member names, no unknown member. A failure is a
+// *mcpcore.ParamError, with the member's path when the decoder names it.
+// It is for argument types that decode their own arguments
+// ([ArgumentsDecoder]).
+func DecodeArguments(raw json.RawMessage, v any) error { return hooks.DecodeArguments(raw, v) }
 
 // ResultBuffer returns an empty buffer with room for at least n bytes, for
 // a handler to encode its result into and return as [EncodedJSON] (append

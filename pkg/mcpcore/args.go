@@ -115,12 +115,12 @@ func prefixDecoder[In any]() decodePrefix {
 	}
 }
 
-// StrictDecode decodes raw into v as the host decodes tool arguments: exact
+// decodeArguments decodes raw into v as the host decodes tool arguments: exact
 // (case-sensitive) member names, no unknown member. A failure is a
-// [*ParamError], with the member's path when the decoder names it. It is
-// meant for argument types that decode their own arguments (the bundled
-// plugins' fastpath.ArgumentsDecoder).
-func StrictDecode(raw json.RawMessage, v any) error {
+// [*ParamError], with the member's path when the decoder names it. Argument
+// types that decode their own arguments reach it as
+// fastpath.DecodeArguments.
+func decodeArguments(raw json.RawMessage, v any) error {
 	_, err := segjson.Parse(raw, v, segjson.DisallowUnknownFields|segjson.DontMatchCaseInsensitiveStructFields)
 	if err == nil {
 		return nil
@@ -190,7 +190,7 @@ func decodeArgs[In any](a *argSchema, raw json.RawMessage) (In, error) {
 		path, reason := a.locate(a.schema, a.resolved, v, "")
 		return in, &ParamError{Path: path, Reason: reason}
 	}
-	return in, StrictDecode(raw, &in)
+	return in, decodeArguments(raw, &in)
 }
 
 // decodeError turns an error of the strict decoding into a [*ParamError],

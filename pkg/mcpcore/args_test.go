@@ -84,7 +84,7 @@ func TestArgumentMessages(t *testing.T) {
 	}
 }
 
-// TestStrictDecodeMessages: what StrictDecode (an ArgumentsDecoder's
+// TestStrictDecodeMessages: what decodeArguments (an ArgumentsDecoder's
 // decoding, with no schema before it) cannot store is described in JSON's
 // words, never by Go type.
 func TestStrictDecodeMessages(t *testing.T) {
@@ -105,7 +105,7 @@ func TestStrictDecodeMessages(t *testing.T) {
 		{`{"s": [1]}`, "invalid argument /s: got array, want string"},
 	} {
 		var a args
-		if err := StrictDecode(json.RawMessage(tc.args), &a); err == nil || err.Error() != tc.msg {
+		if err := decodeArguments(json.RawMessage(tc.args), &a); err == nil || err.Error() != tc.msg {
 			t.Errorf("%s: %v, want %q", tc.args, err, tc.msg)
 		}
 	}

@@ -92,7 +92,7 @@ func LoadConfig(path string) (Config, error) {
 		return Config{}, fmt.Errorf("read config: %w", err)
 	}
 	cfg := DefaultConfig()
-	if err := DecodeStrict(data, &cfg); err != nil {
+	if err := DecodeConfig(data, &cfg); err != nil {
 		return Config{}, fmt.Errorf("config %s: %w", path, err)
 	}
 	if err := cfg.Validate(); err != nil {
@@ -210,12 +210,12 @@ func ReadSecret(field, file, env string) (value string, ok bool, err error) {
 	return "", false, nil
 }
 
-// DecodeStrict decodes one JSON value into v, rejecting unknown fields,
+// DecodeConfig decodes one JSON value into v, rejecting unknown fields,
 // trailing data and a key repeated in one object, at any depth (a decoder
 // would merge the two, or keep the last, silently): the error names the
 // repeated key's path. Every configuration file of the product is read
 // with it, and plugins use it for their own configuration.
-func DecodeStrict(data []byte, v any) error {
+func DecodeConfig(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {

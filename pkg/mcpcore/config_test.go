@@ -207,7 +207,7 @@ func TestWeakBearerTokens(t *testing.T) {
 // TestConfigDuplicateKeys: a key repeated in one object of a configuration
 // file, at any depth, is refused with its path and the file's name
 // (before: the two were merged, or the last kept, silently); plugins'
-// configuration decoded with DecodeStrict is refused the same way.
+// configuration decoded with DecodeConfig is refused the same way.
 func TestConfigDuplicateKeys(t *testing.T) {
 	tests := []struct{ name, file, path string }{
 		{"top level", `{"enable":["a"],"enable":["b"]}`, "enable"},
@@ -227,10 +227,10 @@ func TestConfigDuplicateKeys(t *testing.T) {
 	var v struct {
 		Targets map[string]json.RawMessage `json:"targets"`
 	}
-	err := DecodeStrict([]byte(`{"targets":{"a":{"host":"h"},"a":{"port":1}}}`), &v)
+	err := DecodeConfig([]byte(`{"targets":{"a":{"host":"h"},"a":{"port":1}}}`), &v)
 	var ce *ConfigError
 	if !errors.As(err, &ce) || ce.Field != "targets.a" {
-		t.Errorf("DecodeStrict of a plugin's configuration = %v, want a ConfigError at targets.a", err)
+		t.Errorf("DecodeConfig of a plugin's configuration = %v, want a ConfigError at targets.a", err)
 	}
 	if _, err := LoadConfig(writeFile(t, "ok.json", `{"plugins":{"a":{"prefix":"x"},"b":{"prefix":"x"}}}`)); err != nil {
 		t.Errorf("the same key in two objects: %v", err)

@@ -28,7 +28,7 @@ func (a *prefixArgs) DecodeArguments(raw json.RawMessage) error {
 	var w struct {
 		S string `json:"s"`
 	}
-	if err := StrictDecode(raw, &w); err != nil {
+	if err := decodeArguments(raw, &w); err != nil {
 		return err
 	}
 	a.S = w.S

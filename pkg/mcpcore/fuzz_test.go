@@ -27,7 +27,7 @@ func FuzzConfig(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg := DefaultConfig()
-		err := DecodeStrict(data, &cfg)
+		err := DecodeConfig(data, &cfg)
 		if err == nil {
 			err = cfg.Validate()
 		}

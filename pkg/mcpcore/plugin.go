@@ -34,7 +34,7 @@ type Plugin interface {
 
 // Configurer is implemented by a plugin that takes configuration: the raw
 // JSON object under "plugins.<name>.config" in the configuration file. The
-// plugin must decode it strictly (see [DecodeStrict]) and validate it.
+// plugin must decode it strictly (see [DecodeConfig]) and validate it.
 type Configurer interface {
 	Configure(raw []byte) error
 }

@@ -9,7 +9,7 @@ import (
 )
 
 func init() {
-	fastpath.Register(fastpath.Hooks{ResultBuffer: resultBuffer, Direct: markDirect})
+	fastpath.Register(fastpath.Hooks{ResultBuffer: resultBuffer, Direct: markDirect, DecodeArguments: decodeArguments})
 }
 
 // markDirect is fastpath.Direct's hook: opts, a ToolOptions, marked direct.

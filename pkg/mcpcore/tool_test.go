@@ -102,7 +102,7 @@ type selfDecoded struct {
 }
 
 func (a *selfDecoded) DecodeArguments(raw json.RawMessage) error {
-	if err := StrictDecode(raw, a); err != nil {
+	if err := decodeArguments(raw, a); err != nil {
 		return err
 	}
 	switch {
@@ -116,7 +116,7 @@ func (a *selfDecoded) DecodeArguments(raw json.RawMessage) error {
 
 // TestArgumentsDecoder: a type that decodes its own arguments gets them
 // raw; its ParamError is the call's bad_params, any other error one
-// without a path, and StrictDecode names an unknown member's path.
+// without a path, and decodeArguments names an unknown member's path.
 func TestArgumentsDecoder(t *testing.T) {
 	registerTestPlugins()
 	setAttach("ta", func(h *Host) {

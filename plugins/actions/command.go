@@ -196,7 +196,7 @@ func startOptions(file mcpcore.Config, data string, getenv func(string) string) 
 	pc := file.Plugins["actions"]
 	var cfg Config
 	if len(pc.Config) > 0 {
-		if err := mcpcore.DecodeStrict(pc.Config, &cfg); err != nil {
+		if err := mcpcore.DecodeConfig(pc.Config, &cfg); err != nil {
 			return mcpcore.Options{}, "", &mcpcore.ConfigError{Field: "plugins.actions.config", Reason: err.Error()}
 		}
 	}

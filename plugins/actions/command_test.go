@@ -105,7 +105,7 @@ func TestStartOptionsOAuthAndMCP(t *testing.T) {
 			t.Fatalf("%s: %v", tt.name, err)
 		}
 		var cfg Config
-		if err := mcpcore.DecodeStrict(opts.Config.Plugins["actions"].Config, &cfg); err != nil {
+		if err := mcpcore.DecodeConfig(opts.Config.Plugins["actions"].Config, &cfg); err != nil {
 			t.Fatalf("%s: %v", tt.name, err)
 		}
 		if cfg.oauthOn() != tt.wantOAuth || noMCP != tt.wantNoMCP {

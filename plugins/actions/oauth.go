@@ -87,7 +87,7 @@ func (o *OAuthConfig) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	var c oauthObject
-	if err := mcpcore.DecodeStrict(b, &c); err != nil {
+	if err := mcpcore.DecodeConfig(b, &c); err != nil {
 		var ce *mcpcore.ConfigError
 		if errors.As(err, &ce) {
 			return &mcpcore.ConfigError{Field: "oauth", Reason: ce.Reason + " (want false, true or an object)"}

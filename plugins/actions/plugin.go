@@ -330,7 +330,7 @@ func New(open Opener) *Plugin {
 // stops the start. It opens nothing.
 func (p *Plugin) Configure(raw []byte) error {
 	var c Config
-	if err := mcpcore.DecodeStrict(raw, &c); err != nil {
+	if err := mcpcore.DecodeConfig(raw, &c); err != nil {
 		return err
 	}
 	c, err := c.resolve(os.Getenv)

@@ -101,11 +101,11 @@ func (a *ExecuteArgs) decodeStrictly(raw json.RawMessage) error {
 		Commands json.RawMessage `json:"commands"`
 		Session  json.RawMessage `json:"session"`
 	}
-	// StrictDecode's decoding, but with the members aliasing raw rather
-	// than copied (decodeCommands copies what it keeps, the session is
-	// unmarshalled); on failure StrictDecode says what is wrong.
+	// The host's decoding (fastpath.DecodeArguments), but with the members
+	// aliasing raw rather than copied (decodeCommands copies what it keeps,
+	// the session is unmarshalled); on failure the host's says what is wrong.
 	if _, err := segjson.Parse(raw, &w, segjson.DisallowUnknownFields|segjson.DontMatchCaseInsensitiveStructFields|segjson.ZeroCopy); err != nil {
-		return mcpcore.StrictDecode(raw, &w)
+		return fastpath.DecodeArguments(raw, &w)
 	}
 	if w.Session != nil {
 		if w.Session[0] != '"' {

@@ -136,7 +136,7 @@ func commandOptions(fs *flag.FlagSet) (mcpcore.Options, error) {
 		if err != nil {
 			return mcpcore.Options{}, &mcpcore.ConfigError{Field: "--config", Reason: err.Error()}
 		}
-		if err := mcpcore.DecodeStrict(data, &file); err != nil {
+		if err := mcpcore.DecodeConfig(data, &file); err != nil {
 			return mcpcore.Options{}, fmt.Errorf("config %s: %w", path, err)
 		}
 	}
@@ -321,7 +321,7 @@ func adminOptions(target, path string) (respadmin.Options, *tls.Config, error) {
 		if err != nil {
 			return respadmin.Options{}, nil, &mcpcore.ConfigError{Field: "--config", Reason: err.Error()}
 		}
-		if err := mcpcore.DecodeStrict(data, &f); err != nil {
+		if err := mcpcore.DecodeConfig(data, &f); err != nil {
 			return respadmin.Options{}, nil, fmt.Errorf("config %s: %w", path, err)
 		}
 	}

@@ -92,7 +92,7 @@ func parseConfig(raw []byte) (*settings, error) {
 		return nil, &mcpcore.ConfigError{Field: "limits", Reason: "set the plugin's limits under plugins.resp.limits and the core's under limits (only the file of 'mcpkit resp --config' takes limits here)"}
 	}
 	var c Config
-	if err := mcpcore.DecodeStrict(raw, &c); err != nil {
+	if err := mcpcore.DecodeConfig(raw, &c); err != nil {
 		return nil, err
 	}
 	s, err := c.resolve()

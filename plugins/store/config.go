@@ -33,7 +33,7 @@ type settings struct {
 // stops the start with a [*mcpcore.ConfigError] naming the field.
 func parseConfig(raw []byte) (*settings, error) {
 	var c Config
-	if err := mcpcore.DecodeStrict(raw, &c); err != nil {
+	if err := mcpcore.DecodeConfig(raw, &c); err != nil {
 		return nil, err
 	}
 	return c.resolve()

@@ -65,7 +65,7 @@ var (
 
 // Configure implements mcpcore.Configurer.
 func (p *Plugin) Configure(raw []byte) error {
-	if err := mcpcore.DecodeStrict(raw, p); err != nil {
+	if err := mcpcore.DecodeConfig(raw, p); err != nil {
 		return err
 	}
 	if p.Greeting == "" {
