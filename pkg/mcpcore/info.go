@@ -96,7 +96,7 @@ func (s *Server) Info() Info {
 			ps.ReadTool = h.ReadToolName()
 		}
 		for _, spec := range h.limitSpecs {
-			ps.Limits = append(ps.Limits, spec.info(h.limitValues[spec.Name]))
+			ps.Limits = append(ps.Limits, spec.Info(h.limitValues[spec.Name]))
 		}
 		info.Plugins = append(info.Plugins, ps)
 	}

@@ -197,7 +197,7 @@ func (l Limits) Validate() error {
 func (l Limits) Report() []LimitInfo {
 	out := make([]LimitInfo, 0, len(coreLimits))
 	for _, c := range coreLimits {
-		out = append(out, c.info(c.get(&l)))
+		out = append(out, c.Info(c.get(&l)))
 	}
 	return out
 }
@@ -302,7 +302,9 @@ func (s LimitSpec) format(v int64) string {
 	return strconv.FormatInt(v, 10)
 }
 
-func (s LimitSpec) info(v int64) LimitInfo {
+// Info describes the limit at value v as mcpkit://info lists it, for a
+// plugin that lists its limits in a resource of its own.
+func (s LimitSpec) Info(v int64) LimitInfo {
 	return LimitInfo{Name: s.Name, Kind: string(s.Kind), Value: s.format(v), Max: s.format(s.Max), Unit: s.Unit, Meaning: s.Meaning}
 }
 

@@ -11,14 +11,11 @@ import (
 	"net"
 	"os"
 	"slices"
-	"strings"
 
 	"github.com/mcpkit/mcpkit/pkg/cli"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore/httpserve"
-	"github.com/mcpkit/mcpkit/pkg/resp"
 	"github.com/mcpkit/mcpkit/pkg/respadmin"
-	"github.com/mcpkit/mcpkit/pkg/respengine"
 )
 
 // Names of the command's own flags.
@@ -245,26 +242,6 @@ func splitLimits(raw json.RawMessage, core *mcpcore.Limits) (json.RawMessage, er
 	return b, nil
 }
 
-// adminFile is the --config file of `mcpkit resp admin`.
-type adminFile struct {
-	Username          string     `json:"username,omitempty"`
-	PasswordFile      string     `json:"password_file,omitempty"`
-	PasswordEnv       string     `json:"password_env,omitempty"`
-	Database          int        `json:"database,omitempty"`
-	TLS               *TLSConfig `json:"tls,omitempty"`
-	TokensFile        string     `json:"tokens_file,omitempty"`
-	TLSCertFile       string     `json:"tls_cert_file,omitempty"`
-	TLSKeyFile        string     `json:"tls_key_file,omitempty"`
-	AuditFile         string     `json:"audit_file,omitempty"`
-	Reveal            string     `json:"reveal,omitempty"`
-	ReplicationExport bool       `json:"replication_export,omitempty"`
-	Live              struct {
-		MaxConnections int `json:"max_connections,omitempty"`
-		QueueFrames    int `json:"queue_frames,omitempty"`
-		MaxFrameBytes  int `json:"max_frame_bytes,omitempty"`
-	} `json:"live"`
-}
-
 // runAdmin runs `mcpkit resp admin`: the management gateway until ctx ends.
 func runAdmin(ctx context.Context, env *cli.Env, args []string) error {
 	fs := flag.NewFlagSet("mcpkit resp admin", flag.ContinueOnError)
@@ -315,7 +292,7 @@ func runAdmin(ctx context.Context, env *cli.Env, args []string) error {
 // adminOptions reads the gateway's configuration file (none: defaults)
 // into the gateway's options and the TLS configuration it serves with.
 func adminOptions(target, path string) (respadmin.Options, *tls.Config, error) {
-	var f adminFile
+	var f respadmin.File
 	if path != "" {
 		data, err := os.ReadFile(path)
 		if err != nil {
@@ -325,58 +302,15 @@ func adminOptions(target, path string) (respadmin.Options, *tls.Config, error) {
 			return respadmin.Options{}, nil, fmt.Errorf("config %s: %w", path, err)
 		}
 	}
-	host, _, err := net.SplitHostPort(target)
-	if err != nil {
+	if _, _, err := net.SplitHostPort(target); err != nil {
 		return respadmin.Options{}, nil, cli.Usagef("admin: --target %q: want host:port", target)
 	}
-	pw, ok, err := mcpcore.ReadSecret("password", f.PasswordFile, f.PasswordEnv)
-	if err != nil {
-		return respadmin.Options{}, nil, err
-	}
-	if !ok {
-		pw = os.Getenv(EnvAuth)
-	}
-	opts := respadmin.Options{
-		Target:            resp.DialOptions{Addr: target, Protocol: 3, Username: f.Username, Password: pw, Database: f.Database, ConnectTimeout: respengine.ConnectTimeout},
-		ReplicationExport: f.ReplicationExport,
-		Live:              respadmin.LiveOptions{MaxConnections: f.Live.MaxConnections, QueueFrames: f.Live.QueueFrames, MaxFrameBytes: f.Live.MaxFrameBytes},
-	}
-	if f.TLS != nil {
-		if opts.Target.TLS, err = f.TLS.Load("tls", host); err != nil {
-			return respadmin.Options{}, nil, configError(err)
+	opts, serveTLS, err := f.Options(target, func(field, file, env string) (string, bool, error) {
+		pw, ok, err := mcpcore.ReadSecret(field, file, env)
+		if err == nil && !ok {
+			pw = os.Getenv(EnvAuth)
 		}
-	}
-	if f.TokensFile != "" {
-		data, err := os.ReadFile(f.TokensFile)
-		if err != nil {
-			return respadmin.Options{}, nil, &mcpcore.ConfigError{Field: "tokens_file", Reason: err.Error()}
-		}
-		if opts.Tokens, err = respadmin.ParseTokens(data); err != nil {
-			return respadmin.Options{}, nil, &mcpcore.ConfigError{Field: "tokens_file", Reason: err.Error()}
-		}
-	}
-	if f.AuditFile != "" {
-		if opts.AuditFile, err = respengine.AbsPath("audit_file", f.AuditFile); err != nil {
-			return respadmin.Options{}, nil, configError(err)
-		}
-	}
-	if f.Reveal != "" && f.Reveal != "off" {
-		r, err := respadmin.ParseRole(f.Reveal)
-		if err != nil || r == respadmin.RoleNone {
-			return respadmin.Options{}, nil, &mcpcore.ConfigError{Field: "reveal", Reason: fmt.Sprintf("%q: want off, viewer, operator or admin", f.Reveal)}
-		}
-		opts.Reveal = r
-	}
-	var serveTLS *tls.Config
-	if (f.TLSCertFile == "") != (f.TLSKeyFile == "") {
-		return respadmin.Options{}, nil, &mcpcore.ConfigError{Field: "tls_cert_file", Reason: "set tls_cert_file and tls_key_file together"}
-	}
-	if f.TLSCertFile != "" {
-		pair, err := tls.LoadX509KeyPair(f.TLSCertFile, f.TLSKeyFile)
-		if err != nil {
-			return respadmin.Options{}, nil, &mcpcore.ConfigError{Field: "tls_cert_file", Reason: strings.TrimSpace(err.Error())}
-		}
-		serveTLS = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{pair}}
-	}
-	return opts, serveTLS, nil
+		return pw, true, err
+	})
+	return opts, serveTLS, configError(err)
 }

@@ -3,8 +3,6 @@ package resp
 import (
 	"context"
 	"encoding/json"
-	"strconv"
-	"time"
 
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
 	"github.com/mcpkit/mcpkit/pkg/respengine"
@@ -121,7 +119,7 @@ func (p *Plugin) capabilities() Capabilities {
 		}
 	}
 	for _, s := range Limits() {
-		c.Limits = append(c.Limits, limitInfo(s, h.Limit(s.Name)))
+		c.Limits = append(c.Limits, s.Info(h.Limit(s.Name)))
 	}
 	c.Limits = append(c.Limits, h.Limits().Report()...)
 	c.Access = map[string]string{
@@ -140,17 +138,6 @@ func (p *Plugin) capabilities() Capabilities {
 		c.Access[h.ToolName("process")] = "privileged host administration: starts, inspects, stops and reaps server processes of the configured binary that it started itself (never others), and restores RDB files into new directories; not a sandbox"
 	}
 	return c
-}
-
-// limitInfo describes one of the plugin's limits as mcpkit://info does.
-func limitInfo(s mcpcore.LimitSpec, v int64) mcpcore.LimitInfo {
-	format := func(n int64) string {
-		if s.Kind == mcpcore.LimitDuration {
-			return time.Duration(n).String()
-		}
-		return strconv.FormatInt(n, 10)
-	}
-	return mcpcore.LimitInfo{Name: s.Name, Kind: string(s.Kind), Value: format(v), Max: format(s.Max), Unit: s.Unit, Meaning: s.Meaning}
 }
 
 func jsonResource(uri string, v any) (*mcp.ReadResourceResult, error) {
