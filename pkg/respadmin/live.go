@@ -134,26 +134,9 @@ func (ls *liveStream) takeDropped() int64 {
 // sends nothing; the connection ends when the client closes it, a write
 // stalls past WriteTimeout, or the gateway closes.
 func getLive(s *Server, w http.ResponseWriter, r *http.Request, c caller) error {
-	interval, err := intParam(r, "interval_ms", 1000, int(maxLiveInterval/time.Millisecond))
+	req, err := liveRequestOf(r, c)
 	if err != nil {
 		return err
-	}
-	if time.Duration(interval)*time.Millisecond < minLiveInterval {
-		return badRequest("interval_ms=%d: want at least %d", interval, minLiveInterval/time.Millisecond)
-	}
-	keyspace, err := boolParam(r, "keyspace", true)
-	if err != nil {
-		return err
-	}
-	monitor, err := boolParam(r, "monitor", false)
-	if err != nil {
-		return err
-	}
-	if monitor {
-		auditMark(r, "monitor", "")
-	}
-	if monitor && c.role < RoleAdmin {
-		return forbidden("monitor=true needs role admin; the token has %s", c.role)
 	}
 	if !s.live.acquire(s.opts.Live.MaxConnections) {
 		return &Error{Status: http.StatusTooManyRequests, Kind: "too_many_live", Message: fmt.Sprintf("%d live connections are open (the gateway's limit)", s.opts.Live.MaxConnections)}
@@ -161,25 +144,14 @@ func getLive(s *Server, w http.ResponseWriter, r *http.Request, c caller) error 
 	defer s.live.release()
 	// The subscriptions are in place before the overview is read, so that
 	// every change after the overview frame is seen.
-	var sources []*liveSource
+	sources, err := s.liveSources(r.Context(), req)
 	defer func() {
 		for _, src := range sources {
 			src.conn.Close()
 		}
 	}()
-	if keyspace {
-		src, err := s.subscribe(r.Context(), "keyspace", 2, "PSUBSCRIBE", "__keyspace@*__:*", "__keyevent@*__:*")
-		if err != nil {
-			return err
-		}
-		sources = append(sources, src)
-	}
-	if monitor {
-		src, err := s.subscribe(r.Context(), "monitor", 1, "MONITOR")
-		if err != nil {
-			return err
-		}
-		sources = append(sources, src)
+	if err != nil {
+		return err
 	}
 	overview, prev, err := s.overview(r.Context())
 	if err != nil {
@@ -193,6 +165,71 @@ func getLive(s *Server, w http.ResponseWriter, r *http.Request, c caller) error 
 		return nil // Accept has answered
 	}
 	defer ws.CloseNow()
+	overview["type"] = "overview"
+	overview["limits"] = map[string]any{"queue_frames": s.opts.Live.QueueFrames, "max_frame_bytes": s.opts.Live.MaxFrameBytes, "interval_ms": req.interval}
+	s.pumpLive(ws, overview, prev, sources, time.Duration(req.interval)*time.Millisecond)
+	return nil
+}
+
+// liveRequest is what a /api/live request asks for.
+type liveRequest struct {
+	interval          int // ms between info_delta frames
+	keyspace, monitor bool
+}
+
+// liveRequestOf checks a /api/live request's parameters and the caller's
+// right to what they ask for (MONITOR is admin's, and audited).
+func liveRequestOf(r *http.Request, c caller) (liveRequest, error) {
+	interval, err := intParam(r, "interval_ms", 1000, int(maxLiveInterval/time.Millisecond))
+	if err != nil {
+		return liveRequest{}, err
+	}
+	if time.Duration(interval)*time.Millisecond < minLiveInterval {
+		return liveRequest{}, badRequest("interval_ms=%d: want at least %d", interval, minLiveInterval/time.Millisecond)
+	}
+	keyspace, err := boolParam(r, "keyspace", true)
+	if err != nil {
+		return liveRequest{}, err
+	}
+	monitor, err := boolParam(r, "monitor", false)
+	if err != nil {
+		return liveRequest{}, err
+	}
+	if monitor {
+		auditMark(r, "monitor", "")
+	}
+	if monitor && c.role < RoleAdmin {
+		return liveRequest{}, forbidden("monitor=true needs role admin; the token has %s", c.role)
+	}
+	return liveRequest{interval: interval, keyspace: keyspace, monitor: monitor}, nil
+}
+
+// liveSources subscribes, each on a connection of its own, to what req
+// asks for: keyspace notifications, MONITOR. The caller closes what it
+// returns, on error too.
+func (s *Server) liveSources(ctx context.Context, req liveRequest) ([]*liveSource, error) {
+	var sources []*liveSource
+	if req.keyspace {
+		src, err := s.subscribe(ctx, "keyspace", 2, "PSUBSCRIBE", "__keyspace@*__:*", "__keyevent@*__:*")
+		if err != nil {
+			return sources, err
+		}
+		sources = append(sources, src)
+	}
+	if req.monitor {
+		src, err := s.subscribe(ctx, "monitor", 1, "MONITOR")
+		if err != nil {
+			return sources, err
+		}
+		sources = append(sources, src)
+	}
+	return sources, nil
+}
+
+// pumpLive sends the overview, then the frames of the INFO deltas (every
+// interval) and of the sources, on ws until the client closes it, a write
+// stalls, or the gateway closes.
+func (s *Server) pumpLive(ws *websocket.Conn, overview, prev map[string]any, sources []*liveSource, interval time.Duration) {
 	ws.SetReadLimit(1024)
 	// peer ends when the client closes or sends anything. It must not
 	// derive from s.life: the library drops the connection when a read's
@@ -202,14 +239,12 @@ func getLive(s *Server, w http.ResponseWriter, r *http.Request, c caller) error 
 	defer cancel()
 	defer context.AfterFunc(peer, cancel)()
 	ls := &liveStream{frames: make(chan []byte, s.opts.Live.QueueFrames), max: s.opts.Live.MaxFrameBytes}
-	overview["type"] = "overview"
-	overview["limits"] = map[string]any{"queue_frames": s.opts.Live.QueueFrames, "max_frame_bytes": s.opts.Live.MaxFrameBytes, "interval_ms": interval}
 	ls.push(overview)
 
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
-	wg.Go(func() { s.liveInfo(ctx, ls, prev, time.Duration(interval)*time.Millisecond) })
+	wg.Go(func() { s.liveInfo(ctx, ls, prev, interval) })
 	for _, src := range sources {
 		wg.Go(func() { src.forward(ctx, ls) })
 	}
@@ -229,13 +264,13 @@ func getLive(s *Server, w http.ResponseWriter, r *http.Request, c caller) error 
 			if peer.Err() == nil {
 				ws.Close(websocket.StatusGoingAway, "the gateway is closing")
 			}
-			return nil
+			return
 		case b := <-ls.frames:
 			if ctx.Err() != nil {
 				continue // ending: the close frame, not more data
 			}
 			if !write(b) {
-				return nil
+				return
 			}
 		case <-tick.C:
 			if n := ls.takeDropped(); n > 0 {
