@@ -53,7 +53,7 @@ import (
 // which is how an MCP client ends a stdio session), the requests already
 // read are still answered, the SDK's and the direct calls alike: the
 // session ends once each has been answered, or once the longest a call may
-// run (see [Server.DrainTimeout]) has passed. A client that went away
+// run (see [Server.drainTimeout]) has passed. A client that went away
 // without closing stdin is noticed when a response cannot be written, and
 // ends the session at once.
 //
@@ -439,15 +439,15 @@ func (c *directConn) settle() {
 // for that call's response to be written.
 const drainMargin = time.Second
 
-// DrainTimeout is the longest [Server.Run] waits at EOF for the requests
+// drainTimeout is the longest [Server.Run] waits at EOF for the requests
 // already read to be answered: the longest timeout of any tool (the
 // tool_timeout limit, or a tool's own [ToolOptions.Timeout]) and a second
 // for its response to be written.
-func (s *Server) DrainTimeout() time.Duration {
+func (s *Server) drainTimeout() time.Duration {
 	return max(s.limits.ToolTimeout.D(), time.Duration(s.longestCall.Load())) + drainMargin
 }
 
-// noteCallTimeout records a tool's call timeout for DrainTimeout.
+// noteCallTimeout records a tool's call timeout for drainTimeout.
 func (s *Server) noteCallTimeout(d time.Duration) {
 	for {
 		old := s.longestCall.Load()
@@ -460,10 +460,10 @@ func (s *Server) noteCallTimeout(d time.Duration) {
 // drain waits, at EOF, until every call read has been answered (the
 // direct calls and those passed to the SDK), the connection breaks (a
 // response could not be written, or it was closed), ctx ends, or
-// DrainTimeout passes; the calls still unanswered then are cancelled by
+// drainTimeout passes; the calls still unanswered then are cancelled by
 // the caller, as the SDK's are.
 func (c *directConn) drain(ctx context.Context) {
-	bound := c.t.srv.DrainTimeout()
+	bound := c.t.srv.drainTimeout()
 	timer := time.NewTimer(bound)
 	defer timer.Stop()
 	for {

@@ -437,7 +437,7 @@ func TestClientMistakesOverStdio(t *testing.T) {
 
 // TestEOFDrainIsBounded: a request that nothing answers (a resource read
 // whose handler waits until it is cancelled) does not hold the session
-// open past DrainTimeout after EOF: the session then ends, the handler is
+// open past drainTimeout after EOF: the session then ends, the handler is
 // cancelled, and Run returns, saying so in the log.
 func TestEOFDrainIsBounded(t *testing.T) {
 	lim := DefaultLimits()
@@ -456,8 +456,8 @@ func TestEOFDrainIsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close(context.Background()) })
-	if got, want := srv.DrainTimeout(), 10*time.Millisecond+drainMargin; got != want {
-		t.Fatalf("DrainTimeout = %v, want %v", got, want)
+	if got, want := srv.drainTimeout(), 10*time.Millisecond+drainMargin; got != want {
+		t.Fatalf("drainTimeout = %v, want %v", got, want)
 	}
 	input := strings.Join([]string{
 		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"` + legacyEra + `","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`,
@@ -476,7 +476,7 @@ func TestEOFDrainIsBounded(t *testing.T) {
 		t.Fatal("Run did not return 10s after EOF with a request nothing answers")
 	}
 	if d := time.Since(start); d < drainMargin {
-		t.Errorf("Run returned %v after EOF, before DrainTimeout", d)
+		t.Errorf("Run returned %v after EOF, before drainTimeout", d)
 	}
 	if !strings.Contains(logs.String(), "input ended with calls unanswered") {
 		t.Errorf("the log does not say calls were left unanswered:\n%s", logs.String())
