@@ -53,7 +53,7 @@ import (
 // which is how an MCP client ends a stdio session), the requests already
 // read are still answered, the SDK's and the direct calls alike: the
 // session ends once each has been answered, or once the longest a call may
-// run (see [Server.drainTimeout]) has passed. A client that went away
+// run (the longest tool timeout, plus a second) has passed. A client that went away
 // without closing stdin is noticed when a response cannot be written, and
 // ends the session at once.
 //
