@@ -15,7 +15,11 @@
 //     API (requests, confined downloads) and its /api/live WebSocket;
 //   - [CommandRegistry]: each target's command registry, cached;
 //   - [Redirects] and [RefusedName]: what a reply or a command means for
-//     the sidecar (cluster redirects, commands without one reply).
+//     the sidecar (cluster redirects, commands without one reply);
+//   - [ParseCommands] and [BatchLimits]: a batch parsed from its JSON
+//     arguments and checked whole (sizes, refused commands) before its
+//     first byte is written, by [Sessions.Send] itself and, for a
+//     pipeline, by [Sessions.CheckPipeline].
 //
 // It holds no MCP code and imports none (the test in internal/layering
 // fails if it does): plugins/resp decodes tool arguments, calls it, and
@@ -24,8 +28,10 @@
 // [ErrSessionReset], [ErrRefused], [ErrUnavailable], [ErrConnectionLost],
 // [ErrUnknownEffect], [ErrProcessNotFound], [ErrClosed]), carried by an
 // [*Error] whose message is for the caller's user; [*LimitError] for a
-// limit reached, [*ArgError] for an argument it refuses and [*ConfigError]
-// for a bad configuration value, each before anything is done.
+// limit reached, [*ArgError] for an argument it refuses,
+// [*CommandRefusedError] for a command a pipeline does not run, and
+// [*ConfigError] for a bad configuration value, each before anything is
+// done.
 //
 // Every goroutine it starts is owned by the value that started it and
 // stopped by that value's Close; contexts bound the calls that wait. It

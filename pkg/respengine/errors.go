@@ -76,7 +76,9 @@ func (e *LimitError) Error() string {
 }
 
 // ArgError reports an argument the engine refuses, by its name (a field of
-// the call's options, e.g. "max_bytes"): nothing was done.
+// the call's options, e.g. "max_bytes"), or by its path below one, a JSON
+// pointer without its leading slash ("commands/3/1": a batch's command 3,
+// argument 1; see [ParseCommands]): nothing was done.
 type ArgError struct {
 	Arg    string
 	Reason string

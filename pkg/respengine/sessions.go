@@ -28,6 +28,8 @@ const (
 	LimitMaxSessions   = "max_sessions"
 	LimitSessionIdle   = "session_idle"
 	LimitBatchCommands = "batch_commands"
+	LimitCommandBytes  = "command_bytes"
+	LimitBatchBytes    = "batch_bytes"
 )
 
 // ConnectTimeout bounds one dial (TCP, TLS, HELLO, SELECT).
@@ -83,6 +85,9 @@ type SessionOptions struct {
 	// Idle is how long a session may stay unused before the reaper closes
 	// it (LimitSessionIdle).
 	Idle time.Duration
+	// Batch bounds what a send writes (Send) and what a pipeline may run
+	// (CheckPipeline).
+	Batch BatchLimits
 }
 
 // Sessions is the session registry: every RESP session of the sidecar,
@@ -99,6 +104,7 @@ type Sessions struct {
 	defaultTarget *Target
 	max           int
 	idle          time.Duration
+	batch         BatchLimits
 	stop          context.CancelFunc
 	reaper        sync.WaitGroup
 
@@ -114,7 +120,7 @@ type Sessions struct {
 
 // NewSessions returns an empty registry; it dials nothing.
 func NewSessions(opts SessionOptions) *Sessions {
-	return &Sessions{defaultTarget: opts.DefaultTarget, max: opts.MaxSessions, idle: opts.Idle,
+	return &Sessions{defaultTarget: opts.DefaultTarget, max: opts.MaxSessions, idle: opts.Idle, batch: opts.Batch,
 		handles: map[string]*Session{}, defaults: map[string]*Session{}, resets: map[string]*reset{}}
 }
 
@@ -385,13 +391,24 @@ func (r *Sessions) Manual(ctx context.Context, sc Scope, id string) (*Session, *
 	return s, conn, nil
 }
 
+// CheckPipeline checks cmds, a batch for a pipeline on a session, against
+// the registry's batch limits before anything is sent (see
+// [BatchLimits.CheckPipeline]): a caller runs it before it takes the
+// session, so that a refused batch costs no connection.
+func (r *Sessions) CheckPipeline(cmds [][][]byte) error { return r.batch.CheckPipeline(cmds) }
+
 // Send writes on sc's explicit session id without reading (see Manual):
-// cmds framed, or data as it is (a raw session only). It returns the bytes
-// written, which say nothing of what the server accepted or did. A write
-// that fails before its first byte keeps the session; one that fails after
-// closes it (a partial command cannot be taken back: [ErrConnectionLost],
-// wrapping the cause), and its next call is told ([ErrSessionReset]).
+// cmds framed, or data as it is (a raw session only), checked first
+// against the registry's batch limits ([BatchLimits.CheckSend]), before the
+// session is looked up. It returns the bytes written, which say nothing of
+// what the server accepted or did. A write that fails before its first
+// byte keeps the session; one that fails after closes it (a partial
+// command cannot be taken back: [ErrConnectionLost], wrapping the cause),
+// and its next call is told ([ErrSessionReset]).
 func (r *Sessions) Send(ctx context.Context, sc Scope, id string, cmds [][][]byte, data []byte) (int64, error) {
+	if err := r.batch.CheckSend(cmds, data); err != nil {
+		return 0, err
+	}
 	s, conn, err := r.Manual(ctx, sc, id)
 	if err != nil {
 		return 0, err

@@ -10,6 +10,7 @@ import (
 	"github.com/mcpkit/mcpkit/pkg/jsonscan"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
 	"github.com/mcpkit/mcpkit/pkg/resp"
+	"github.com/mcpkit/mcpkit/pkg/respengine"
 	segjson "github.com/segmentio/encoding/json"
 )
 
@@ -160,7 +161,7 @@ func decodeCommands(raw json.RawMessage, bufs *batchBufs) (Commands, error) {
 			var ae *resp.ArgError
 			if buf, ae = resp.AppendArg(buf, e.Value); ae != nil {
 				ae.Index = j
-				return nil, argParamError(i, ae)
+				return nil, engineError(respengine.CommandArgError(i, ae))
 			}
 			args = append(args, buf[start:len(buf):len(buf)])
 		}

@@ -67,6 +67,18 @@ func engineError(err error) error {
 	return err
 }
 
+// batchError is engineError for a batch's checks, with a command that
+// execute does not run refused in words that name the session tool,
+// which runs it.
+func (p *Plugin) batchError(err error) error {
+	var ce *respengine.CommandRefusedError
+	if errors.As(err, &ce) {
+		return mcpcore.Errorf(KindRefused, "command %d (%s) has no ordinary one-reply shape, so execute does not run it; nothing was sent: open a session with %s and use its send and receive actions",
+			ce.Index, ce.Name, p.host.ToolName("session"))
+	}
+	return engineError(err)
+}
+
 // Error kinds of this plugin, besides the core's.
 const (
 	// KindSessionNotFound: an unknown, closed or expired session handle, or

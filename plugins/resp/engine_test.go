@@ -2,10 +2,13 @@ package resp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
+	"github.com/mcpkit/mcpkit/internal/redistest"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
 	"github.com/mcpkit/mcpkit/pkg/respengine"
 )
@@ -48,5 +51,46 @@ func TestEngineErrorKinds(t *testing.T) {
 	}
 	if got := engineError(context.Canceled); got != context.Canceled {
 		t.Errorf("another error: %v", got)
+	}
+}
+
+// TestBatchRefusalWords: the engine's batch refusals reach a caller of
+// execute and of send word for word as the plugin words them, the refused
+// command naming the session tool (which sends it).
+func TestBatchRefusalWords(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	e := connect(t, targetAt(s, ""), `{"batch_commands": 2, "command_bytes": 1024, "batch_bytes": 1500}`)
+	h := e.open(nil, nil)
+	set := func(n int) string { return `["SET","k","` + strings.Repeat("x", n) + `"]` }
+	limit := func(name string, max, needed int, detail string) string {
+		return fmt.Sprintf(`{"kind":"limit","message":"limit %s (%d) exceeded: needed %d: %s","limit":"%s","max":%d}`, name, max, needed, detail, name, max)
+	}
+	for _, c := range []struct {
+		commands, execute, send string // send: "" when it sends the batch, "-" when not asked
+	}{
+		{`[["SET","k","v"],["subscribe","c"]]`, `{"kind":"refused","message":"command 1 (SUBSCRIBE) has no ordinary one-reply shape, so execute does not run it; nothing was sent: open a session with resp_session and use its send and receive actions"}`, ""},
+		{`[["A"],["B"],["C"]]`, limit(LimitBatchCommands, 2, 3, "nothing was sent; split the batch"), "="},
+		{`[["PING"],` + set(2000) + `]`, limit(LimitCommandBytes, 1024, 2029, "command 1; nothing was sent"), "="},
+		{`[` + set(900) + `,` + set(900) + `]`, limit(LimitBatchBytes, 1500, 1856, "nothing was sent; split the batch"), "="},
+		{`[["GET"],["SET",{"base64":"!"}]]`, `{"kind":"bad_params","message":"invalid argument /commands/1/1: invalid base64 (standard alphabet, padded): illegal base64 data at input byte 0","path":"/commands/1/1"}`, "="},
+		{`[["GET"],["SET",{"a/b~":1}]]`, `{"kind":"bad_params","message":"invalid argument /commands/1/1/a~1b~0: unexpected member: an object argument must be exactly {\"base64\": \"...\"}","path":"/commands/1/1/a~1b~0"}`, "-"},
+	} {
+		if c.send == "=" {
+			c.send = c.execute
+		}
+		for tool, want := range map[string]string{"resp_execute": c.execute, "resp_session": c.send} {
+			if want == "-" {
+				continue
+			}
+			args := map[string]any{"commands": json.RawMessage(c.commands)}
+			if tool == "resp_session" {
+				args["action"], args["session"] = ActionSend, h
+			}
+			res := e.call(nil, tool, args)
+			got, _ := json.Marshal(decode[errReply](t, res).Error)
+			if res.IsError != (want != "") || want != "" && string(got) != want {
+				t.Errorf("%s %.80s:\n got %s\nwant %s", tool, c.commands, got, want)
+			}
+		}
 	}
 }

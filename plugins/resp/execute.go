@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/mcpkit/mcpkit/internal/fastpath"
@@ -190,78 +189,10 @@ func (p *Plugin) addExecute() error {
 	return nil
 }
 
-// batch is a validated batch: every command parsed and sized, nothing sent.
-type batch struct {
-	cmds  Commands
-	bytes int64
-}
-
-// parseCommands parses each command's JSON arguments (see
-// [resp.ParseArgs]); a refused one is a [*mcpcore.ParamError] with its path.
-func parseCommands(raw [][]json.RawMessage) (Commands, error) {
-	cmds := make(Commands, len(raw))
-	for i, c := range raw {
-		if len(c) == 0 {
-			return nil, &mcpcore.ParamError{Path: fmt.Sprintf("/commands/%d", i), Reason: "a command needs at least its name"}
-		}
-		args, err := resp.ParseArgs(c)
-		if err != nil {
-			var ae *resp.ArgError
-			if errors.As(err, &ae) {
-				return nil, argParamError(i, ae)
-			}
-			return nil, &mcpcore.ParamError{Path: fmt.Sprintf("/commands/%d", i), Reason: err.Error()}
-		}
-		cmds[i] = args
-	}
-	return cmds, nil
-}
-
-// argParamError is the ParamError of command i's refused argument.
-func argParamError(i int, ae *resp.ArgError) *mcpcore.ParamError {
-	path := fmt.Sprintf("/commands/%d/%d", i, ae.Index)
-	if ae.Member != "" {
-		path += "/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(ae.Member)
-	}
-	return &mcpcore.ParamError{Path: path, Reason: ae.Reason}
-}
-
-// checkBatch checks parsed commands against the limits before anything is
-// sent. refuse rejects the commands with unusual reply shapes (execute);
-// send lets them through.
-func (p *Plugin) checkBatch(cmds Commands, refuse bool) (*batch, error) {
-	maxCmds, maxCmd, maxBatch := p.host.Limit(LimitBatchCommands), p.host.Limit(LimitCommandBytes), p.host.Limit(LimitBatchBytes)
-	if len(cmds) == 0 {
-		return nil, &mcpcore.ParamError{Path: "/commands", Reason: "no command given"}
-	}
-	if int64(len(cmds)) > maxCmds {
-		return nil, &mcpcore.LimitError{Limit: LimitBatchCommands, Max: maxCmds, Actual: int64(len(cmds)), Detail: "nothing was sent; split the batch"}
-	}
-	b := &batch{cmds: cmds}
-	for i, args := range cmds {
-		if refuse {
-			if name := respengine.RefusedName(args); name != "" {
-				return nil, mcpcore.Errorf(KindRefused, "command %d (%s) has no ordinary one-reply shape, so execute does not run it; nothing was sent: open a session with %s and use its send and receive actions",
-					i, name, p.host.ToolName("session"))
-			}
-		}
-		size := resp.CommandSize(args)
-		if size > maxCmd {
-			return nil, &mcpcore.LimitError{Limit: LimitCommandBytes, Max: maxCmd, Actual: size, Detail: fmt.Sprintf("command %d; nothing was sent", i)}
-		}
-		b.bytes += size
-	}
-	if b.bytes > maxBatch {
-		return nil, &mcpcore.LimitError{Limit: LimitBatchBytes, Max: maxBatch, Actual: b.bytes, Detail: "nothing was sent; split the batch"}
-	}
-	return b, nil
-}
-
 func (p *Plugin) execute(ctx context.Context, req *mcp.CallToolRequest, in ExecuteArgs) (any, error) {
 	defer in.release() // nothing below keeps the commands: the pipeline has written them when it returns
-	b, err := p.checkBatch(in.Commands, true)
-	if err != nil {
-		return nil, err
+	if err := p.reg.CheckPipeline(in.Commands); err != nil {
+		return nil, p.batchError(err)
 	}
 	s, err := p.reg.Use(ctx, p.scopeOf(req), in.Session)
 	if err != nil {
@@ -278,8 +209,8 @@ func (p *Plugin) execute(ctx context.Context, req *mcp.CallToolRequest, in Execu
 	if err != nil {
 		return nil, engineError(err)
 	}
-	st := p.newReplyStream(s, b.cmds, s.TakeReplies()) // given back below once the replies are serialized
-	res, err := conn.Pipeline(ctx, b.cmds, resp.PipelineOptions{MaxReplyBytes: p.host.Limit(LimitReplyBytes), OnReply: st.onReply})
+	st := p.newReplyStream(s, in.Commands, s.TakeReplies()) // given back below once the replies are serialized
+	res, err := conn.Pipeline(ctx, in.Commands, resp.PipelineOptions{MaxReplyBytes: p.host.Limit(LimitReplyBytes), OnReply: st.onReply})
 	reply := ExecuteReply{Session: s.ID(), Outcome: OutcomeOK, Replies: st.kept, Pushes: res.Pushes}
 	if reply.Replies == nil {
 		reply.Replies = []resp.Value{}
@@ -292,7 +223,7 @@ func (p *Plugin) execute(ctx context.Context, req *mcp.CallToolRequest, in Execu
 			reply.Outcome, reply.Redirects = OutcomeError, st.redirects
 		}
 	} else {
-		p.reg.Observe(s, b.cmds, reply.Replies) // streamed replies were observed as they came
+		p.reg.Observe(s, in.Commands, reply.Replies) // streamed replies were observed as they came
 		for _, v := range reply.Replies {
 			if v.IsError() {
 				reply.Outcome = OutcomeError
@@ -310,7 +241,7 @@ func (p *Plugin) execute(ctx context.Context, req *mcp.CallToolRequest, in Execu
 			why = respengine.ResetEnded
 		}
 		p.reg.Broken(s, why)
-		reply.Outcome, reply.Unknown = OutcomeUnknown, len(b.cmds)-res.Received
+		reply.Outcome, reply.Unknown = OutcomeUnknown, len(in.Commands)-res.Received
 		partial, perr := st.partial(reply)
 		if perr != nil {
 			return nil, perr

@@ -60,8 +60,8 @@ const (
 	LimitMaxLiveHandles = respengine.LimitMaxLiveHandles
 	LimitSessionIdle    = respengine.LimitSessionIdle
 	LimitBatchCommands  = respengine.LimitBatchCommands
-	LimitCommandBytes   = "command_bytes"
-	LimitBatchBytes     = "batch_bytes"
+	LimitCommandBytes   = respengine.LimitCommandBytes
+	LimitBatchBytes     = respengine.LimitBatchBytes
 	LimitReplyBytes     = respengine.LimitReplyBytes
 	LimitDownloadBytes  = respengine.LimitDownloadBytes
 	LimitChildProcesses = respengine.LimitChildProcesses
@@ -133,7 +133,8 @@ func (p *Plugin) Attach(ctx context.Context, h *mcpcore.Host) error {
 	}
 	p.host = h
 	p.reg = respengine.NewSessions(respengine.SessionOptions{DefaultTarget: p.cfg.targets[p.cfg.defaultTarget],
-		MaxSessions: int(h.Limit(LimitMaxSessions)), Idle: time.Duration(h.Limit(LimitSessionIdle))})
+		MaxSessions: int(h.Limit(LimitMaxSessions)), Idle: time.Duration(h.Limit(LimitSessionIdle)),
+		Batch: respengine.BatchLimits{Commands: h.Limit(LimitBatchCommands), CommandBytes: h.Limit(LimitCommandBytes), BatchBytes: h.Limit(LimitBatchBytes)}})
 	p.cmds = new(respengine.CommandRegistry)
 	for _, add := range []func() error{p.addExecute, p.addSession, p.addCommands, p.addProcess, p.addManagement, p.addResources} {
 		if err := add(); err != nil {

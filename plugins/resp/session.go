@@ -179,7 +179,7 @@ func (p *Plugin) open(ctx context.Context, sc scope, in SessionArgs) (any, error
 }
 
 func (p *Plugin) send(ctx context.Context, sc scope, in SessionArgs) (any, error) {
-	var b *batch
+	var cmds [][][]byte
 	var data []byte
 	switch {
 	case in.DataBase64 != "" && len(in.Commands) > 0:
@@ -189,22 +189,14 @@ func (p *Plugin) send(ctx context.Context, sc scope, in SessionArgs) (any, error
 		if data, err = base64.StdEncoding.DecodeString(in.DataBase64); err != nil {
 			return nil, &mcpcore.ParamError{Path: "/data_base64", Reason: "not standard base64: " + err.Error()}
 		}
-		if max := p.host.Limit(LimitBatchBytes); int64(len(data)) > max {
-			return nil, &mcpcore.LimitError{Limit: LimitBatchBytes, Max: max, Actual: int64(len(data)), Detail: "nothing was sent"}
-		}
 	default:
-		cmds, err := parseCommands(in.Commands)
-		if err != nil {
-			return nil, err
-		}
-		if b, err = p.checkBatch(cmds, false); err != nil {
+		var err error
+		if cmds, err = respengine.ParseCommands(in.Commands); err != nil {
 			return nil, err
 		}
 	}
-	var cmds [][][]byte
-	if b != nil {
-		cmds = b.cmds
-	}
+	// The engine checks the batch or data against the batch limits before
+	// anything else.
 	n, err := p.reg.Send(ctx, sc, in.Session, cmds, data)
 	if err != nil {
 		if errors.Is(err, respengine.ErrConnectionLost) && ended(ctx, err) {
