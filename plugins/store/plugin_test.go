@@ -150,6 +150,7 @@ type errReply struct {
 		Limit    string  `json:"limit"`
 		Revision *uint64 `json:"revision"`
 		Exists   *bool   `json:"exists"`
+		Op       *int    `json:"op"` // write's failed operation
 	} `json:"error"`
 }
 

@@ -9,25 +9,13 @@ import (
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
 )
 
-// opFailureReply is a failed write's structured content.
-type opFailureReply struct {
-	Error struct {
-		Kind     string  `json:"kind"`
-		Message  string  `json:"message"`
-		Path     string  `json:"path"`
-		Op       *int    `json:"op"`
-		Revision *uint64 `json:"revision"`
-		Exists   *bool   `json:"exists"`
-	} `json:"error"`
-}
-
 // writeFails calls write with ops and wants it to fail at operation op
 // with kind (and path, when not ""); nothing the call wrote is left.
-func (e *env) writeFails(ops string, op int, kind, path string) opFailureReply {
+func (e *env) writeFails(ops string, op int, kind, path string) errReply {
 	e.t.Helper()
 	before := e.ok("list_collections", `{}`)
 	res := e.call("write", `{"ops": `+ops+`}`)
-	var r opFailureReply
+	var r errReply
 	b, _ := json.Marshal(res.StructuredContent)
 	if err := json.Unmarshal(b, &r); err != nil || !res.IsError || r.Error.Kind != kind || r.Error.Op == nil || *r.Error.Op != op || r.Error.Path != path {
 		e.t.Fatalf("write %s: %s; want %s at operation %d, path %q", ops, text(res), kind, op, path)
