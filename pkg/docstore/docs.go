@@ -198,14 +198,20 @@ func (s *Store) Put(ctx context.Context, coll string, id, doc Value) (Doc, error
 	}
 	var out Doc
 	err := s.update(ctx, coll, func(w *writer) error {
-		old, exists, err := w.get(id)
-		if err != nil {
-			return err
-		}
-		out, err = w.put(id, doc, old, exists)
+		var err error
+		out, err = w.store(id, doc)
 		return err
 	})
 	return out, err
+}
+
+// store is Put's write in w: doc under id, inserted or replacing.
+func (w *writer) store(id, doc Value) (Doc, error) {
+	old, exists, err := w.get(id)
+	if err != nil {
+		return Doc{}, err
+	}
+	return w.put(id, doc, old, exists)
 }
 
 // PutMany stores many documents (ID and Value set) in one transaction:
@@ -223,11 +229,8 @@ func (s *Store) PutMany(ctx context.Context, coll string, docs []Doc) ([]Doc, er
 	out := make([]Doc, len(docs))
 	err := s.update(ctx, coll, func(w *writer) error {
 		for i, d := range docs {
-			old, exists, err := w.get(d.ID)
-			if err != nil {
-				return err
-			}
-			if out[i], err = w.put(d.ID, d.Value, old, exists); err != nil {
+			var err error
+			if out[i], err = w.store(d.ID, d.Value); err != nil {
 				return err
 			}
 		}
@@ -248,20 +251,26 @@ func (s *Store) Insert(ctx context.Context, coll string, doc Value) (Doc, error)
 	}
 	var out Doc
 	err := s.update(ctx, coll, func(w *writer) error {
-		for {
-			n, err := w.docs.NextSequence()
-			if err != nil {
-				return err
-			}
-			id := Int(int64(n))
-			if w.docs.Get(AppendKey(nil, id)) != nil {
-				continue
-			}
-			out, err = w.put(id, doc, Doc{}, false)
-			return err
-		}
+		var err error
+		out, err = w.insert(doc)
+		return err
 	})
 	return out, err
+}
+
+// insert is Insert's write in w: doc under the collection's next id.
+func (w *writer) insert(doc Value) (Doc, error) {
+	for {
+		n, err := w.docs.NextSequence()
+		if err != nil {
+			return Doc{}, err
+		}
+		id := Int(int64(n))
+		if w.docs.Get(AppendKey(nil, id)) != nil {
+			continue
+		}
+		return w.put(id, doc, Doc{}, false)
+	}
 }
 
 // Get returns the document id of coll.
@@ -289,28 +298,47 @@ func (s *Store) Get(ctx context.Context, coll string, id Value) (Doc, error) {
 // field recursively, any other value (arrays, vectors, bytes included)
 // replaces the field. The document must exist.
 func (s *Store) Patch(ctx context.Context, coll string, id, patch Value) (Doc, error) {
-	if err := checkID(coll, id); err != nil {
+	if err := checkPatch(coll, id, patch); err != nil {
 		return Doc{}, err
 	}
-	if patch.Kind() != KindMap {
-		return Doc{}, &Error{Code: CodeInvalid, Collection: coll, ID: &id, Message: fmt.Sprintf("a patch is a map, not %s", patch.Kind())}
-	}
 	if !s.exists(coll) {
-		return Doc{}, &Error{Code: CodeNotFound, Collection: coll, ID: &id, Message: fmt.Sprintf("no document %s in %q to patch", idString(id), coll)}
+		return Doc{}, noPatchTarget(coll, id)
 	}
 	var out Doc
 	err := s.update(ctx, coll, func(w *writer) error {
-		old, exists, err := w.get(id)
-		if err != nil {
-			return err
-		}
-		if !exists {
-			return &Error{Code: CodeNotFound, Collection: coll, ID: &id, Message: fmt.Sprintf("no document %s in %q to patch", idString(id), coll)}
-		}
-		out, err = w.put(id, mergePatch(old.Value, patch), old, true)
+		var err error
+		out, err = w.patch(id, patch)
 		return err
 	})
 	return out, err
+}
+
+// checkPatch validates Patch's arguments.
+func checkPatch(coll string, id, patch Value) error {
+	if err := checkID(coll, id); err != nil {
+		return err
+	}
+	if patch.Kind() != KindMap {
+		return &Error{Code: CodeInvalid, Collection: coll, ID: &id, Message: fmt.Sprintf("a patch is a map, not %s", patch.Kind())}
+	}
+	return nil
+}
+
+// noPatchTarget is Patch's error for a missing document.
+func noPatchTarget(coll string, id Value) error {
+	return &Error{Code: CodeNotFound, Collection: coll, ID: &id, Message: fmt.Sprintf("no document %s in %q to patch", idString(id), coll)}
+}
+
+// patch is Patch's write in w: patch merged into the document id.
+func (w *writer) patch(id, patch Value) (Doc, error) {
+	old, exists, err := w.get(id)
+	if err != nil {
+		return Doc{}, err
+	}
+	if !exists {
+		return Doc{}, noPatchTarget(w.col.Name, id)
+	}
+	return w.put(id, mergePatch(old.Value, patch), old, true)
 }
 
 // mergePatch applies patch to target as RFC 7386 says.
@@ -346,44 +374,64 @@ type Expect struct {
 // and fails with a revision_mismatch *Error carrying the current revision
 // (and whether the document exists) otherwise.
 func (s *Store) CompareAndSet(ctx context.Context, coll string, id Value, expect Expect, doc Value) (Doc, error) {
-	if err := checkID(coll, id); err != nil {
+	if err := checkCAS(coll, id, expect, doc); err != nil {
 		return Doc{}, err
 	}
-	if (expect.Revision == nil) == (expect.Value == nil) {
-		return Doc{}, &Error{Code: CodeInvalid, Collection: coll, ID: &id, Message: "compare_and_set expects either a revision or a value, not both nor neither"}
-	}
-	if err := checkDoc(coll, id, doc); err != nil {
-		return Doc{}, err
-	}
-	expectsAbsent := (expect.Revision != nil && *expect.Revision == 0) || (expect.Value != nil && expect.Value.IsNull())
-	if !expectsAbsent && !s.exists(coll) {
-		return Doc{}, &Error{Code: CodeRevisionMismatch, Collection: coll, ID: &id,
-			Message: fmt.Sprintf("document %s in %q does not exist, which is not what compare_and_set expected; nothing was written", idString(id), coll)}
+	if !expect.absent() && !s.exists(coll) {
+		return Doc{}, mismatch(coll, id, Doc{}, false)
 	}
 	var out Doc
 	err := s.update(ctx, coll, func(w *writer) error {
-		old, exists, err := w.get(id)
-		if err != nil {
-			return err
-		}
-		var ok bool
-		if expect.Revision != nil {
-			ok = (!exists && *expect.Revision == 0) || (exists && old.Revision == *expect.Revision)
-		} else {
-			ok = (!exists && expect.Value.IsNull()) || (exists && Equal(old.Value, *expect.Value))
-		}
-		if !ok {
-			state := "does not exist"
-			if exists {
-				state = fmt.Sprintf("is at revision %d", old.Revision)
-			}
-			return &Error{Code: CodeRevisionMismatch, Collection: coll, ID: &id, Revision: old.Revision, Exists: exists,
-				Message: fmt.Sprintf("document %s in %q %s, which is not what compare_and_set expected; nothing was written", idString(id), coll, state)}
-		}
-		out, err = w.put(id, doc, old, exists)
+		var err error
+		out, err = w.compareAndSet(id, expect, doc)
 		return err
 	})
 	return out, err
+}
+
+// checkCAS validates CompareAndSet's arguments.
+func checkCAS(coll string, id Value, expect Expect, doc Value) error {
+	if err := checkID(coll, id); err != nil {
+		return err
+	}
+	if (expect.Revision == nil) == (expect.Value == nil) {
+		return &Error{Code: CodeInvalid, Collection: coll, ID: &id, Message: "compare_and_set expects either a revision or a value, not both nor neither"}
+	}
+	return checkDoc(coll, id, doc)
+}
+
+// absent reports whether e expects no document.
+func (e Expect) absent() bool {
+	return (e.Revision != nil && *e.Revision == 0) || (e.Value != nil && e.Value.IsNull())
+}
+
+// mismatch is CompareAndSet's error when the document id (old, when
+// exists) is not as expected.
+func mismatch(coll string, id Value, old Doc, exists bool) error {
+	state := "does not exist"
+	if exists {
+		state = fmt.Sprintf("is at revision %d", old.Revision)
+	}
+	return &Error{Code: CodeRevisionMismatch, Collection: coll, ID: &id, Revision: old.Revision, Exists: exists,
+		Message: fmt.Sprintf("document %s in %q %s, which is not what compare_and_set expected; nothing was written", idString(id), coll, state)}
+}
+
+// compareAndSet is CompareAndSet's write in w.
+func (w *writer) compareAndSet(id Value, expect Expect, doc Value) (Doc, error) {
+	old, exists, err := w.get(id)
+	if err != nil {
+		return Doc{}, err
+	}
+	var ok bool
+	if expect.Revision != nil {
+		ok = (!exists && *expect.Revision == 0) || (exists && old.Revision == *expect.Revision)
+	} else {
+		ok = (!exists && expect.Value.IsNull()) || (exists && Equal(old.Value, *expect.Value))
+	}
+	if !ok {
+		return Doc{}, mismatch(w.col.Name, id, old, exists)
+	}
+	return w.put(id, doc, old, exists)
 }
 
 // Delete deletes the document id and reports whether it existed.
@@ -399,15 +447,20 @@ func (s *Store) Delete(ctx context.Context, coll string, id Value) (bool, error)
 	}
 	var deleted bool
 	err := s.update(ctx, coll, func(w *writer) error {
-		old, exists, err := w.get(id)
-		if err != nil || !exists {
-			deleted = false
-			return err
-		}
-		deleted = true
-		return w.remove(old)
+		var err error
+		deleted, err = w.delete(id)
+		return err
 	})
 	return deleted, err
+}
+
+// delete is Delete's write in w: it reports whether id existed.
+func (w *writer) delete(id Value) (bool, error) {
+	old, exists, err := w.get(id)
+	if err != nil || !exists {
+		return false, err
+	}
+	return true, w.remove(old)
 }
 
 // exists reports whether coll exists.

@@ -200,20 +200,26 @@ func (s *Store) Unlink(ctx context.Context, from Ref, typ string, to Ref) (bool,
 	}
 	removed := false
 	err := s.edgeWrite(ctx, func(tx kv.Tx) error {
-		removed = false
-		fromKey, toKey := AppendKey(nil, from.ID), AppendKey(nil, to.ID)
-		ob, ib := tx.Bucket(outBucket(from.Collection)), tx.Bucket(inBucket(to.Collection))
-		ok := edgeKey(fromKey, typ, to.Collection, toKey)
-		if ob == nil || ib == nil || ob.Get(ok) == nil {
-			return nil
-		}
-		removed = true
-		if err := ob.Delete(ok); err != nil {
-			return err
-		}
-		return ib.Delete(edgeKey(toKey, typ, from.Collection, fromKey))
+		var err error
+		removed, err = deleteEdge(tx, from, typ, to)
+		return err
 	})
 	return removed, err
+}
+
+// deleteEdge deletes an edge checked by checkEdge in tx, and reports
+// whether it existed.
+func deleteEdge(tx kv.Tx, from Ref, typ string, to Ref) (bool, error) {
+	fromKey, toKey := AppendKey(nil, from.ID), AppendKey(nil, to.ID)
+	ob, ib := tx.Bucket(outBucket(from.Collection)), tx.Bucket(inBucket(to.Collection))
+	ok := edgeKey(fromKey, typ, to.Collection, toKey)
+	if ob == nil || ib == nil || ob.Get(ok) == nil {
+		return false, nil
+	}
+	if err := ob.Delete(ok); err != nil {
+		return false, err
+	}
+	return true, ib.Delete(edgeKey(toKey, typ, from.Collection, fromKey))
 }
 
 // edgeWrite runs fn in a (batched) write transaction with the catalog

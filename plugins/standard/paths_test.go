@@ -145,6 +145,7 @@ var script = []call{
 	{"store_search", `{"collection":"people","text":{"query":"solar"},"vector":{"vector":[0.1,0.2]},"limit":2}`},
 	{"store_geo", `{"collection":"people","near":{"lat":48.8566,"lon":2.3522,"radius_m":5000}}`},
 	{"store_link", `{"from":{"collection":"people","id":"ann"},"type":"knows","to":{"collection":"people","id":"bob"},"props":{"since":2020}}`},
+	{"store_write", `{"ops":[{"op":"store","collection":"notes","id":"n1","doc":{"t":"a"}},{"op":"patch","collection":"notes","id":"n1","patch":{"u":1}},{"op":"insert_auto","collection":"notes","doc":{"t":"b"}},{"op":"compare_and_set","collection":"notes","id":"n2","expect_revision":0,"doc":{}},{"op":"link","from":{"collection":"notes","id":"n1"},"type":"about","to":{"collection":"people","id":"ann"}},{"op":"unlink","from":{"collection":"notes","id":"n1"},"type":"about","to":{"collection":"people","id":"ann"}},{"op":"delete","collection":"notes","id":"n1"}]}`},
 	{"store_neighbors", `{"collection":"people","id":"ann","with_docs":true}`},
 	{"store_in_neighbors", `{"collection":"people","id":"bob"}`},
 	{"store_traverse", `{"collection":"people","id":"ann","max_depth":2}`},

@@ -218,7 +218,7 @@ func TestCommandServesStdio(t *testing.T) {
 		t.Fatalf("kv_get = %s", got)
 	}
 	list, err := cs.ListTools(context.Background(), nil)
-	if err != nil || len(list.Tools) != len(seedTools)+1 {
+	if err != nil || len(list.Tools) != len(storeTools)+1 {
 		t.Fatalf("%d tools (%v)", len(list.Tools), err)
 	}
 }

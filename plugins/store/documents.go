@@ -41,16 +41,23 @@ type storeArgs struct {
 	Doc        docArg         `json:"doc"`
 }
 
-func (p *Plugin) store(ctx context.Context, _ *mcp.CallToolRequest, in storeArgs) (any, error) {
+// op converts the arguments into the engine's operation (as for write's
+// ops: each single write tool's arguments convert alike).
+func (in storeArgs) op() (docstore.Op, error) {
 	id, err := in.ID.value("/id")
 	if err != nil {
-		return nil, err
+		return docstore.Op{}, err
 	}
 	doc, err := in.Doc.value("/doc")
+	return docstore.Op{Kind: docstore.OpStore, Collection: string(in.Collection), ID: id, Doc: doc}, err
+}
+
+func (p *Plugin) store(ctx context.Context, _ *mcp.CallToolRequest, in storeArgs) (any, error) {
+	op, err := in.op()
 	if err != nil {
 		return nil, err
 	}
-	d, err := p.db.Put(ctx, string(in.Collection), id, doc)
+	d, err := p.db.Put(ctx, op.Collection, op.ID, op.Doc)
 	if err != nil {
 		return nil, engineFailure(err, placeAt("/doc"))
 	}
@@ -71,12 +78,17 @@ type insertArgs struct {
 	Doc        docArg         `json:"doc"`
 }
 
-func (p *Plugin) insertAuto(ctx context.Context, _ *mcp.CallToolRequest, in insertArgs) (any, error) {
+func (in insertArgs) op() (docstore.Op, error) {
 	doc, err := in.Doc.value("/doc")
+	return docstore.Op{Kind: docstore.OpInsert, Collection: string(in.Collection), Doc: doc}, err
+}
+
+func (p *Plugin) insertAuto(ctx context.Context, _ *mcp.CallToolRequest, in insertArgs) (any, error) {
+	op, err := in.op()
 	if err != nil {
 		return nil, err
 	}
-	d, err := p.db.Insert(ctx, string(in.Collection), doc)
+	d, err := p.db.Insert(ctx, op.Collection, op.Doc)
 	if err != nil {
 		return nil, engineFailure(err, placeAt("/doc"))
 	}
@@ -106,16 +118,21 @@ type patchArgs struct {
 	Patch      docArg         `json:"patch" jsonschema:"the merge patch, a JSON object in the store's typed form (see store's doc): a member set to null deletes the field"`
 }
 
-func (p *Plugin) patch(ctx context.Context, _ *mcp.CallToolRequest, in patchArgs) (any, error) {
+func (in patchArgs) op() (docstore.Op, error) {
 	id, err := in.ID.value("/id")
 	if err != nil {
-		return nil, err
+		return docstore.Op{}, err
 	}
 	patch, err := in.Patch.value("/patch")
+	return docstore.Op{Kind: docstore.OpPatch, Collection: string(in.Collection), ID: id, Doc: patch}, err
+}
+
+func (p *Plugin) patch(ctx context.Context, _ *mcp.CallToolRequest, in patchArgs) (any, error) {
+	op, err := in.op()
 	if err != nil {
 		return nil, err
 	}
-	d, err := p.db.Patch(ctx, string(in.Collection), id, patch)
+	d, err := p.db.Patch(ctx, op.Collection, op.ID, op.Doc)
 	if err != nil {
 		return nil, engineFailure(err, placeAt("/patch"))
 	}
@@ -130,35 +147,40 @@ type casArgs struct {
 	Doc            docArg         `json:"doc" jsonschema:"the new document, a JSON object in the store's typed form (see store's doc)"`
 }
 
-func (p *Plugin) compareAndSet(ctx context.Context, _ *mcp.CallToolRequest, in casArgs) (any, error) {
+func (in casArgs) op() (docstore.Op, error) {
 	id, err := in.ID.value("/id")
 	if err != nil {
-		return nil, err
+		return docstore.Op{}, err
 	}
 	var expect docstore.Expect
 	switch {
 	case in.ExpectRevision.present() && in.ExpectValue.present():
-		return nil, &mcpcore.ParamError{Path: "/expect_value", Reason: "give expect_revision or expect_value, not both"}
+		return docstore.Op{}, &mcpcore.ParamError{Path: "/expect_value", Reason: "give expect_revision or expect_value, not both"}
 	case in.ExpectRevision.present():
 		rev, err := in.ExpectRevision.revision("/expect_revision")
 		if err != nil {
-			return nil, err
+			return docstore.Op{}, err
 		}
 		expect.Revision = &rev
 	case in.ExpectValue.present():
 		v, err := in.ExpectValue.value("/expect_value")
 		if err != nil {
-			return nil, err
+			return docstore.Op{}, err
 		}
 		expect.Value = &v
 	default:
-		return nil, &mcpcore.ParamError{Reason: "give expect_revision (0: the document must not exist) or expect_value (null: the document must not exist)"}
+		return docstore.Op{}, &mcpcore.ParamError{Reason: "give expect_revision (0: the document must not exist) or expect_value (null: the document must not exist)"}
 	}
 	doc, err := in.Doc.value("/doc")
+	return docstore.Op{Kind: docstore.OpCompareAndSet, Collection: string(in.Collection), ID: id, Expect: expect, Doc: doc}, err
+}
+
+func (p *Plugin) compareAndSet(ctx context.Context, _ *mcp.CallToolRequest, in casArgs) (any, error) {
+	op, err := in.op()
 	if err != nil {
 		return nil, err
 	}
-	d, err := p.db.CompareAndSet(ctx, string(in.Collection), id, expect, doc)
+	d, err := p.db.CompareAndSet(ctx, op.Collection, op.ID, op.Expect, op.Doc)
 	if err != nil {
 		return nil, engineFailure(err, placeAt("/doc"))
 	}
@@ -175,12 +197,17 @@ type deleteReply struct {
 	Deleted bool `json:"deleted"`
 }
 
-func (p *Plugin) delete(ctx context.Context, _ *mcp.CallToolRequest, in deleteArgs) (any, error) {
+func (in deleteArgs) op() (docstore.Op, error) {
 	id, err := in.ID.value("/id")
+	return docstore.Op{Kind: docstore.OpDelete, Collection: string(in.Collection), ID: id}, err
+}
+
+func (p *Plugin) delete(ctx context.Context, _ *mcp.CallToolRequest, in deleteArgs) (any, error) {
+	op, err := in.op()
 	if err != nil {
 		return nil, err
 	}
-	deleted, err := p.db.Delete(ctx, string(in.Collection), id)
+	deleted, err := p.db.Delete(ctx, op.Collection, op.ID)
 	if err != nil {
 		return nil, engineFailure(err, placeAt("/id"))
 	}

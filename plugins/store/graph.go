@@ -158,18 +158,26 @@ type linkReply struct {
 	Created bool `json:"created"`
 }
 
-func (p *Plugin) link(ctx context.Context, _ *mcp.CallToolRequest, in linkArgs) (any, error) {
+func (in linkArgs) op() (docstore.Op, error) {
 	from, to, err := ends(in.From, in.To)
 	if err != nil {
-		return nil, err
+		return docstore.Op{}, err
 	}
 	props := docstore.Null()
 	if in.Props.present() {
 		if props, err = in.Props.value("/props"); err != nil {
-			return nil, err
+			return docstore.Op{}, err
 		}
 	}
-	created, err := p.db.Link(ctx, from, string(in.Type), to, props)
+	return docstore.Op{Kind: docstore.OpLink, From: from, Type: string(in.Type), To: to, Props: props}, nil
+}
+
+func (p *Plugin) link(ctx context.Context, _ *mcp.CallToolRequest, in linkArgs) (any, error) {
+	op, err := in.op()
+	if err != nil {
+		return nil, err
+	}
+	created, err := p.db.Link(ctx, op.From, op.Type, op.To, op.Props)
 	if err != nil {
 		return nil, engineFailure(err, fieldAt("/props"))
 	}
@@ -187,12 +195,17 @@ type unlinkReply struct {
 	Removed bool `json:"removed"`
 }
 
-func (p *Plugin) unlink(ctx context.Context, _ *mcp.CallToolRequest, in unlinkArgs) (any, error) {
+func (in unlinkArgs) op() (docstore.Op, error) {
 	from, to, err := ends(in.From, in.To)
+	return docstore.Op{Kind: docstore.OpUnlink, From: from, Type: string(in.Type), To: to}, err
+}
+
+func (p *Plugin) unlink(ctx context.Context, _ *mcp.CallToolRequest, in unlinkArgs) (any, error) {
+	op, err := in.op()
 	if err != nil {
 		return nil, err
 	}
-	removed, err := p.db.Unlink(ctx, from, string(in.Type), to)
+	removed, err := p.db.Unlink(ctx, op.From, op.Type, op.To)
 	if err != nil {
 		return nil, engineFailure(err, fieldAt(""))
 	}

@@ -16,6 +16,8 @@
 //   - geo (geo.go): create_geo_index, geo;
 //   - graph (graph.go, join.go): link, unlink, neighbors, in_neighbors,
 //     traverse, join;
+//   - batches (write.go): write, the single writes' operations in one
+//     transaction;
 //   - <prefix>_result: the core's paging of large results.
 //
 // Documents, ids, values and filters cross the wire in the engine's JSON
@@ -50,6 +52,7 @@ func init() {
 		Name:        "store",
 		Description: "embedded document store (a bbolt file or memory): typed documents, filters, indexes, schemas, backup, dump and load",
 		New:         func() mcpcore.Plugin { return new(Plugin) },
+		Limits:      Limits(),
 	})
 }
 
@@ -107,6 +110,7 @@ func (p *Plugin) Attach(ctx context.Context, h *mcpcore.Host) error {
 	p.addSearchTools()
 	p.addGeoTools()
 	p.addGraphTools()
+	p.addWriteTool()
 	return errors.Join(p.setupErrs...)
 }
 

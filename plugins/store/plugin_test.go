@@ -67,6 +67,13 @@ func connect(t *testing.T, cfg Config, core ...func(*mcpcore.Limits)) *env {
 
 func tryConnect(t *testing.T, cfg Config, core ...func(*mcpcore.Limits)) (*env, error) {
 	t.Helper()
+	return connectWith(t, cfg, nil, core...)
+}
+
+// connectWith is tryConnect with the plugin's own limits (a JSON object,
+// nil for the defaults).
+func connectWith(t *testing.T, cfg Config, limits json.RawMessage, core ...func(*mcpcore.Limits)) (*env, error) {
+	t.Helper()
 	raw, err := json.Marshal(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -76,9 +83,9 @@ func tryConnect(t *testing.T, cfg Config, core ...func(*mcpcore.Limits)) (*env, 
 		f(&c.Limits)
 	}
 	prefix := ""
-	c.Plugins = map[string]mcpcore.PluginConfig{"store": {Prefix: &prefix, Config: raw}}
+	c.Plugins = map[string]mcpcore.PluginConfig{"store": {Prefix: &prefix, Config: raw, Limits: limits}}
 	p := new(Plugin)
-	cs, srv, err := mcptest.Connect(t, mcpcore.Options{Config: c, Instances: []mcpcore.Instance{{Name: "store", Plugin: p}}})
+	cs, srv, err := mcptest.Connect(t, mcpcore.Options{Config: c, Instances: []mcpcore.Instance{{Name: "store", Plugin: p, Limits: Limits()}}})
 	if err != nil {
 		return nil, err
 	}
@@ -143,6 +150,7 @@ type errReply struct {
 		Limit    string  `json:"limit"`
 		Revision *uint64 `json:"revision"`
 		Exists   *bool   `json:"exists"`
+		Op       *int    `json:"op"` // write's failed operation
 	} `json:"error"`
 }
 
@@ -168,13 +176,17 @@ func (e *env) badParams(tool, args, path string) errReply {
 	return r
 }
 
-// seedTools are the seed's 29 tools, by the seed's names.
+// seedTools are the seed's 29 tools, by the seed's names; the plugin
+// serves them and write (storeTools).
 var seedTools = []string{"backup", "compare_and_set", "count", "create_compound_index", "create_geo_index", "create_index", "create_scalar_index",
 	"create_text_index", "delete", "delete_where", "dump", "geo", "get", "get_schema", "in_neighbors", "insert_auto", "join", "link", "list_collections", "load",
 	"neighbors", "page", "patch", "phrase_search", "search", "set_schema", "store", "traverse", "unlink"}
 
-// TestTools: the plugin serves the seed's tools under the seed's names (and the
-// core's read tool), each with a complete object input schema whose every
+// storeTools are the plugin's 30 tools: the seed's and write.
+var storeTools = append(slices.Clone(seedTools), "write")
+
+// TestTools: the plugin serves the seed's tools under the seed's names, write
+// (and the core's read tool), each with a complete object input schema whose every
 // argument has a description.
 func TestTools(t *testing.T) {
 	e := connect(t, Config{})
@@ -202,7 +214,7 @@ func TestTools(t *testing.T) {
 			}
 		}
 	}
-	want := append(slices.Clone(seedTools), "result")
+	want := append(slices.Clone(storeTools), "result")
 	slices.Sort(want)
 	slices.Sort(names)
 	if !slices.Equal(names, want) {

@@ -53,7 +53,8 @@ var toolOrder = []string{"store", "insert_auto", "get", "patch", "compare_and_se
 	"backup", "dump", "load",
 	"create_text_index", "phrase_search", "search",
 	"create_geo_index", "geo",
-	"link", "unlink", "neighbors", "in_neighbors", "traverse", "join"}
+	"link", "unlink", "neighbors", "in_neighbors", "traverse", "join",
+	"write"}
 
 // renderReference renders the tool reference in Markdown.
 func renderReference(tools []*mcp.Tool) ([]byte, error) {

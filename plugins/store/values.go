@@ -154,7 +154,7 @@ var argTypeSchemas = map[reflect.Type]*jsonschema.Schema{
 // argument types described by argTypeSchemas. A schema that cannot be
 // derived (a programming error) fails Attach.
 func addTool[In any](p *Plugin, t *mcp.Tool, fn mcpcore.ToolFunc[In], opts ...mcpcore.ToolOptions) {
-	s, err := jsonschema.For[In](&jsonschema.ForOptions{TypeSchemas: argTypeSchemas})
+	s, err := inputSchema[In]()
 	if err != nil {
 		p.setupErrs = append(p.setupErrs, fmt.Errorf("tool %s: input schema: %w", t.Name, err))
 		return
@@ -162,6 +162,11 @@ func addTool[In any](p *Plugin, t *mcp.Tool, fn mcpcore.ToolFunc[In], opts ...mc
 	tool := *t
 	tool.InputSchema = s
 	mcpcore.AddTool(p.host, &tool, damageKind(fn), opts...)
+}
+
+// inputSchema is the input schema of a tool whose arguments are In.
+func inputSchema[In any]() (*jsonschema.Schema, error) {
+	return jsonschema.For[In](&jsonschema.ForOptions{TypeSchemas: argTypeSchemas})
 }
 
 // filter parses the filter argument at path; an absent filter (or null)

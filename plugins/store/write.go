@@ -1,0 +1,218 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
+	"sync"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/mcpkit/mcpkit/pkg/docstore"
+	"github.com/mcpkit/mcpkit/pkg/mcpcore"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// LimitWriteOps names the plugin's limit on the operations of one write
+// call.
+const LimitWriteOps = "write_ops"
+
+// Limits declares the plugin's own limits, for its registration.
+func Limits() []mcpcore.LimitSpec {
+	return []mcpcore.LimitSpec{
+		{Name: LimitWriteOps, Kind: mcpcore.LimitCount, Default: 10_000, Min: 1, Max: docstore.MaxOps, Unit: "operations",
+			Meaning: "operations in one write call (one transaction); a larger batch is refused before anything is written"},
+	}
+}
+
+type (
+	// opArg is one operation of write: a JSON object whose op names a
+	// single write tool and whose other members are that tool's arguments.
+	opArg struct{ jsonArg }
+	// opList is write's operations: an array (null is not none).
+	opList []opArg
+)
+
+func init() {
+	kinds := make([]any, 0, len(opKindNames))
+	for _, k := range opKindNames {
+		kinds = append(kinds, string(k))
+	}
+	op := &jsonschema.Schema{Type: "object", Required: []string{"op"},
+		Properties: map[string]*jsonschema.Schema{"op": {Type: "string", Enum: kinds, Description: "the single write tool whose arguments the other members are"}}}
+	argTypeSchemas[reflect.TypeFor[opArg]()] = op
+	argTypeSchemas[reflect.TypeFor[opList]()] = &jsonschema.Schema{Type: "array", Items: op}
+}
+
+// opKind is what write knows of one kind of operation: the decoder of its
+// single tool's arguments, where that tool places the engine's invalid
+// argument errors, and that tool's result.
+type opKind struct {
+	decode func(raw json.RawMessage) (docstore.Op, error)
+	place  placer
+	reply  func(docstore.OpResult) (any, error)
+}
+
+// opKindNames are the operations in the order the tool's doc names them.
+var opKindNames = []docstore.OpKind{docstore.OpStore, docstore.OpInsert, docstore.OpPatch, docstore.OpDelete,
+	docstore.OpCompareAndSet, docstore.OpLink, docstore.OpUnlink}
+
+// opKinds returns the operations write knows, built once at the first
+// call (after every init has added its argument types' schemas).
+var opKinds = sync.OnceValue(func() map[docstore.OpKind]opKind {
+	return map[docstore.OpKind]opKind{
+		docstore.OpStore:         {decodeOp[storeArgs](), placeAt("/doc"), writtenResult},
+		docstore.OpInsert:        {decodeOp[insertArgs](), placeAt("/doc"), writtenResult},
+		docstore.OpPatch:         {decodeOp[patchArgs](), placeAt("/patch"), func(r docstore.OpResult) (any, error) { return replyOf(r.Doc, true) }},
+		docstore.OpDelete:        {decodeOp[deleteArgs](), placeAt("/id"), func(r docstore.OpResult) (any, error) { return deleteReply{Deleted: r.Done}, nil }},
+		docstore.OpCompareAndSet: {decodeOp[casArgs](), placeAt("/doc"), writtenResult},
+		docstore.OpLink:          {decodeOp[linkArgs](), fieldAt("/props"), func(r docstore.OpResult) (any, error) { return linkReply{Created: r.Done}, nil }},
+		docstore.OpUnlink:        {decodeOp[unlinkArgs](), fieldAt(""), func(r docstore.OpResult) (any, error) { return unlinkReply{Removed: r.Done}, nil }},
+	}
+})
+
+// writtenResult is store's, insert_auto's and compare_and_set's result.
+func writtenResult(r docstore.OpResult) (any, error) { return written(r.Doc) }
+
+// decodeOp returns the decoder of an operation given by a single tool's
+// arguments, In: they are validated against that tool's input schema, as
+// the core validates the tool's own calls, and converted as the tool
+// converts them. A schema that does not derive is a programming error
+// that the first test finds.
+func decodeOp[In interface{ op() (docstore.Op, error) }]() func(json.RawMessage) (docstore.Op, error) {
+	s, err := inputSchema[In]()
+	if err != nil {
+		panic(fmt.Sprintf("store: write: the input schema of %T: %v", *new(In), err))
+	}
+	d, err := mcpcore.NewArgDecoder[In](s)
+	if err != nil {
+		panic(fmt.Sprintf("store: write: %T: %v", *new(In), err))
+	}
+	return func(raw json.RawMessage) (docstore.Op, error) {
+		in, err := d.Decode(raw)
+		if err != nil {
+			return docstore.Op{}, err
+		}
+		return in.op()
+	}
+}
+
+func (p *Plugin) addWriteTool() {
+	opKinds()
+	addTool(p, &mcp.Tool{Name: "write", Description: `Apply a list of write operations in one transaction, in order, all or nothing: {"ops": [{"op": "store", "collection": "notes", "id": "n1", "doc": {...}}, {"op": "patch", "collection": "notes", "id": "n1", "patch": {...}}, {"op": "delete", "collection": "notes", "id": "n0"}, ...]}. op is store, insert_auto, patch, delete, compare_and_set, link or unlink; the other members are that tool's own arguments, validated as it validates them. Operations may span collections, and each sees the effect of those before it (a patch after a store of the same id; insert_auto ids grow in operation order). One durable commit for the whole list: far cheaper than a call per document. Returns {results: [...]}: one per operation, in order, each that tool's own result. When an operation fails, nothing is written and the call fails with the kind that tool would report (bad_params with a path like /ops/3/doc, not_found, unique_violation, schema_violation, revision_mismatch, ...) and op, the failed operation's index (from 0). At most write_ops operations (a limit of the plugin, 10000 by default; see mcpkit://info): more are refused with kind limit before anything is written.`,
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: new(true), OpenWorldHint: new(false)}}, p.write)
+}
+
+type writeArgs struct {
+	Ops opList `json:"ops" jsonschema:"the operations, applied in order: each {op, ...the arguments of the tool op names}"`
+}
+
+// writeResults is write's result: one result per operation, in order.
+type writeResults struct {
+	Results []any `json:"results"`
+}
+
+func (p *Plugin) write(ctx context.Context, _ *mcp.CallToolRequest, in writeArgs) (any, error) {
+	if limit := p.host.Limit(LimitWriteOps); int64(len(in.Ops)) > limit {
+		return nil, &mcpcore.LimitError{Limit: LimitWriteOps, Max: limit, Actual: int64(len(in.Ops)),
+			Detail: "too many operations for one write; nothing was written: split them into several calls"}
+	}
+	ops := make([]docstore.Op, len(in.Ops))
+	for i, raw := range in.Ops {
+		op, err := decodeWriteOp(raw.raw)
+		if err != nil {
+			return nil, opFailed(i, "", err, nil)
+		}
+		ops[i] = op
+	}
+	res, err := p.db.Apply(ctx, ops)
+	if err != nil {
+		var oe *docstore.OpError
+		if !errors.As(err, &oe) {
+			return nil, engineFailure(err, placeAt("/ops"))
+		}
+		op := ops[oe.Index]
+		return nil, opFailed(oe.Index, op.Kind, oe.Err, opKinds()[op.Kind].place)
+	}
+	out := writeResults{Results: make([]any, len(res))}
+	for i, r := range res {
+		if out.Results[i], err = opKinds()[ops[i].Kind].reply(r); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// decodeWriteOp decodes one operation: its op, then the other members as
+// that tool's arguments (bad_params paths relative to the operation).
+func decodeWriteOp(raw json.RawMessage) (docstore.Op, error) {
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &members); err != nil {
+		return docstore.Op{}, &mcpcore.ParamError{Reason: "an operation is a JSON object"}
+	}
+	var name string
+	if err := json.Unmarshal(members["op"], &name); err != nil {
+		return docstore.Op{}, &mcpcore.ParamError{Path: "/op", Reason: "op is one of store, insert_auto, patch, delete, compare_and_set, link, unlink"}
+	}
+	kind, ok := opKinds()[docstore.OpKind(name)]
+	if !ok {
+		return docstore.Op{}, &mcpcore.ParamError{Path: "/op", Reason: fmt.Sprintf("%q is not one of store, insert_auto, patch, delete, compare_and_set, link, unlink", name)}
+	}
+	delete(members, "op")
+	args, err := json.Marshal(members)
+	if err != nil {
+		return docstore.Op{}, err
+	}
+	return kind.decode(args)
+}
+
+// opFailure is the structuredContent of a write whose operation failed:
+// the core's error reply, with the operation's index and, for a
+// revision_mismatch, the document's current state (as compare_and_set
+// reports it).
+type opFailure struct {
+	Error opFailureDetail `json:"error"`
+}
+
+type opFailureDetail struct {
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
+	Path    string `json:"path,omitempty"`
+	// Op is the failed operation's index in ops, from 0.
+	Op       int     `json:"op"`
+	Revision *uint64 `json:"revision,omitempty"`
+	Exists   *bool   `json:"exists,omitempty"`
+}
+
+// opFailed is write's error for operation i (of kind op, when known)
+// failing with err: the kind the operation's tool reports (an engine
+// error placed by place), its path under /ops/i, and i. An error that is
+// neither an argument's nor the engine's (a cancelled call) is returned
+// as it is.
+func opFailed(i int, op docstore.OpKind, err error, place placer) error {
+	at := "/ops/" + strconv.Itoa(i)
+	d := opFailureDetail{Op: i}
+	var pe *mcpcore.ParamError
+	var e *docstore.Error
+	switch {
+	case errors.As(err, &pe):
+		d.Kind, d.Path = mcpcore.KindBadParams, at+pe.Path
+		d.Message = (&mcpcore.ParamError{Path: d.Path, Reason: pe.Reason}).Error()
+		return mcpcore.ErrorResult(opFailure{Error: d})
+	case !errors.As(err, &e):
+		return err
+	case e.Code == docstore.CodeInvalid:
+		d.Kind, d.Path = mcpcore.KindBadParams, at+place(e)
+		d.Message = (&mcpcore.ParamError{Path: d.Path, Reason: err.Error()}).Error()
+		return mcpcore.ErrorResult(opFailure{Error: d})
+	case e.Code == docstore.CodeClosed:
+		return &mcpcore.KindError{Kind: mcpcore.KindUnavailable, Err: err}
+	case e.Code == docstore.CodeRevisionMismatch:
+		d.Revision, d.Exists = &e.Revision, &e.Exists
+	}
+	d.Kind = string(e.Code)
+	d.Message = fmt.Sprintf("operation %d (%s): %v", i, op, err)
+	return mcpcore.ErrorResult(opFailure{Error: d})
+}
