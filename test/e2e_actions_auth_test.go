@@ -40,15 +40,7 @@ func listenLogs(t *testing.T, hp *httpProc, token string) (*mcp.ClientSession, c
 		client.Transport = bearer{token: token}
 	}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e"}, &mcp.ClientOptions{
-		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
-			b, _ := json.Marshal(r.Params.Data)
-			var d struct {
-				Channel string
-				Message struct{ Text string }
-			}
-			_ = json.Unmarshal(b, &d)
-			ch <- logged{d.Channel, d.Message.Text}
-		}}).Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: hp.base + "/mcp", HTTPClient: client},
+		LoggingMessageHandler: pubsubLogs(ch)}).Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: hp.base + "/mcp", HTTPClient: client},
 		&mcp.ClientSessionOptions{ProtocolVersion: legacyEra})
 	if err != nil {
 		t.Fatal(err)
@@ -165,5 +157,19 @@ func TestActionsStartMCPDisabled(t *testing.T) {
 	out, err := exec.Command(binary(t), "actions", "start", "--http", "127.0.0.1:0", "--config", bad).CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 3 || !strings.Contains(string(out), "mcp_route") {
 		t.Errorf("mcp_route /other: %v\n%s", err, out)
+	}
+}
+
+// pubsubLogs is a client's log handler that passes on the PubSub messages
+// (logger "pubsub", data {channel, message: {text}}) it receives.
+func pubsubLogs(ch chan<- logged) func(context.Context, *mcp.LoggingMessageRequest) {
+	return func(_ context.Context, r *mcp.LoggingMessageRequest) {
+		b, _ := json.Marshal(r.Params.Data)
+		var d struct {
+			Channel string
+			Message struct{ Text string }
+		}
+		_ = json.Unmarshal(b, &d)
+		ch <- logged{d.Channel, d.Message.Text}
 	}
 }

@@ -1,7 +1,6 @@
 package test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -277,15 +276,7 @@ func logsAt(t *testing.T, hp *httpProc, level mcp.LoggingLevel) chan logged {
 	t.Helper()
 	ch := make(chan logged, 10)
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e"}, &mcp.ClientOptions{
-		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
-			b, _ := json.Marshal(r.Params.Data)
-			var d struct {
-				Channel string
-				Message struct{ Text string }
-			}
-			_ = json.Unmarshal(b, &d)
-			ch <- logged{d.Channel, d.Message.Text}
-		}}).Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: hp.base + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: legacyEra})
+		LoggingMessageHandler: pubsubLogs(ch)}).Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: hp.base + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: legacyEra})
 	if err != nil {
 		t.Fatal(err)
 	}
