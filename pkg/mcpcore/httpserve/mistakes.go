@@ -130,9 +130,16 @@ func mistake(body []byte, rt route) (c call, code int64, message string, ok bool
 	if !ok {
 		return call{}, 0, "", false
 	}
+	removed := slices.Contains(removedMethods, c.method)
+	if !removed && !(rt == routeSession && c.method == "initialize") &&
+		!(rt == routeNoSession && !slices.Contains(beforeInitialize, c.method)) {
+		// The common case (a call the route serves): no mistake whatever
+		// the _meta says, so the params are not scanned for it.
+		return call{}, 0, "", false
+	}
 	version := declaredVersion(c.params)
 	switch {
-	case version >= statelessVersion && slices.Contains(removedMethods, c.method):
+	case version >= statelessVersion && removed:
 		return c, jsonrpc.CodeMethodNotFound, fmt.Sprintf(
 			"method %q does not exist in protocol %s, which this request declares in its _meta: that protocol has no %s (use server/discover to learn the server)",
 			c.method, version, "initialize, ping, logging/setLevel or resources/subscribe"), true
