@@ -144,6 +144,8 @@ type pgDB struct {
 	readOnly bool
 	closed   atomic.Bool
 	batch    batcher
+	// trips counts the round trips to the server, for tests.
+	trips atomic.Int64
 	// buckets is the bucket set last seen, with the meta row's bgen it goes
 	// with: a transaction reads the set again only when bgen moved.
 	buckets atomic.Pointer[pgBucketSet]

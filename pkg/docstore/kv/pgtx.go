@@ -164,6 +164,7 @@ func (d *pgDB) beginOn(c *pgConn, writable bool) (*pgTx, error) {
 		b.Queue(d.sql.meta)
 	}
 	b.Queue(d.sql.bucketsIfMoved, cached.gen)
+	d.trips.Add(1)
 	br := c.c.SendBatch(bg, b)
 	var rev, epoch, gen, nextb int64
 	var set map[string]pgBucketInfo
@@ -256,6 +257,7 @@ func (t *pgTx) commit() error {
 		return nil
 	}
 	b.Queue(t.d.sql.commit)
+	t.d.trips.Add(1)
 	err := t.c.c.SendBatch(bg, b).Close()
 	if err == nil {
 		t.d.noteBuckets(published)
@@ -423,6 +425,7 @@ func (t *pgTx) ForEachBucket(fn func(name []byte, b Bucket) error) error {
 // fetch runs a read and returns its rows, copied; a failure ends the
 // transaction (see pgFailure).
 func (t *pgTx) fetch(sql string, args ...any) []item {
+	t.d.trips.Add(1)
 	rows, _ := t.c.c.Query(bg, sql, args...)
 	var out []item
 	var k, v []byte
@@ -439,6 +442,7 @@ func (t *pgTx) fetch(sql string, args ...any) []item {
 // count runs a count.
 func (t *pgTx) count(sql string, args ...any) int {
 	var n int64
+	t.d.trips.Add(1)
 	if err := t.c.c.QueryRow(bg, sql, args...).Scan(&n); err != nil {
 		t.failRead(err)
 	}
