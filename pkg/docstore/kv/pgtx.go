@@ -156,57 +156,74 @@ func (d *pgDB) begin(writable bool) (*pgTx, error) {
 func (d *pgDB) beginOn(c *pgConn, writable bool) (*pgTx, error) {
 	cached := d.buckets.Load()
 	b := &pgx.Batch{}
+	var m pgMetaRow
 	if writable {
 		b.Queue(d.sql.beginWrite)
-		b.Queue(d.sql.lock)
-	} else {
-		b.Queue(d.sql.beginView)
-		b.Queue(d.sql.meta)
-	}
-	b.Queue(d.sql.bucketsIfMoved, cached.gen)
-	d.trips.Add(1)
-	br := c.c.SendBatch(bg, b)
-	var rev, epoch, gen, nextb int64
-	var set map[string]pgBucketInfo
-	err := func() error {
-		if _, err := br.Exec(); err != nil {
-			return err
-		}
-		if err := br.QueryRow().Scan(&rev, &epoch, &gen, &nextb); err != nil {
-			if errors.Is(err, pgx.ErrNoRows) {
-				return pgOwnError{fmt.Errorf("the store's meta row is missing: %w", ErrInvalidFile)}
+		b.Queue(d.sql.lock).QueryRow(func(row pgx.Row) error { return m.scan(row) })
+		b.Queue(d.sql.bucketsIfMoved, cached.gen).Query(func(rows pgx.Rows) error {
+			if m.gen != cached.gen {
+				return m.scanBuckets(rows, false)
 			}
-			return err
-		}
-		rows, err := br.Query()
-		if err != nil {
-			return err
-		}
-		set = map[string]pgBucketInfo{}
-		var id, seq int64
-		var name []byte
-		_, err = pgx.ForEachRow(rows, []any{&id, &name, &seq}, func() error {
-			set[string(name)] = pgBucketInfo{id: id, seq: uint64(seq)}
 			return nil
 		})
-		return err
-	}()
-	if cerr := br.Close(); err == nil {
-		err = cerr
+	} else {
+		b.Queue(d.sql.beginView)
+		b.Queue(d.sql.viewMeta, cached.gen).Query(func(rows pgx.Rows) error { return m.scanBuckets(rows, true) })
 	}
-	if err != nil {
+	d.trips.Add(1)
+	if err := c.c.SendBatch(bg, b).Close(); err != nil {
 		return nil, err
 	}
-	if gen == cached.gen {
-		set = cached.byName
-	} else {
-		d.noteBuckets(&pgBucketSet{gen: gen, byName: set})
+	if !m.found {
+		return nil, pgOwnError{fmt.Errorf("the store's meta row is missing: %w", ErrInvalidFile)}
+	}
+	set := cached.byName
+	if m.gen != cached.gen {
+		set = m.set
+		d.noteBuckets(&pgBucketSet{gen: m.gen, byName: set})
 	}
 	t := &pgTx{
-		txState: txState{writable: writable, epoch: uint64(epoch)},
-		d:       d, c: c, gen: gen, base: set, nextb: nextb, nextb0: nextb, epoch0: uint64(epoch),
+		txState: txState{writable: writable, epoch: uint64(m.epoch)},
+		d:       d, c: c, gen: m.gen, base: set, nextb: m.nextb, nextb0: m.nextb, epoch0: uint64(m.epoch),
 	}
 	return t, nil
+}
+
+// pgMetaRow is the meta row and, when it moved, the bucket set.
+type pgMetaRow struct {
+	found                  bool
+	rev, epoch, gen, nextb int64
+	set                    map[string]pgBucketInfo
+}
+
+func (m *pgMetaRow) scan(row pgx.Row) error {
+	if err := row.Scan(&m.rev, &m.epoch, &m.gen, &m.nextb); err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		return err
+	}
+	m.found = true
+	return nil
+}
+
+// scanBuckets reads bucket rows, after the meta row's columns when withMeta.
+func (m *pgMetaRow) scanBuckets(rows pgx.Rows, withMeta bool) error {
+	m.set = map[string]pgBucketInfo{}
+	var id, seq *int64
+	var name []byte
+	dest := []any{&id, &name, &seq}
+	if withMeta {
+		dest = append([]any{&m.rev, &m.epoch, &m.gen, &m.nextb}, dest...)
+	}
+	_, err := pgx.ForEachRow(rows, dest, func() error {
+		m.found = true
+		if id != nil {
+			m.set[string(name)] = pgBucketInfo{id: *id, seq: uint64(*seq)}
+		}
+		return nil
+	})
+	return err
 }
 
 // noteBuckets keeps s as the bucket set to reuse, unless a newer one is
