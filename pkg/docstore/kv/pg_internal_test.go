@@ -74,3 +74,59 @@ func TestPostgresRoundTrips(t *testing.T) {
 		})
 	})
 }
+
+// TestPostgresProbe: a transaction that puts many keys it never read asks
+// for each bucket's last key first (one round trip), inserts the keys
+// after it and upserts the others, which overwrite.
+func TestPostgresProbe(t *testing.T) {
+	db, err := OpenPostgres(context.Background(), pgtest.Shared(t).StoreURL(), Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	d := db.(*pgDB)
+	key := func(i int) []byte { return fmt.Appendf(nil, "k%06d", i) }
+	put := func(from, to int, value string) error {
+		return db.Update(func(tx Tx) error {
+			b, err := tx.CreateBucketIfNotExists([]byte("b"))
+			if err != nil {
+				return err
+			}
+			for i := from; i < to; i++ {
+				if err := b.Put(key(i), []byte(value)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	if err := put(0, 100, "old"); err != nil {
+		t.Fatal(err)
+	}
+	before := d.trips.Load()
+	if err := put(50, 200, "new"); err != nil {
+		t.Fatal(err)
+	}
+	if got := d.trips.Load() - before; got != 3 {
+		t.Errorf("%d round trips, want 3 (begin, probe, commit)", got)
+	}
+	err = db.View(func(tx Tx) error {
+		b := tx.Bucket([]byte("b"))
+		if n := b.KeyN(); n != 200 {
+			return fmt.Errorf("%d keys", n)
+		}
+		for i := range 200 {
+			want := "new"
+			if i < 50 {
+				want = "old"
+			}
+			if got := b.Get(key(i)); string(got) != want {
+				return fmt.Errorf("key %d: %q", i, got)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
