@@ -8,6 +8,18 @@ import (
 	"github.com/mcpkit/mcpkit/internal/pgtest"
 )
 
+// openPG opens a fresh store on the shared server.
+func openPG(t *testing.T) (DB, *pgDB) {
+	db, err := OpenPostgres(context.Background(), pgtest.Shared(t).StoreURL(), Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db, db.(*pgDB)
+}
+
+func pgKey(i int) []byte { return fmt.Appendf(nil, "k%06d", i) }
+
 // TestPostgresRoundTrips counts the round trips of the common
 // transactions: a View that gets one key takes two (begin with the meta
 // row, the read; its COMMIT is read at the connection's next use), an
@@ -15,13 +27,7 @@ import (
 // three (begin with the lock, the first Get, the commit), and a cursor
 // walk of 3,000 keys pages of growing size.
 func TestPostgresRoundTrips(t *testing.T) {
-	db, err := OpenPostgres(context.Background(), pgtest.Shared(t).StoreURL(), Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	d := db.(*pgDB)
-	key := func(i int) []byte { return fmt.Appendf(nil, "k%06d", i) }
+	db, d := openPG(t)
 	trips := func(what string, want int64, fn func() error) {
 		t.Helper()
 		before := d.trips.Load()
@@ -40,10 +46,10 @@ func TestPostgresRoundTrips(t *testing.T) {
 			return db.Update(func(tx Tx) error {
 				b := tx.Bucket([]byte("b"))
 				for i := n - 1000; i < n; i++ {
-					if b.Get(key(i)) != nil {
+					if b.Get(pgKey(i)) != nil {
 						return fmt.Errorf("key %d exists", i)
 					}
-					if err := b.Put(key(i), []byte("v")); err != nil {
+					if err := b.Put(pgKey(i), []byte("v")); err != nil {
 						return err
 					}
 				}
@@ -53,7 +59,7 @@ func TestPostgresRoundTrips(t *testing.T) {
 	}
 	trips("get", 2, func() error {
 		return db.View(func(tx Tx) error {
-			if v := tx.Bucket([]byte("b")).Get(key(7)); string(v) != "v" {
+			if v := tx.Bucket([]byte("b")).Get(pgKey(7)); string(v) != "v" {
 				return fmt.Errorf("get: %q", v)
 			}
 			return nil
@@ -79,13 +85,7 @@ func TestPostgresRoundTrips(t *testing.T) {
 // for each bucket's last key first (one round trip), inserts the keys
 // after it and upserts the others, which overwrite.
 func TestPostgresProbe(t *testing.T) {
-	db, err := OpenPostgres(context.Background(), pgtest.Shared(t).StoreURL(), Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	d := db.(*pgDB)
-	key := func(i int) []byte { return fmt.Appendf(nil, "k%06d", i) }
+	db, d := openPG(t)
 	put := func(from, to int, value string) error {
 		return db.Update(func(tx Tx) error {
 			b, err := tx.CreateBucketIfNotExists([]byte("b"))
@@ -93,7 +93,7 @@ func TestPostgresProbe(t *testing.T) {
 				return err
 			}
 			for i := from; i < to; i++ {
-				if err := b.Put(key(i), []byte(value)); err != nil {
+				if err := b.Put(pgKey(i), []byte(value)); err != nil {
 					return err
 				}
 			}
@@ -110,7 +110,7 @@ func TestPostgresProbe(t *testing.T) {
 	if got := d.trips.Load() - before; got != 3 {
 		t.Errorf("%d round trips, want 3 (begin, probe, commit)", got)
 	}
-	err = db.View(func(tx Tx) error {
+	err := db.View(func(tx Tx) error {
 		b := tx.Bucket([]byte("b"))
 		if n := b.KeyN(); n != 200 {
 			return fmt.Errorf("%d keys", n)
@@ -120,7 +120,7 @@ func TestPostgresProbe(t *testing.T) {
 			if i < 50 {
 				want = "old"
 			}
-			if got := b.Get(key(i)); string(got) != want {
+			if got := b.Get(pgKey(i)); string(got) != want {
 				return fmt.Errorf("key %d: %q", i, got)
 			}
 		}
