@@ -333,23 +333,17 @@ type pgFailure struct{ err error }
 // the connection's next user reads (already arrived, at no round trip),
 // so that a View costs its reads plus one round trip, not two.
 //
-// The idle list is a queue: the connection idle longest, whose reply has had
-// the most time to arrive, is used first, and while the pool holds fewer
-// than minConns connections, a connection whose reply is pending is left to
-// it and a new one opened, so that a caller running Views one after another
-// alternates between two connections rather than wait for the reply.
+// The idle list is a stack: the connection used last, whose server process
+// is the likeliest to be running, is used first (measured: a View on the
+// connection idle longest, whose reply had more time to arrive, took
+// longer, the other server process having to be woken).
 type pgPool struct {
 	cfg  *pgx.ConnConfig
 	sem  chan struct{} // one token per connection in use (or being opened)
 	mu   sync.Mutex
 	idle []*pgConn
-	open int // connections open, idle or in use
 	done bool
 }
-
-// minConns is how many connections the pool opens before it waits for a
-// pending reply.
-const minConns = 2
 
 var errPoolClosed = errors.New("kv: pool closed")
 
@@ -383,11 +377,8 @@ func (p *pgPool) acquire(ctx context.Context) (*pgConn, error) {
 			return nil, errPoolClosed
 		}
 		var c *pgConn
-		if len(p.idle) > 0 && !(p.idle[0].pending && p.open < min(minConns, cap(p.sem))) {
-			c, p.idle = p.idle[0], p.idle[1:]
-		}
-		if c == nil {
-			p.open++ // the one about to be opened
+		if n := len(p.idle); n > 0 {
+			c, p.idle = p.idle[n-1], p.idle[:n-1]
 		}
 		p.mu.Unlock()
 		if c == nil {
@@ -402,9 +393,6 @@ func (p *pgPool) acquire(ctx context.Context) (*pgConn, error) {
 	}
 	conn, err := pgx.ConnectConfig(ctx, p.cfg)
 	if err != nil {
-		p.mu.Lock()
-		p.open--
-		p.mu.Unlock()
 		<-p.sem
 		return nil, err
 	}
@@ -442,13 +430,8 @@ func (p *pgPool) close() {
 	}
 }
 
-// closeConn closes c, which the pool counted as open.
-func (p *pgPool) closeConn(c *pgConn) {
-	p.mu.Lock()
-	p.open--
-	p.mu.Unlock()
-	c.close()
-}
+// closeConn closes c.
+func (p *pgPool) closeConn(c *pgConn) { c.close() }
 
 func (c *pgConn) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -318,12 +320,20 @@ func TestPostgresSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// From PGPASSWORD: the same store, the URL without the password.
-	t.Setenv("PGPASSWORD", password)
+	// From the password file, then PGPASSWORD: the URL without it.
 	bare := strings.Replace(good, ":"+url.QueryEscape(password)+"@", "@", 1)
 	if bare == good {
 		t.Fatalf("no password in %s", good)
 	}
+	passfile := filepath.Join(t.TempDir(), "pgpass")
+	line := fmt.Sprintf("127.0.0.1:%d:%s:%s:%s\n", s.Port, pgtest.Database, pgtest.User, strings.ReplaceAll(password, ":", `\:`))
+	if err := os.WriteFile(passfile, []byte(line), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PGPASSFILE", passfile)
+	view(t, openURL(t, bare, kv.Options{Timeout: 2 * time.Second}), func(kv.Tx) error { return nil })
+	t.Setenv("PGPASSFILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("PGPASSWORD", password)
 	other := openURL(t, bare, kv.Options{Timeout: 2 * time.Second})
 	view(t, other, func(kv.Tx) error { return nil })
 	s.Stop()
