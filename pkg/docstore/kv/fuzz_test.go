@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/mcpkit/mcpkit/internal/pgtest"
 	"github.com/mcpkit/mcpkit/pkg/docstore/kv"
 )
 
@@ -307,6 +308,17 @@ func FuzzPostgresAgrees(f *testing.F) {
 	addFuzzSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		agree(t, [2]string{"postgres", "memory"}, [2]kv.DB{openPostgres(t), openMemory(t)}, data)
+	})
+}
+
+// FuzzPostgresOptimisticAgrees is FuzzPostgresAgrees with optimistic Views
+// (Options.ViewsMayRerun): one DB alone is never told anything stale, so
+// its Views never run again, and must read what memory holds.
+func FuzzPostgresOptimisticAgrees(f *testing.F) {
+	addFuzzSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		db := openURL(t, pgtest.Shared(t).StoreURL(), kv.Options{NoSync: true, ViewsMayRerun: true})
+		agree(t, [2]string{"postgres", "memory"}, [2]kv.DB{db, openMemory(t)}, data)
 	})
 }
 

@@ -248,4 +248,14 @@ type Options struct {
 	// ReadOnly opens an existing file with a shared lock; Update and Batch
 	// fail with ErrReadOnly.
 	ReadOnly bool
+	// ViewsMayRerun (PostgreSQL; ignored elsewhere) lets a View run its
+	// function a second time, as Batch may: a View then sends nothing until
+	// its first read, answering what fn asks before (Epoch, Bucket,
+	// Sequence) from the last state the process saw, and a first read that
+	// is a Get is one statement; when that answer turns out stale, or a
+	// write commits between its first and second reads, the View runs fn
+	// again as an ordinary View (two round trips for a Get). Set it only
+	// when every View function can run again: no effect outside it but
+	// what its last run leaves.
+	ViewsMayRerun bool
 }

@@ -144,6 +144,10 @@ type pgDB struct {
 	readOnly bool
 	closed   atomic.Bool
 	batch    batcher
+	// rerunViews: Options.ViewsMayRerun; reruns counts the optimistic
+	// Views that ran again.
+	rerunViews bool
+	reruns     atomic.Int64
 	// trips counts the round trips to the server, for tests.
 	trips atomic.Int64
 	// buckets is the bucket set last seen, with the meta row's bgen it goes
@@ -173,7 +177,7 @@ func OpenPostgres(ctx context.Context, rawURL string, opts Options) (DB, error) 
 	if err != nil {
 		return nil, fmt.Errorf("kv: open %s: %s", p.shown, scrub(err.Error(), urlSecrets(rawURL)))
 	}
-	d := &pgDB{path: p.shown, readOnly: opts.ReadOnly}
+	d := &pgDB{path: p.shown, readOnly: opts.ReadOnly, rerunViews: opts.ViewsMayRerun}
 	d.secrets = append(urlSecrets(rawURL), cfg.Password)
 	if opts.Timeout > 0 {
 		cfg.ConnectTimeout = opts.Timeout
@@ -195,7 +199,7 @@ func OpenPostgres(ctx context.Context, rawURL string, opts Options) (DB, error) 
 		kv:      pgx.Identifier{name + "_kv"}.Sanitize(),
 	}
 	d.sql = newPGStatements(d.tables)
-	d.buckets.Store(&pgBucketSet{gen: -1})
+	d.buckets.Store(&pgBucketSet{rev: -1, gen: -1, sgen: -1})
 	d.batch.update = d.batchUpdate
 	if err := d.prepare(ctx); err != nil {
 		d.pool.close()
@@ -252,8 +256,14 @@ func (d *pgDB) prepareOnce(ctx context.Context) error {
 	}
 	defer func() { d.pool.release(c) }()
 	if d.readOnly {
-		var rev int64
-		return c.c.QueryRow(ctx, d.sql.meta).Scan(&rev, new(int64), new(int64), new(int64))
+		var m pgMetaRow
+		if err := m.scan(c.c.QueryRow(ctx, d.sql.meta)); err != nil {
+			return err
+		}
+		if !m.found {
+			return errNoMeta
+		}
+		return nil
 	}
 	// One simple-protocol query: a pipeline would prepare the INSERT
 	// before its table exists.

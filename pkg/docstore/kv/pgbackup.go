@@ -17,7 +17,7 @@ func (d *pgDB) Backup(w io.Writer) (int64, error) {
 		return 0, err
 	}
 	var n int64
-	err := d.View(func(tx Tx) error {
+	err := d.view(func(tx Tx) error {
 		t := tx.(*pgTx)
 		var err error
 		n, err = backupFile(w, func(db *bolt.DB) error {
@@ -29,7 +29,7 @@ func (d *pgDB) Backup(w io.Writer) (int64, error) {
 			return nil
 		})
 		return err
-	})
+	}, false)
 	if err != nil {
 		if errors.Is(err, ErrClosed) || errors.Is(err, ErrUnavailable) {
 			return n, err
@@ -71,7 +71,7 @@ func (d *pgDB) Check() error {
 		return err
 	}
 	var de DamageError
-	err := d.View(func(tx Tx) error {
+	err := d.view(func(tx Tx) error {
 		t := tx.(*pgTx)
 		ids := make([]int64, 0, len(t.base))
 		for name, info := range t.base {
@@ -90,7 +90,7 @@ func (d *pgDB) Check() error {
 			de.Problems = append(de.Problems, fmt.Sprintf("%d keys belong to no bucket", orphans))
 		}
 		return nil
-	})
+	}, false)
 	if err != nil {
 		return err
 	}

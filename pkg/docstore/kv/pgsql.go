@@ -14,12 +14,16 @@ type pgStatements struct {
 	// every process queues on it) and reads the counters.
 	lock string
 	// meta reads the counters; viewMeta reads them in a View's snapshot
-	// with, when the meta row's bgen is not $1, the bucket set, in one
-	// statement (a row per bucket, or one with NULLs).
+	// with, when the meta row's bgen is not $1 or its sgen not $2, the
+	// bucket set, in one statement (a row per bucket, or one with NULLs).
 	meta, viewMeta string
+	// viewFirst is an optimistic View's first read when it is a page
+	// forward (a Get): the counters and the page in one statement, outside
+	// any transaction.
+	viewFirst string
 	// bucketsIfMoved reads the bucket set when the meta row's bgen is not
-	// $1, the generation of the set the process holds (a write reads it
-	// after the lock, in a snapshot of its own).
+	// $1 or its sgen not $2, the generations of the set the process holds
+	// (a write reads it after the lock, in a snapshot of its own).
 	bucketsIfMoved string
 
 	// Reads of one bucket ($1).
@@ -38,8 +42,8 @@ func newPGStatements(t pgTables) pgStatements {
 	r := strings.NewReplacer("{meta}", t.meta, "{buckets}", t.buckets, "{kv}", t.kv)
 	return pgStatements{
 		create: []string{
-			r.Replace(`CREATE TABLE IF NOT EXISTS {meta} (id integer PRIMARY KEY, rev bigint NOT NULL, epoch bigint NOT NULL, bgen bigint NOT NULL, nextb bigint NOT NULL)`),
-			r.Replace(`INSERT INTO {meta} (id, rev, epoch, bgen, nextb) VALUES (1, 0, 0, 0, 0) ON CONFLICT (id) DO NOTHING`),
+			r.Replace(`CREATE TABLE IF NOT EXISTS {meta} (id integer PRIMARY KEY, rev bigint NOT NULL, epoch bigint NOT NULL, bgen bigint NOT NULL, sgen bigint NOT NULL, nextb bigint NOT NULL)`),
+			r.Replace(`INSERT INTO {meta} (id, rev, epoch, bgen, sgen, nextb) VALUES (1, 0, 0, 0, 0, 0) ON CONFLICT (id) DO NOTHING`),
 			r.Replace(`CREATE TABLE IF NOT EXISTS {buckets} (id bigint PRIMARY KEY, name bytea NOT NULL UNIQUE, seq bigint NOT NULL)`),
 			r.Replace(`CREATE TABLE IF NOT EXISTS {kv} (b bigint NOT NULL, k bytea NOT NULL, v bytea NOT NULL, PRIMARY KEY (b, k))`),
 		},
@@ -47,11 +51,13 @@ func newPGStatements(t pgTables) pgStatements {
 		beginView:  `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`,
 		commit:     `COMMIT`,
 		rollback:   `ROLLBACK`,
-		lock:       r.Replace(`UPDATE {meta} SET rev = rev + 1 WHERE id = 1 RETURNING rev, epoch, bgen, nextb`),
-		meta:       r.Replace(`SELECT rev, epoch, bgen, nextb FROM {meta} WHERE id = 1`),
-		viewMeta: r.Replace(`SELECT m.rev, m.epoch, m.bgen, m.nextb, b.id, b.name, b.seq FROM {meta} m ` +
-			`LEFT JOIN {buckets} b ON m.bgen <> $1 WHERE m.id = 1`),
-		bucketsIfMoved: r.Replace(`SELECT id, name, seq FROM {buckets} WHERE (SELECT bgen FROM {meta} WHERE id = 1) <> $1`),
+		lock:       r.Replace(`UPDATE {meta} SET rev = rev + 1 WHERE id = 1 RETURNING rev, epoch, bgen, sgen, nextb`),
+		meta:       r.Replace(`SELECT rev, epoch, bgen, sgen, nextb FROM {meta} WHERE id = 1`),
+		viewMeta: r.Replace(`SELECT m.rev, m.epoch, m.bgen, m.sgen, m.nextb, b.id, b.name, b.seq FROM {meta} m ` +
+			`LEFT JOIN {buckets} b ON (m.bgen <> $1 OR m.sgen <> $2) WHERE m.id = 1`),
+		viewFirst: r.Replace(`SELECT m.rev, m.epoch, m.bgen, m.sgen, p.k, p.v FROM {meta} m LEFT JOIN LATERAL ` +
+			`(SELECT k, v FROM {kv} WHERE b = $1 AND k >= $2 ORDER BY k LIMIT $3) AS p ON true WHERE m.id = 1`),
+		bucketsIfMoved: r.Replace(`SELECT id, name, seq FROM {buckets} WHERE (SELECT bgen <> $1 OR sgen <> $2 FROM {meta} WHERE id = 1)`),
 
 		pageAsc:     r.Replace(`SELECT k, v FROM {kv} WHERE b = $1 AND k >= $2 ORDER BY k LIMIT $3`),
 		pageDesc:    r.Replace(`SELECT k, v FROM {kv} WHERE b = $1 AND k < $2 ORDER BY k DESC LIMIT $3`),
@@ -69,6 +75,6 @@ func newPGStatements(t pgTables) pgStatements {
 		insertKeys: r.Replace(`INSERT INTO {kv} (b, k, v) SELECT $1::bigint, t.k, t.v FROM unnest($2::bytea[], $3::bytea[]) AS t (k, v)`),
 		upsertKeys: r.Replace(`INSERT INTO {kv} (b, k, v) SELECT $1::bigint, t.k, t.v FROM unnest($2::bytea[], $3::bytea[]) AS t (k, v) ` +
 			`ON CONFLICT (b, k) DO UPDATE SET v = excluded.v`),
-		updateMeta: r.Replace(`UPDATE {meta} SET epoch = $1, bgen = $2, nextb = $3 WHERE id = 1`),
+		updateMeta: r.Replace(`UPDATE {meta} SET epoch = $1, bgen = $2, sgen = $3, nextb = $4 WHERE id = 1`),
 	}
 }

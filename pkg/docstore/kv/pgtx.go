@@ -37,19 +37,27 @@ type pgBucketInfo struct {
 	seq uint64
 }
 
-// pgBucketSet is the bucket set as of meta generation gen; never modified.
+// pgBucketSet is the bucket set, and the epoch, of the state after the
+// commit that made the meta row's rev rev; never modified.
 type pgBucketSet struct {
-	gen    int64
-	byName map[string]pgBucketInfo
+	rev, gen, sgen int64
+	epoch          uint64
+	byName         map[string]pgBucketInfo
 }
 
 // pgTx is a PostgreSQL transaction on one connection.
 type pgTx struct {
 	txState
-	d    *pgDB
-	c    *pgConn
-	gen  int64 // the meta row's bgen when the transaction began
-	base map[string]pgBucketInfo
+	d *pgDB
+	c *pgConn
+	// inTx: BEGIN was sent (an optimistic View sends none until its
+	// second read).
+	inTx bool
+	// rev, gen, sgen: the meta row's when the transaction began.
+	rev, gen, sgen int64
+	base           map[string]pgBucketInfo
+	spec           pgSpec
+	rerun          bool // an optimistic View found fn was told something stale
 	// set is the transaction's own bucket set once it created or deleted
 	// one; nil until then (base is the set).
 	set     map[string]pgBucketInfo
@@ -57,19 +65,38 @@ type pgTx struct {
 	dropped []int64 // ids of the buckets deleted
 	nextb   int64   // the last bucket id allocated
 	nextb0  int64
-	epoch0  uint64
 }
 
 var _ Tx = (*pgTx)(nil)
 
 var bg = context.Background()
 
-// View implements DB.
+// View implements DB. With Options.ViewsMayRerun, the View is optimistic
+// (see pgSpec), and runs fn again in an ordinary View when what fn was told
+// before its first read turns out stale.
 func (d *pgDB) View(fn func(Tx) error) error {
+	if d.rerunViews {
+		err := d.view(fn, true)
+		if err != errRerun {
+			return err
+		}
+		d.reruns.Add(1)
+	}
+	return d.view(fn, false)
+}
+
+// view runs fn in a View, optimistic or not.
+func (d *pgDB) view(fn func(Tx) error, optimistic bool) error {
 	if err := d.closedErr("view"); err != nil {
 		return err
 	}
-	t, err := d.begin(false)
+	var t *pgTx
+	var err error
+	if optimistic {
+		t, err = d.beginOptimistic()
+	} else {
+		t, err = d.begin(false)
+	}
 	if err != nil {
 		return d.fail("view", err)
 	}
@@ -160,44 +187,57 @@ func (d *pgDB) beginOn(c *pgConn, writable bool) (*pgTx, error) {
 	if writable {
 		b.Queue(d.sql.beginWrite)
 		b.Queue(d.sql.lock).QueryRow(func(row pgx.Row) error { return m.scan(row) })
-		b.Queue(d.sql.bucketsIfMoved, cached.gen).Query(func(rows pgx.Rows) error {
-			if m.gen != cached.gen {
+		b.Queue(d.sql.bucketsIfMoved, cached.gen, cached.sgen).Query(func(rows pgx.Rows) error {
+			if m.moved(cached) {
 				return m.scanBuckets(rows, false)
 			}
 			return nil
 		})
 	} else {
 		b.Queue(d.sql.beginView)
-		b.Queue(d.sql.viewMeta, cached.gen).Query(func(rows pgx.Rows) error { return m.scanBuckets(rows, true) })
+		m.queueView(b, d, cached)
 	}
 	d.trips.Add(1)
 	if err := c.c.SendBatch(bg, b).Close(); err != nil {
 		return nil, err
 	}
 	if !m.found {
-		return nil, pgOwnError{fmt.Errorf("the store's meta row is missing: %w", ErrInvalidFile)}
+		return nil, errNoMeta
 	}
-	set := cached.byName
-	if m.gen != cached.gen {
-		set = m.set
-		d.noteBuckets(&pgBucketSet{gen: m.gen, byName: set})
+	if writable {
+		m.rev-- // the lock counted this transaction's commit: the state read is the one before
 	}
+	set := d.noteMeta(&m, cached)
 	t := &pgTx{
 		txState: txState{writable: writable, epoch: uint64(m.epoch)},
-		d:       d, c: c, gen: m.gen, base: set, nextb: m.nextb, nextb0: m.nextb, epoch0: uint64(m.epoch),
+		d:       d, c: c, inTx: true, rev: m.rev, gen: m.gen, sgen: m.sgen, base: set,
+		nextb: m.nextb, nextb0: m.nextb,
 	}
 	return t, nil
 }
 
+var errNoMeta = pgOwnError{fmt.Errorf("the store's meta row is missing: %w", ErrInvalidFile)}
+
 // pgMetaRow is the meta row and, when it moved, the bucket set.
 type pgMetaRow struct {
-	found                  bool
-	rev, epoch, gen, nextb int64
-	set                    map[string]pgBucketInfo
+	found                        bool
+	rev, epoch, gen, sgen, nextb int64
+	set                          map[string]pgBucketInfo
+}
+
+// moved reports whether the bucket set differs from cached.
+func (m *pgMetaRow) moved(cached *pgBucketSet) bool {
+	return m.gen != cached.gen || m.sgen != cached.sgen
+}
+
+// queueView queues a View's read of the meta row (and of the bucket set
+// if it moved from cached) into m.
+func (m *pgMetaRow) queueView(b *pgx.Batch, d *pgDB, cached *pgBucketSet) {
+	b.Queue(d.sql.viewMeta, cached.gen, cached.sgen).Query(func(rows pgx.Rows) error { return m.scanBuckets(rows, true) })
 }
 
 func (m *pgMetaRow) scan(row pgx.Row) error {
-	if err := row.Scan(&m.rev, &m.epoch, &m.gen, &m.nextb); err != nil {
+	if err := row.Scan(&m.rev, &m.epoch, &m.gen, &m.sgen, &m.nextb); err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}
@@ -214,7 +254,7 @@ func (m *pgMetaRow) scanBuckets(rows pgx.Rows, withMeta bool) error {
 	var name []byte
 	dest := []any{&id, &name, &seq}
 	if withMeta {
-		dest = append([]any{&m.rev, &m.epoch, &m.gen, &m.nextb}, dest...)
+		dest = append([]any{&m.rev, &m.epoch, &m.gen, &m.sgen, &m.nextb}, dest...)
 	}
 	_, err := pgx.ForEachRow(rows, dest, func() error {
 		m.found = true
@@ -226,12 +266,23 @@ func (m *pgMetaRow) scanBuckets(rows pgx.Rows, withMeta bool) error {
 	return err
 }
 
-// noteBuckets keeps s as the bucket set to reuse, unless a newer one is
-// kept already.
+// noteMeta returns the bucket set of the snapshot m describes (cached's
+// when it did not move) and keeps what m says for the next transactions.
+func (d *pgDB) noteMeta(m *pgMetaRow, cached *pgBucketSet) map[string]pgBucketInfo {
+	set := cached.byName
+	if m.moved(cached) {
+		set = m.set
+	}
+	d.noteBuckets(&pgBucketSet{rev: m.rev, epoch: uint64(m.epoch), gen: m.gen, sgen: m.sgen, byName: set})
+	return set
+}
+
+// noteBuckets keeps s as what the next transactions start from, unless
+// what is kept is as recent.
 func (d *pgDB) noteBuckets(s *pgBucketSet) {
 	for {
 		cur := d.buckets.Load()
-		if cur.gen >= s.gen || d.buckets.CompareAndSwap(cur, s) {
+		if cur.rev >= s.rev || d.buckets.CompareAndSwap(cur, s) {
 			return
 		}
 	}
@@ -242,27 +293,43 @@ func (d *pgDB) noteBuckets(s *pgBucketSet) {
 func (t *pgTx) run(fn func(Tx) error) (err error) {
 	ended := false
 	defer func() {
-		t.done = true
-		if !ended && !t.c.broken {
-			t.c.sendEnd(t.d.sql.rollback)
-		}
-		t.d.pool.release(t.c)
 		if p := recover(); p != nil {
-			f, ok := p.(*pgFailure)
-			if !ok {
+			switch f := p.(type) {
+			case *pgFailure:
+				err = f.err
+			case pgRerun:
+				err = errRerun
+			default:
+				t.end(ended)
 				panic(p)
 			}
-			err = f.err
 		}
+		t.end(ended)
 	}()
-	if err := fn(t); err != nil {
-		return err
-	}
+	fnErr := fn(t)
 	if !t.writable {
-		return nil
+		// fn may have recovered the panic that asked for a re-run; an
+		// optimistic View not yet checked is checked now, whatever fn
+		// returned (its error may come from what it was told).
+		if t.rerun || !t.checkOptimistic() {
+			return errRerun
+		}
+		return fnErr
+	}
+	if fnErr != nil {
+		return fnErr
 	}
 	ended = true
 	return t.commit()
+}
+
+// end ends t unless ended (committed), and releases its connection.
+func (t *pgTx) end(ended bool) {
+	t.done = true
+	if !ended && t.inTx && !t.c.broken {
+		t.c.sendEnd(t.d.sql.rollback)
+	}
+	t.d.pool.release(t.c)
 }
 
 // commit sends the transaction's writes and COMMIT in one round trip.
@@ -360,35 +427,39 @@ func (t *pgTx) queueWrites(b *pgx.Batch) *pgBucketSet {
 	}
 	var ids, seqs []int64
 	var names [][]byte
-	wrote := false
+	wrote, seqChanged := false, false
 	for _, name := range slices.Sorted(maps.Keys(t.handles)) {
 		h := t.handles[name]
 		if h.created || h.seqDirty {
 			ids, names, seqs = append(ids, h.id), append(names, []byte(name)), append(seqs, int64(h.seq))
+			setChanged = setChanged || h.created
+			seqChanged = seqChanged || !h.created
 		}
 		wrote = h.queueWrites(b) || wrote
 	}
 	if len(ids) > 0 {
-		setChanged = true
 		// Before the keys: a new bucket's row goes first (nothing refers
 		// to it, but a reader of the rows should find it).
 		b.Queue(sql.upsertBuckets, ids, names, seqs)
 	}
-	if !setChanged && !wrote && !t.bumped {
+	if !setChanged && !seqChanged && !wrote && !t.bumped {
 		return nil
 	}
-	gen := t.gen
+	gen, sgen := t.gen, t.sgen
 	if setChanged {
 		gen++
 	}
-	if setChanged || t.bumped || t.nextb != t.nextb0 {
-		b.Queue(sql.updateMeta, int64(t.epoch), gen, t.nextb)
+	if seqChanged {
+		sgen++
+	}
+	if setChanged || seqChanged || t.bumped || t.nextb != t.nextb0 {
+		b.Queue(sql.updateMeta, int64(t.epoch), gen, sgen, t.nextb)
 	}
 	set := maps.Clone(t.buckets())
 	for name, h := range t.handles {
 		set[name] = pgBucketInfo{id: h.id, seq: h.seq}
 	}
-	return &pgBucketSet{gen: gen, byName: set}
+	return &pgBucketSet{rev: t.rev + 1, epoch: t.epoch, gen: gen, sgen: sgen, byName: set}
 }
 
 // buckets is the transaction's bucket set.
@@ -413,6 +484,7 @@ func (t *pgTx) Writable() bool { return t.writable }
 // Bucket implements Tx.
 func (t *pgTx) Bucket(name []byte) Bucket {
 	t.checkRead()
+	t.spec.sawBuckets = true
 	if h := t.bucket(name); h != nil {
 		return h
 	}
@@ -488,6 +560,7 @@ func (t *pgTx) DeleteBucket(name []byte) error {
 // ForEachBucket implements Tx.
 func (t *pgTx) ForEachBucket(fn func(name []byte, b Bucket) error) error {
 	t.checkRead()
+	t.spec.sawBuckets = true
 	for _, name := range slices.Sorted(maps.Keys(t.buckets())) {
 		if err := fn([]byte(name), t.bucket([]byte(name))); err != nil {
 			return err
@@ -499,33 +572,69 @@ func (t *pgTx) ForEachBucket(fn func(name []byte, b Bucket) error) error {
 // fetch runs a read and returns its rows, copied; a failure ends the
 // transaction (see pgFailure).
 func (t *pgTx) fetch(sql string, args ...any) []item {
-	t.d.trips.Add(1)
-	rows, _ := t.c.c.Query(bg, sql, args...)
 	var out []item
-	var k, v []byte
-	_, err := pgx.ForEachRow(rows, []any{&k, &v}, func() error {
-		out = append(out, item{k: k, v: v})
-		return nil
-	})
-	if err != nil {
-		t.failRead(err)
+	if t.spec.state == specPending && sql == t.d.sql.pageAsc {
+		return t.firstPage(args...)
 	}
+	t.read(sql, args, func(rows pgx.Rows) error {
+		var k, v []byte
+		_, err := pgx.ForEachRow(rows, []any{&k, &v}, func() error {
+			out = append(out, item{k: k, v: v})
+			return nil
+		})
+		return err
+	})
 	return out
 }
 
 // count runs a count.
 func (t *pgTx) count(sql string, args ...any) int {
 	var n int64
+	t.read(sql, args, func(rows pgx.Rows) error {
+		_, err := pgx.ForEachRow(rows, []any{&n}, func() error { return nil })
+		return err
+	})
+	return int(n)
+}
+
+// read runs a read of the transaction: alone once the transaction began,
+// else (an optimistic View) after BEGIN and the meta row's read, in one
+// round trip, and checks what the View was told before (see pgSpec).
+func (t *pgTx) read(sql string, args []any, scan func(pgx.Rows) error) {
 	t.d.trips.Add(1)
-	if err := t.c.c.QueryRow(bg, sql, args...).Scan(&n); err != nil {
+	if t.inTx {
+		rows, _ := t.c.c.Query(bg, sql, args...)
+		if err := scan(rows); err != nil {
+			t.failRead(err)
+		}
+		return
+	}
+	cached := &pgBucketSet{gen: t.gen, sgen: t.sgen, byName: t.base}
+	b := &pgx.Batch{}
+	var m pgMetaRow
+	b.Queue(t.d.sql.beginView)
+	m.queueView(b, t.d, cached)
+	b.Queue(sql, args...).Query(scan)
+	t.inTx = true
+	err := t.c.c.SendBatch(bg, b).Close()
+	if err == nil && !m.found {
+		err = errNoMeta
+	}
+	if err != nil {
 		t.failRead(err)
 	}
-	return int(n)
+	t.d.noteMeta(&m, cached)
+	t.checkMeta(&m)
 }
 
 // failRead ends the transaction on a failed read.
 func (t *pgTx) failRead(err error) {
 	t.c.fail(err)
+	if t.spec.state == specPending && t.c.reused && t.c.broken {
+		// An optimistic View's first read on a connection that died
+		// idle: the ordinary View drops it and tries another.
+		t.askRerun()
+	}
 	panic(&pgFailure{err: t.d.fail("read", err)})
 }
 
@@ -810,6 +919,10 @@ func (h *pgBucket) Sequence() uint64 {
 	if !h.readable() {
 		return 0
 	}
+	if h.t.spec.seqStale {
+		h.t.askRerun() // an optimistic View that has not read the new one
+	}
+	h.t.spec.sawSeq = true
 	return h.seq
 }
 

@@ -1,0 +1,161 @@
+package kv
+
+import (
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// pgSpec is the state of an optimistic View (Options.ViewsMayRerun). Such a
+// View sends nothing to the server until its first read: what fn asks
+// before it (the epoch, which buckets exist, their sequences) is answered
+// from what the process saw last, and the first read checks it. A first
+// read that is a page forward (every Get) is one statement outside any
+// transaction, which returns the meta row with the page: a get by id is
+// one statement, as a bare SELECT is. A second read then begins the
+// transaction (with the meta row, in one round trip) and checks that no
+// write committed since the first (the meta row's rev is the same), so the
+// View reads one state throughout. When a check fails, fn was told
+// something stale: the View is rolled back and fn runs again in an
+// ordinary View.
+type pgSpec struct {
+	state                        specState
+	sawEpoch, sawBuckets, sawSeq bool
+	// seqStale: a sequence changed since the state fn was told about, and
+	// the View has not read the new ones.
+	seqStale bool
+	firstRev int64 // the meta row's rev at the first read (specSingle)
+}
+
+type specState uint8
+
+const (
+	specNone    specState = iota // an ordinary transaction, or checked
+	specPending                  // no read yet
+	specSingle                   // one read done, alone
+)
+
+// pgRerun is the panic with which an optimistic View that was told
+// something stale stops fn; run turns it into errRerun.
+type pgRerun struct{}
+
+// errRerun: the optimistic View must run again as an ordinary one.
+var errRerun = errors.New("kv: the optimistic view runs again")
+
+// beginOptimistic begins an optimistic View: a connection, and what the
+// process saw last.
+func (d *pgDB) beginOptimistic() (*pgTx, error) {
+	cached := d.buckets.Load()
+	if cached.rev < 0 {
+		return d.begin(false) // nothing seen yet
+	}
+	c, err := d.pool.acquire(bg)
+	if err != nil {
+		return nil, err
+	}
+	return &pgTx{
+		txState: txState{epoch: cached.epoch},
+		d:       d, c: c, rev: cached.rev, gen: cached.gen, sgen: cached.sgen, base: cached.byName,
+		spec: pgSpec{state: specPending},
+	}, nil
+}
+
+// Epoch implements Tx.
+func (t *pgTx) Epoch() uint64 {
+	t.checkRead()
+	t.spec.sawEpoch = true
+	return t.epoch
+}
+
+// askRerun stops fn: the View must run again.
+func (t *pgTx) askRerun() {
+	t.rerun = true
+	panic(pgRerun{})
+}
+
+// stale reports whether the meta row m contradicts what a pending View
+// told fn.
+func (t *pgTx) stale(m *pgMetaRow) bool {
+	sp := &t.spec
+	return (sp.sawEpoch && uint64(m.epoch) != t.epoch) || (sp.sawBuckets && m.gen != t.gen) || (sp.sawSeq && m.sgen != t.sgen)
+}
+
+// firstPage is an optimistic View's first read, a page forward: one
+// statement with the meta row.
+func (t *pgTx) firstPage(args ...any) []item {
+	t.d.trips.Add(1)
+	rows, _ := t.c.c.Query(bg, t.d.sql.viewFirst, args...)
+	var m pgMetaRow
+	var out []item
+	var k, v []byte
+	_, err := pgx.ForEachRow(rows, []any{&m.rev, &m.epoch, &m.gen, &m.sgen, &k, &v}, func() error {
+		m.found = true
+		if k != nil {
+			out = append(out, item{k: k, v: v})
+		}
+		return nil
+	})
+	if err == nil && !m.found {
+		err = errNoMeta
+	}
+	if err != nil {
+		t.failRead(err)
+	}
+	if t.stale(&m) || m.gen != t.gen {
+		t.askRerun()
+	}
+	t.epoch = uint64(m.epoch)
+	if m.sgen != t.sgen {
+		t.spec.seqStale = true
+	} else {
+		t.d.noteBuckets(&pgBucketSet{rev: m.rev, epoch: t.epoch, gen: m.gen, sgen: m.sgen, byName: t.base})
+	}
+	t.spec.state, t.spec.firstRev = specSingle, m.rev
+	return out
+}
+
+// checkMeta checks the meta row read with BEGIN by an optimistic View's
+// first read (pending) or second (after a first alone), and adopts the
+// bucket set it brought.
+func (t *pgTx) checkMeta(m *pgMetaRow) {
+	switch t.spec.state {
+	case specNone:
+		return
+	case specPending:
+		if t.stale(m) {
+			t.askRerun()
+		}
+	case specSingle:
+		if m.rev != t.spec.firstRev {
+			t.askRerun() // a write committed between the two reads
+		}
+	}
+	t.spec.state = specNone
+	t.epoch = uint64(m.epoch)
+	if m.gen != t.gen || m.sgen != t.sgen {
+		// What moved was not told to fn (else stale): buckets it never
+		// asked about, or sequences.
+		t.base, t.gen, t.sgen = m.set, m.gen, m.sgen
+		for name, h := range t.handles {
+			h.seq = m.set[name].seq
+		}
+	}
+	t.spec.seqStale = false
+}
+
+// checkOptimistic checks, when fn has returned, an optimistic View that
+// never read: what it told fn must still hold. It reports false when the
+// View must run again.
+func (t *pgTx) checkOptimistic() bool {
+	sp := &t.spec
+	if sp.state != specPending || !(sp.sawEpoch || sp.sawBuckets || sp.sawSeq) {
+		return true
+	}
+	t.d.trips.Add(1)
+	var m pgMetaRow
+	if err := m.scan(t.c.c.QueryRow(bg, t.d.sql.meta)); err != nil || !m.found {
+		t.c.fail(err)
+		return false // the ordinary View reports the error
+	}
+	return !t.stale(&m)
+}
