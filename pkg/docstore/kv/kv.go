@@ -1,6 +1,8 @@
 // Package kv is the document store's storage layer: named top-level buckets
-// of ordered key-value pairs, with one small API over two backends that behave
-// identically, a bbolt file (Open) and memory (OpenMemory).
+// of ordered key-value pairs, with one small API over three backends that
+// behave identically, a bbolt file (Open), memory (OpenMemory) and a
+// PostgreSQL database that any number of processes share (OpenPostgres;
+// docs/postgres.md).
 //
 // The API is modelled on go.etcd.io/bbolt's: View for consistent read-only
 // snapshots, Update for one serialized, durable writer, Batch to coalesce
@@ -12,7 +14,8 @@
 // that they agree operation by operation.
 //
 // kv knows nothing of documents or of package docstore, and starts no
-// goroutine of its own.
+// goroutine of its own (pgx, on PostgreSQL, watches a context only while a
+// call that was given one runs).
 package kv
 
 import (
@@ -110,14 +113,16 @@ type DB interface {
 	// ErrClosed; a second Close returns nil.
 	Close() error
 
-	// Path is the file's path, or "" for memory.
+	// Path is the file's path, "" for memory, or on PostgreSQL the URL
+	// without its password.
 	Path() string
 
 	// Check looks for damage in everything committed: on a bbolt file,
 	// its structure as Open checks it, then bbolt's own consistency check
 	// (key order, free pages, pages neither reachable nor free). It
 	// returns nil, a *DamageError listing what is damaged, or the error
-	// that stopped it. Memory holds nothing to damage.
+	// that stopped it. Memory holds nothing to damage; on PostgreSQL, keys
+	// of no bucket and bucket ids beyond the counter are damage.
 	Check() error
 }
 
@@ -236,17 +241,20 @@ type Cursor interface {
 	Delete() error
 }
 
-// Options configure Open.
+// Options configure Open and OpenPostgres.
 type Options struct {
 	// Timeout is how long Open waits for the file lock held by another DB
 	// (another process, or another Open in this one) before failing with
-	// ErrLocked. Zero tries once.
+	// ErrLocked. Zero tries once. On PostgreSQL it bounds each connection
+	// attempt (zero: the URL's connect_timeout, else 10 s).
 	Timeout time.Duration
 	// NoSync skips fsync at commit: a crash can lose or corrupt committed
-	// data. For tests only.
+	// data. For tests only. On PostgreSQL it sets synchronous_commit off (a
+	// crash of the server can lose the last commits).
 	NoSync bool
-	// ReadOnly opens an existing file with a shared lock; Update and Batch
-	// fail with ErrReadOnly.
+	// ReadOnly opens an existing file with a shared lock (on PostgreSQL an
+	// existing store, creating nothing); Update and Batch fail with
+	// ErrReadOnly.
 	ReadOnly bool
 	// ViewsMayRerun (PostgreSQL; ignored elsewhere) lets a View run its
 	// function a second time, as Batch may: a View then sends nothing until

@@ -150,8 +150,9 @@ type pgDB struct {
 	reruns     atomic.Int64
 	// trips counts the round trips to the server, for tests.
 	trips atomic.Int64
-	// buckets is the bucket set last seen, with the meta row's bgen it goes
-	// with: a transaction reads the set again only when bgen moved.
+	// buckets is the last state seen (the meta row's counters and the
+	// bucket set): a transaction reads the set again only when its
+	// generations moved, and an optimistic View starts from it.
 	buckets atomic.Pointer[pgBucketSet]
 }
 
@@ -238,9 +239,11 @@ func (d *pgDB) prepare(ctx context.Context) error {
 	for attempt := 0; ; attempt++ {
 		err := d.prepareOnce(ctx)
 		var pgErr *pgconn.PgError
-		// Two CREATE TABLE IF NOT EXISTS at once can both miss the table
-		// and one fails on the catalog's unique index.
-		if err == nil || attempt == 3 || !errors.As(err, &pgErr) || (pgErr.Code != "23505" && pgErr.Code != "42P07" && !isConflict(pgErr)) {
+		// Two CREATE TABLE IF NOT EXISTS at once can both miss the table,
+		// and one fails on the catalog (23505 on its unique index, 42710 or
+		// 42P07: the type or table exists); the next attempt finds it.
+		if err == nil || attempt == 5 || !errors.As(err, &pgErr) ||
+			(pgErr.Code != "23505" && pgErr.Code != "42710" && pgErr.Code != "42P07" && !isConflict(pgErr)) {
 			if err != nil {
 				return d.fail("open", err)
 			}

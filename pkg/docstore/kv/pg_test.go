@@ -356,6 +356,22 @@ func TestPostgresOpen(t *testing.T) {
 	url := srv.StoreURL()
 	_, err := kv.OpenPostgres(context.Background(), url, kv.Options{ReadOnly: true})
 	wantErr(t, err, kv.ErrInvalidFile)
+
+	// Processes opening a new store at once all create it.
+	fresh := srv.StoreURL()
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			db, err := kv.OpenPostgres(context.Background(), fresh, kv.Options{})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			closeDB(t, db)
+		})
+	}
+	wg.Wait()
+
 	db := openURL(t, url, kv.Options{})
 	fill(t, db, "b", 3)
 	ro := openURL(t, url, kv.Options{ReadOnly: true})
