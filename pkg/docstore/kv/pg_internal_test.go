@@ -130,3 +130,48 @@ func TestPostgresProbe(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestPostgresLargeCommit: a transaction of more rows than one statement
+// takes (maxChunkRows) commits them all, then deletes and overwrites them.
+func TestPostgresLargeCommit(t *testing.T) {
+	db, _ := openPG(t)
+	const n = 2*maxChunkRows + 5000
+	write := func(fn func(b Bucket, i int) error) {
+		t.Helper()
+		err := db.Update(func(tx Tx) error {
+			b, err := tx.CreateBucketIfNotExists([]byte("b"))
+			for i := 0; err == nil && i < n; i++ {
+				err = fn(b, i)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(func(b Bucket, i int) error { return b.Put(pgKey(i), []byte("a")) })
+	write(func(b Bucket, i int) error {
+		if i%2 == 0 {
+			return b.Delete(pgKey(i))
+		}
+		return b.Put(pgKey(i), []byte("b"))
+	})
+	err := db.View(func(tx Tx) error {
+		b := tx.Bucket([]byte("b"))
+		if got := b.KeyN(); got != n/2 {
+			return fmt.Errorf("%d keys, want %d", got, n/2)
+		}
+		c := b.Cursor()
+		i := 1
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			if string(k) != string(pgKey(i)) || string(v) != "b" {
+				return fmt.Errorf("key %q = %q, want %q = b", k, v, pgKey(i))
+			}
+			i += 2
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

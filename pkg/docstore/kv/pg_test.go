@@ -177,6 +177,22 @@ func TestPostgresServerRestart(t *testing.T) {
 	if err := s.Restart(); err != nil {
 		t.Fatal(err)
 	}
+	// A batched function whose read loses the server: the batch fails
+	// with ErrUnavailable (not as a panic of the function, re-run alone).
+	runs := 0
+	err = db.Batch(func(tx kv.Tx) error {
+		runs++
+		s.Stop()
+		tx.Bucket([]byte("b")).Get([]byte(key(7)))
+		return nil
+	})
+	wantErr(t, err, kv.ErrUnavailable)
+	if runs != 1 {
+		t.Errorf("the batched function ran %d times", runs)
+	}
+	if err := s.Restart(); err != nil {
+		t.Fatal(err)
+	}
 	update(t, db, func(tx kv.Tx) error {
 		mustPut(t, tx.Bucket([]byte("b")), "after", "restart")
 		return nil

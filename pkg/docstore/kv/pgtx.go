@@ -438,8 +438,8 @@ func (t *pgTx) queueWrites(b *pgx.Batch) *pgBucketSet {
 		wrote = h.queueWrites(b) || wrote
 	}
 	if len(ids) > 0 {
-		// Before the keys: a new bucket's row goes first (nothing refers
-		// to it, but a reader of the rows should find it).
+		// After the deletes of dropped buckets, whose names a new bucket
+		// may take; within the transaction, order is otherwise free.
 		b.Queue(sql.upsertBuckets, ids, names, seqs)
 	}
 	if !setChanged && !seqChanged && !wrote && !t.bumped {
