@@ -197,3 +197,56 @@ func BenchmarkPostgresIngest(b *testing.B) {
 		},
 	})
 }
+
+// BenchmarkPostgresIngestTwo: two DBs on one store (two processes, in
+// effect) ingesting at once, against one DB alone: b.N transactions of
+// 1,000 documents in all, each a Get that misses and a Put of the
+// document. Writers queue on the store's lock, so two cannot write faster
+// than one; this measures what the queue costs ("docs/s" for each).
+func BenchmarkPostgresIngestTwo(b *testing.B) {
+	ingest := func(db kv.DB, prefix string, n int) error {
+		return db.Update(func(tx kv.Tx) error {
+			docs := tx.Bucket([]byte("docs"))
+			for i := n * benchBatch; i < (n+1)*benchBatch; i++ {
+				id := fmt.Appendf(nil, "%s%010d", prefix, i)
+				if docs.Get(id) != nil {
+					return fmt.Errorf("document %s exists", id)
+				}
+				if err := docs.Put(id, benchDoc(i)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	for _, instances := range []int{1, 2} {
+		b.Run(fmt.Sprintf("instances=%d", instances), func(b *testing.B) {
+			url := pgtest.Shared(b).StoreURL()
+			dbs := make([]kv.DB, instances)
+			for i := range dbs {
+				dbs[i] = openURL(b, url, kv.Options{NoSync: true})
+			}
+			update(b, dbs[0], func(tx kv.Tx) error { mustBucket(b, tx, "docs"); return nil })
+			b.ResetTimer()
+			start := time.Now()
+			errs := make(chan error, instances)
+			for w, db := range dbs {
+				go func() {
+					for n := w; n < b.N; n += instances {
+						if err := ingest(db, fmt.Sprintf("w%d-", w), n); err != nil {
+							errs <- err
+							return
+						}
+					}
+					errs <- nil
+				}()
+			}
+			for range dbs {
+				if err := <-errs; err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N*benchBatch)/time.Since(start).Seconds(), "docs/s")
+		})
+	}
+}
