@@ -428,4 +428,20 @@ func TestPostgresCheck(t *testing.T) {
 	if !errors.As(err, &de) || !strings.Contains(err.Error(), "1 keys belong to no bucket") {
 		t.Errorf("check: %v", err)
 	}
+
+	// A table gone: Check, and every transaction, say so.
+	sqlExec(t, url, fmt.Sprintf(`DROP TABLE mcpkit_%s_kv`, storeOf(t, url)))
+	wantErr(t, db.Check(), kv.ErrInvalidFile)
+	err = db.View(func(tx kv.Tx) error {
+		tx.Bucket([]byte("b")).Get([]byte(key(1)))
+		return nil
+	})
+	wantErr(t, err, kv.ErrInvalidFile)
+
+	// A table of another shape under the store's name: opening fails.
+	other := pgtest.Shared(t).StoreURL()
+	sqlExec(t, other, fmt.Sprintf(`CREATE TABLE mcpkit_%s_meta (id integer PRIMARY KEY, note text)`, storeOf(t, other)))
+	if _, err := kv.OpenPostgres(context.Background(), other, kv.Options{}); err == nil || !strings.Contains(err.Error(), "column") {
+		t.Errorf("open over a foreign table: %v", err)
+	}
 }
