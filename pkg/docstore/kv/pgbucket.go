@@ -1,0 +1,398 @@
+package kv
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/tidwall/btree"
+)
+
+// pgWrite is a write of a transaction: a put or a delete.
+type pgWrite struct {
+	k, v []byte
+	del  bool
+}
+
+func pgWriteLess(a, b pgWrite) bool { return bytes.Compare(a.k, b.k) < 0 }
+
+// pgBucket is a handle on a bucket in a PostgreSQL transaction: the
+// transaction's writes to it (an overlay) over the server's keys it
+// fetched (cache), of which it knows the ranges cov completely.
+type pgBucket struct {
+	bucketState
+	t        *pgTx
+	id       int64
+	created  bool // in this transaction: the server holds no key of it
+	seq      uint64
+	seqDirty bool
+	writes   *btree.BTreeG[pgWrite]
+	cache    *tree
+	cov      coverage
+	cached   int
+	pages    int
+	serverN  int // the server's key count, once counted, plus one
+}
+
+var _ Bucket = (*pgBucket)(nil)
+
+// learn records rows fetched: ascending from from (inclusive), or, when
+// desc, descending before before (nil: from the end); limit is the page
+// size asked for, so fewer rows means the range ends there.
+func (h *pgBucket) learn(rows []item, limit int, desc bool, from []byte) {
+	if h.cached > maxCached {
+		h.cache, h.cov, h.cached = newTree(), coverage{}, 0
+	}
+	for _, it := range rows {
+		h.cache.Set(it)
+		h.cached += len(it.k) + len(it.v)
+	}
+	full := len(rows) == limit
+	switch {
+	case !desc && !full:
+		h.cov.add(span{lo: from})
+	case !desc:
+		h.cov.add(span{lo: from, hi: successor(rows[len(rows)-1].k)})
+	case !full:
+		h.cov.add(span{lo: []byte{}, hi: from})
+	default:
+		h.cov.add(span{lo: rows[len(rows)-1].k, hi: from})
+	}
+}
+
+// pageSize is the size of the next page a cursor fetches.
+func (h *pgBucket) pageSize() int {
+	n := minPage << min(h.pages, 5)
+	h.pages++
+	return min(n, maxPage)
+}
+
+// serverCeil returns the server's first key at or after k.
+func (h *pgBucket) serverCeil(k []byte) (item, bool) {
+	if h.created {
+		return item{}, false
+	}
+	if k == nil {
+		k = []byte{} // nil would be SQL NULL
+	}
+	for {
+		s, ok := h.cov.containing(k)
+		if !ok {
+			n := h.pageSize()
+			h.learn(h.t.fetch(h.t.d.sql.pageAsc, h.id, k, n), n, false, k)
+			continue
+		}
+		var found item
+		ok = false
+		h.cache.Ascend(item{k: k}, func(it item) bool { found, ok = it, true; return false })
+		if ok && beforeHi(found.k, s.hi) {
+			return found, true
+		}
+		if s.hi == nil {
+			return item{}, false
+		}
+		k = s.hi
+	}
+}
+
+// serverFloor returns the server's last key before k (nil: the last key).
+func (h *pgBucket) serverFloor(k []byte) (item, bool) {
+	if h.created {
+		return item{}, false
+	}
+	for {
+		s, ok := h.cov.below(k)
+		if !ok {
+			n := h.pageSize()
+			var rows []item
+			if k == nil {
+				rows = h.t.fetch(h.t.d.sql.pageLast, h.id, n)
+			} else {
+				rows = h.t.fetch(h.t.d.sql.pageDesc, h.id, k, n)
+			}
+			h.learn(rows, n, true, k)
+			continue
+		}
+		var found item
+		ok = false
+		visit := func(it item) bool {
+			if k != nil && bytes.Compare(it.k, k) >= 0 {
+				return true
+			}
+			found, ok = it, true
+			return false
+		}
+		if k == nil {
+			h.cache.Reverse(visit)
+		} else {
+			h.cache.Descend(item{k: k}, visit)
+		}
+		if ok && bytes.Compare(found.k, s.lo) >= 0 {
+			return found, true
+		}
+		if len(s.lo) == 0 {
+			return item{}, false
+		}
+		k = s.lo
+	}
+}
+
+// writeCeil and writeFloor find the transaction's first write at or after
+// k, and its last before k (nil: the last).
+func (h *pgBucket) writeCeil(k []byte) (w pgWrite, ok bool) {
+	h.writes.Ascend(pgWrite{k: k}, func(it pgWrite) bool { w, ok = it, true; return false })
+	return w, ok
+}
+
+func (h *pgBucket) writeFloor(k []byte) (w pgWrite, ok bool) {
+	visit := func(it pgWrite) bool {
+		if k != nil && bytes.Compare(it.k, k) >= 0 {
+			return true
+		}
+		w, ok = it, true
+		return false
+	}
+	if k == nil {
+		h.writes.Reverse(visit)
+	} else {
+		h.writes.Descend(pgWrite{k: k}, visit)
+	}
+	return w, ok
+}
+
+// ceil returns the first key at or after k as the transaction sees it.
+func (h *pgBucket) ceil(k []byte) ([]byte, []byte) {
+	for {
+		s, sok := h.serverCeil(k)
+		w, wok := h.writeCeil(k)
+		switch {
+		case wok && (!sok || bytes.Compare(w.k, s.k) <= 0):
+			if !w.del {
+				return w.k, w.v
+			}
+			k = successor(w.k)
+		case sok:
+			return s.k, s.v
+		default:
+			return nil, nil
+		}
+	}
+}
+
+// floor returns the last key before k (nil: the last key) as the
+// transaction sees it.
+func (h *pgBucket) floor(k []byte) ([]byte, []byte) {
+	for {
+		s, sok := h.serverFloor(k)
+		w, wok := h.writeFloor(k)
+		switch {
+		case wok && (!sok || bytes.Compare(w.k, s.k) >= 0):
+			if !w.del {
+				return w.k, w.v
+			}
+			k = w.k
+		case sok:
+			return s.k, s.v
+		default:
+			return nil, nil
+		}
+	}
+}
+
+// Get implements Bucket.
+func (h *pgBucket) Get(key []byte) []byte {
+	if !h.readable() {
+		return nil
+	}
+	if w, ok := h.writes.Get(pgWrite{k: key}); ok {
+		if w.del {
+			return nil
+		}
+		return w.v
+	}
+	if h.created || len(key) == 0 {
+		return nil
+	}
+	if _, ok := h.cov.containing(key); !ok {
+		h.learn(h.t.fetch(h.t.d.sql.pageAsc, h.id, key, 1), 1, false, key)
+	}
+	if it, ok := h.cache.Get(item{k: key}); ok {
+		return it.v
+	}
+	return nil
+}
+
+// knownAbsent reports whether the server holds no key k, as far as the
+// transaction knows.
+func (h *pgBucket) knownAbsent(k []byte) bool {
+	if h.created {
+		return true
+	}
+	if _, ok := h.cov.containing(k); !ok {
+		return false
+	}
+	_, ok := h.cache.Get(item{k: k})
+	return !ok
+}
+
+// Put implements Bucket; it copies key and value.
+func (h *pgBucket) Put(key, value []byte) error {
+	if err := h.checkPut(key, value); err != nil {
+		return err
+	}
+	switch {
+	case len(key) > PostgresMaxKeySize:
+		return fmt.Errorf("kv: bucket %q: put: key of %d bytes exceeds %d on PostgreSQL: %w", h.name, len(key), PostgresMaxKeySize, ErrKeyTooLarge)
+	case len(value) > PostgresMaxValueSize:
+		return fmt.Errorf("kv: bucket %q: put: value of %d bytes exceeds %d on PostgreSQL: %w", h.name, len(value), PostgresMaxValueSize, ErrValueTooLarge)
+	}
+	buf := make([]byte, len(key)+len(value))
+	copy(buf, key)
+	copy(buf[len(key):], value)
+	h.writes.Set(pgWrite{k: buf[:len(key):len(key)], v: buf[len(key):]})
+	h.wrote()
+	return nil
+}
+
+// Delete implements Bucket.
+func (h *pgBucket) Delete(key []byte) error {
+	if err := h.checkWrite("delete"); err != nil {
+		return err
+	}
+	if len(key) == 0 {
+		return nil
+	}
+	h.writes.Set(pgWrite{k: bytes.Clone(key), del: true})
+	h.wrote()
+	return nil
+}
+
+// Cursor implements Bucket.
+func (h *pgBucket) Cursor() Cursor {
+	h.tx.checkRead()
+	return newCursor(&pgCursor{h: h}, &h.bucketState, h.Delete)
+}
+
+// NextSequence implements Bucket.
+func (h *pgBucket) NextSequence() (uint64, error) {
+	if err := h.checkWrite("next sequence"); err != nil {
+		return 0, err
+	}
+	h.seq++
+	h.seqDirty = true
+	h.dirty = true
+	return h.seq, nil
+}
+
+// Sequence implements Bucket.
+func (h *pgBucket) Sequence() uint64 {
+	if !h.readable() {
+		return 0
+	}
+	if h.t.spec.seqStale {
+		h.t.askRerun() // an optimistic View that has not read the new one
+	}
+	h.t.spec.sawSeq = true
+	return h.seq
+}
+
+// KeyN implements Bucket: a count(*) on the server (a scan of the
+// bucket's index entries), corrected by the transaction's writes.
+func (h *pgBucket) KeyN() int {
+	if !h.readable() {
+		return 0
+	}
+	puts := 0
+	h.writes.Scan(func(w pgWrite) bool {
+		if !w.del {
+			puts++
+		}
+		return true
+	})
+	switch {
+	case h.created:
+		return puts
+	case h.writes.Len() == 0:
+		if h.serverN == 0 {
+			h.serverN = h.t.count(h.t.d.sql.count, h.id) + 1
+		}
+		return h.serverN - 1
+	}
+	keys := make([][]byte, 0, h.writes.Len())
+	h.writes.Scan(func(w pgWrite) bool { keys = append(keys, w.k); return true })
+	return h.t.count(h.t.d.sql.countExcept, h.id, keys) + puts
+}
+
+// queueWrites queues the handle's puts and deletes; it reports whether
+// there were any. Puts of keys the transaction knows absent are plain
+// inserts, the others upserts.
+func (h *pgBucket) queueWrites(b *pgx.Batch) bool {
+	if h.writes.Len() == 0 {
+		return false
+	}
+	sql := &h.t.d.sql
+	var dels chunker
+	var ins, ups chunker
+	h.writes.Scan(func(w pgWrite) bool {
+		switch {
+		case w.del && !h.knownAbsent(w.k):
+			dels.add(w.k, nil, func(k, _ [][]byte) { b.Queue(sql.deleteKeys, h.id, k) })
+		case w.del:
+		case h.knownAbsent(w.k):
+			ins.add(w.k, w.v, func(k, v [][]byte) { b.Queue(sql.insertKeys, h.id, k, v) })
+		default:
+			ups.add(w.k, w.v, func(k, v [][]byte) { b.Queue(sql.upsertKeys, h.id, k, v) })
+		}
+		return true
+	})
+	dels.flush()
+	ins.flush()
+	ups.flush()
+	return true
+}
+
+// chunker gathers rows into statements of bounded size.
+type chunker struct {
+	keys, values [][]byte
+	bytes        int
+	queue        func(k, v [][]byte)
+}
+
+func (c *chunker) add(k, v []byte, queue func(k, v [][]byte)) {
+	c.queue = queue
+	c.keys = append(c.keys, k)
+	if v != nil {
+		c.values = append(c.values, v)
+	}
+	c.bytes += len(k) + len(v)
+	if len(c.keys) >= maxChunkRows || c.bytes >= maxChunkBytes {
+		c.flush()
+	}
+}
+
+func (c *chunker) flush() {
+	if len(c.keys) > 0 {
+		c.queue(c.keys, c.values)
+	}
+	c.keys, c.values, c.bytes = nil, nil, 0
+}
+
+// pgCursor is the raw cursor of the PostgreSQL backend: each move finds
+// its key from where the cursor is, through the bucket's merged view.
+type pgCursor struct {
+	h   *pgBucket
+	pos []byte
+}
+
+func (r *pgCursor) at(k, v []byte) ([]byte, []byte) {
+	r.pos = k
+	return k, v
+}
+
+func (r *pgCursor) first() ([]byte, []byte)          { return r.at(r.h.ceil([]byte{})) }
+func (r *pgCursor) last() ([]byte, []byte)           { return r.at(r.h.floor(nil)) }
+func (r *pgCursor) seek(key []byte) ([]byte, []byte) { return r.at(r.h.ceil(key)) }
+func (r *pgCursor) next() ([]byte, []byte)           { return r.at(r.h.ceil(successor(r.pos))) }
+func (r *pgCursor) prev(from []byte) ([]byte, []byte) {
+	return r.at(r.h.floor(from))
+}
