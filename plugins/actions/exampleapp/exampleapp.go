@@ -22,8 +22,9 @@
 //
 // Every channel is open to every client but inboxes: channel
 // "inbox:"+identity is received (over WebSocket, as MCP notifications)
-// only by that identity, a signed-in web user's "user:<id>" or an
-// authenticated caller's principal; anyone may post to it.
+// and read (message:list, the resource, the prompt) only by that
+// identity, a signed-in web user's "user:<id>" or an authenticated
+// caller's principal; anyone may post to it.
 //
 // user:create and session:create are the app's signup and login actions
 // (the markers the OAuth part of the framework uses); both return
@@ -165,14 +166,16 @@ func (a *App) actions() []action.Action {
 			Description: "List a channel's messages, oldest first, a page at a time: pass next_cursor back as cursor for the next page.",
 			Inputs:      (*ListInputs)(nil),
 			Web:         &action.Web{Method: "GET", Route: "/messages"},
-			Run:         func(ctx context.Context, c *action.Conn, in any) (any, error) { return a.list(ctx, in.(*ListInputs)) },
+			Run: func(ctx context.Context, c *action.Conn, in any) (any, error) {
+				return a.list(ctx, c, in.(*ListInputs))
+			},
 		},
 		{
 			Name:        "message:resource",
 			Description: fmt.Sprintf("A channel's latest %d messages as JSON.", ResourceMessages),
 			Inputs:      (*ChannelInputs)(nil),
 			Run: func(ctx context.Context, c *action.Conn, in any) (any, error) {
-				msgs, err := a.latest(ctx, in.(*ChannelInputs).Channel)
+				msgs, err := a.latest(ctx, c, in.(*ChannelInputs).Channel)
 				if err != nil {
 					return nil, err
 				}
@@ -186,7 +189,7 @@ func (a *App) actions() []action.Action {
 			Description: fmt.Sprintf("Ask for a summary of a channel's latest %d messages.", ResourceMessages),
 			Inputs:      (*ChannelInputs)(nil),
 			Run: func(ctx context.Context, c *action.Conn, in any) (any, error) {
-				return a.summarize(ctx, in.(*ChannelInputs).Channel)
+				return a.summarize(ctx, c, in.(*ChannelInputs).Channel)
 			},
 			MCP: action.MCP{Tool: off(), Prompt: &action.Prompt{Title: "Summarize a channel"}},
 		},
@@ -315,7 +318,10 @@ func (a *App) post(ctx context.Context, c *action.Conn, in *PostInputs) (Message
 	return msg, nil
 }
 
-func (a *App) list(ctx context.Context, in *ListInputs) (Page, error) {
+func (a *App) list(ctx context.Context, c *action.Conn, in *ListInputs) (Page, error) {
+	if err := a.authorizeChannel(ctx, c, in.Channel); err != nil {
+		return Page{}, err
+	}
 	limit := in.Limit
 	if limit == 0 {
 		limit = ResourceMessages
@@ -335,8 +341,11 @@ func (a *App) list(ctx context.Context, in *ListInputs) (Page, error) {
 }
 
 // latest returns a channel's latest ResourceMessages messages, oldest
-// first; not_found when the channel has none.
-func (a *App) latest(ctx context.Context, channel string) ([]Message, error) {
+// first, if c may read the channel; not_found when the channel has none.
+func (a *App) latest(ctx context.Context, c *action.Conn, channel string) ([]Message, error) {
+	if err := a.authorizeChannel(ctx, c, channel); err != nil {
+		return nil, err
+	}
 	page, err := a.db.Page(ctx, collection, docstore.Query{Filter: channelFilter(channel), Desc: true, Limit: ResourceMessages})
 	if err != nil {
 		return nil, fmt.Errorf("read messages: %w", err)
@@ -369,8 +378,8 @@ type TextContent struct {
 	Text string `json:"text"`
 }
 
-func (a *App) summarize(ctx context.Context, channel string) (PromptResult, error) {
-	msgs, err := a.latest(ctx, channel)
+func (a *App) summarize(ctx context.Context, c *action.Conn, channel string) (PromptResult, error) {
+	msgs, err := a.latest(ctx, c, channel)
 	if err != nil {
 		return PromptResult{}, err
 	}
