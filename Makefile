@@ -22,12 +22,12 @@ build: ## build bin/mcpkit
 run: build ## serve the whole product on loopback (MCP at http://127.0.0.1:8080/mcp; prints where each part is)
 	@scripts/run.sh $(RUN_ARGS) # not echoed: the map is the first thing run.sh prints on stdout
 
-deps: ## install what the tests need (redis-server, the conformance suite)
+deps: ## install what the tests need (redis-server, postgresql, the conformance suite)
 	scripts/install-deps.sh
 
 test: deps build ## lint, then every test of every module with the race detector
 	$(MAKE) lint
-	$(GO) test $(TEST_FLAGS) $(PKGS)
+	MCPKIT_REQUIRE_POSTGRES=1 $(GO) test $(TEST_FLAGS) $(PKGS)
 
 # bench leaves BenchmarkRespSidecar to bench-resp (it runs 100 rounds per
 # batch size by design) and the BenchmarkStore* peers (SQLite, chromem-go,

@@ -70,6 +70,47 @@ need_redis() {
 	fi
 }
 
+# pg_bindir prints the directory holding PostgreSQL's initdb and postgres, as
+# internal/pgtest looks for them (pg_config --bindir, then the newest
+# /usr/lib/postgresql/*/bin), or fails.
+pg_bindir() {
+	local d
+	for d in "$(pg_config --bindir 2>/dev/null || true)" $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -t/ -k4 -rn); do
+		if [ -n "$d" ] && [ -x "$d/initdb" ] && [ -x "$d/postgres" ]; then
+			printf '%s\n' "$d"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# need_postgres: Debian's postgresql package, for internal/pgtest. Tests run
+# initdb in temporary directories and start their own servers on free ports
+# (as the postgres system user when run as root); the cluster the package
+# creates and starts on port 5432 is stopped and disabled.
+need_postgres() {
+	local d
+	if d=$(pg_bindir); then
+		log "postgresql already installed: $("$d/postgres" --version 2>/dev/null || echo '?')"
+		return 0
+	fi
+	apt_install postgresql
+	d=$(pg_bindir) || { log "postgresql installed, but initdb and postgres not found"; return 1; }
+	log "installed: $("$d/postgres" --version 2>/dev/null || echo '?')"
+
+	# Stop/disable the auto-started cluster; tests never use it.
+	if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+		as_root systemctl disable --now postgresql >/dev/null 2>&1 || true
+		log "stopped and disabled the postgresql systemd service (if it was running)"
+	fi
+	if command -v service >/dev/null 2>&1; then
+		as_root service postgresql stop >/dev/null 2>&1 || true
+	fi
+	if command -v update-rc.d >/dev/null 2>&1; then
+		as_root update-rc.d postgresql disable >/dev/null 2>&1 || true
+	fi
+}
+
 # need_npm_suites: the pinned npm test suites (test/conformance: the official
 # MCP conformance suite; test/interop: the official TypeScript clients),
 # installed from their lockfiles with install scripts disabled.
@@ -115,6 +156,7 @@ need_podman() {
 
 main() {
 	need_redis
+	need_postgres
 	need_npm_suites
 	need_podman
 	need_chromium

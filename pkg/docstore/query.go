@@ -27,15 +27,13 @@ func (s *Store) view(ctx context.Context, coll string, fn func(r *reader) error)
 	if err := s.usable(ctx); err != nil {
 		return err
 	}
-	s.catMu.RLock()
-	defer s.catMu.RUnlock()
-	col, err := s.collectionOf(coll)
-	if err != nil {
-		return err
-	}
-	return closedAs(s.db.View(func(tx kv.Tx) error {
+	return s.withCatalog(s.db.View, func(tx kv.Tx) error {
+		col, err := s.collectionOf(coll)
+		if err != nil {
+			return err
+		}
 		return fn(&reader{tx: tx, col: col, docs: tx.Bucket(docsBucket(coll))})
-	}))
+	})
 }
 
 // Plan says how a query found its documents.

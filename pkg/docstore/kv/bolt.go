@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -41,6 +42,41 @@ type boltDB struct {
 	readOnly bool
 	closed   atomic.Bool
 	batch    batcher
+	// wmu is held by the writer from its begin until its epoch is final
+	// (published or restored), which bbolt's own writer lock, released
+	// inside Commit, does not cover.
+	wmu sync.Mutex
+	// epoch is the last epoch change, published by the writer just before
+	// its commit (see epochMark). The file has this process as its only
+	// writer, so the epoch lives here, not in the file.
+	epoch atomic.Pointer[epochMark]
+}
+
+// epochMark says that the epoch is epoch from bbolt transaction txid on and
+// was prev before it. A writer that bumps the epoch publishes its mark before
+// its commit (and puts the previous one back if the commit fails), so that a
+// View, which reads the mark after it began, knows the epoch of its own
+// snapshot whether or not that commit is in it: bbolt's txid of a View is
+// that of the last commit it sees.
+type epochMark struct {
+	txid, epoch, prev uint64
+}
+
+// errEpochMoved: the epoch moved twice between a View's begin and its read
+// of the mark; the View begins again.
+var errEpochMoved = errors.New("kv: epoch moved twice while the view began")
+
+// viewEpoch returns the epoch of the snapshot of a View whose bbolt txid is
+// id, false when two bumping commits after it published their marks first.
+func (d *boltDB) viewEpoch(id uint64) (uint64, bool) {
+	m := d.epoch.Load()
+	switch {
+	case id >= m.txid:
+		return m.epoch, true
+	case id+1 == m.txid:
+		return m.prev, true
+	}
+	return 0, false
 }
 
 var _ DB = (*boltDB)(nil)
@@ -90,6 +126,7 @@ func Open(path string, opts Options) (DB, error) {
 		return nil, err
 	}
 	d := &boltDB{db: db, path: path, readOnly: opts.ReadOnly}
+	d.epoch.Store(&epochMark{})
 	d.batch.update = d.Update
 	return d, nil
 }
@@ -159,9 +196,18 @@ func (d *boltDB) run(op string, writable bool, fn func(Tx) error) error {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	var ran bool
 	var fnErr error
+	var t *boltTx
 	body := func(btx *bolt.Tx) error {
+		var epoch uint64
+		if writable {
+			epoch = d.epoch.Load().epoch // final: the previous writer released wmu
+		} else if e, ok := d.viewEpoch(uint64(btx.ID())); ok {
+			epoch = e
+		} else {
+			return errEpochMoved
+		}
 		ran = true
-		t := &boltTx{txState: txState{writable: writable}, tx: btx}
+		t = &boltTx{txState: txState{writable: writable, epoch: epoch}, tx: btx}
 		defer func() { t.done = true }()
 		if fnErr = fn(t); fnErr == nil && writable {
 			t.packAppends()
@@ -170,9 +216,15 @@ func (d *boltDB) run(op string, writable bool, fn func(Tx) error) error {
 	}
 	var err error
 	if writable {
-		err = d.update(body)
+		err = d.update(body, func(btx *bolt.Tx) *epochMark {
+			if !t.bumped {
+				return nil
+			}
+			return &epochMark{txid: uint64(btx.ID()), epoch: t.epoch, prev: d.epoch.Load().epoch}
+		})
 	} else {
-		err = d.view(body)
+		for err = d.view(body); err == errEpochMoved; err = d.view(body) {
+		}
 	}
 	switch {
 	case err == nil || (ran && err == fnErr):
@@ -198,22 +250,34 @@ func (d *boltDB) view(body func(*bolt.Tx) error) (err error) {
 // bbolt's DB.Update but for a panic, which it rolls back as an error
 // would be: bbolt's Update rolls a panic back by rebuilding the free page
 // list from every page of the file (NoFreelistSync), on a goroutine of
-// its own, where damage is fatal.
-func (d *boltDB) update(body func(*bolt.Tx) error) (err error) {
+// its own, where damage is fatal. When body succeeds, mark (if not nil)
+// returns the epoch mark to publish with the commit, or nil.
+func (d *boltDB) update(body func(*bolt.Tx) error, mark func(*bolt.Tx) *epochMark) (err error) {
+	d.wmu.Lock()
+	defer d.wmu.Unlock()
 	btx, err := d.db.Begin(true)
 	if err != nil {
 		return err
 	}
+	var restore *epochMark
 	defer func() {
 		if r := recover(); r != nil {
 			_ = btx.Rollback() // ErrTxClosed when Commit closed it
 			err = damageOf(d.path, r)
+		}
+		if err != nil && restore != nil {
+			d.epoch.Store(restore)
 		}
 	}()
 	btx.DB().AllocSize = growStep(btx.Size())
 	if err := body(btx); err != nil {
 		_ = btx.Rollback()
 		return err
+	}
+	if mark != nil {
+		if m := mark(btx); m != nil {
+			restore = d.epoch.Swap(m)
+		}
 	}
 	return btx.Commit()
 }
@@ -273,7 +337,7 @@ func (d *boltDB) Check() error {
 	if d.readOnly {
 		err = d.view(check)
 	} else {
-		err = d.update(check)
+		err = d.update(check, nil)
 	}
 	switch {
 	case errors.Is(err, ErrDamaged):

@@ -41,6 +41,7 @@ const (
 	opDeleteMany // bucket, first key, count: empties leaves within a transaction
 	opScan       // whole bucket forward and backward with a new cursor
 	opDeleteWalk // bucket, direction, steps: Cursor.Delete then Next or Prev
+	opEpoch      // bump (odd) or not: Epoch after
 	opCount
 )
 
@@ -134,7 +135,7 @@ func (s *side) step(op int, bi int, args []byte) string {
 	}
 	if b == nil {
 		switch op {
-		case opCreate, opDeleteBucket, opForEachBucket:
+		case opCreate, opDeleteBucket, opForEachBucket, opEpoch:
 		default:
 			if c := s.cursors[bi]; c == nil || op < opFirst || op > opCursorDelete {
 				return "no bucket"
@@ -211,6 +212,12 @@ func (s *side) step(op int, bi int, args []byte) string {
 			fmt.Fprintf(&out, "%s ", k)
 		}
 		return out.String()
+	case opEpoch:
+		var err error
+		if args[0]%2 == 1 {
+			err = s.tx.BumpEpoch()
+		}
+		return fmt.Sprintf("%d %s", s.tx.Epoch(), errKind(err))
 	case opDeleteWalk:
 		c := cursor()
 		var out bytes.Buffer
@@ -301,6 +308,7 @@ func FuzzBackendsAgree(f *testing.F) {
 	f.Add(concat(grow, tx(txCommit, o(opDeleteMany, 0, 50, 99), o(opSeek, 0, 160), o(opPrev, 0), o(opPrev, 0), o(opScan, 0))))
 	f.Add(concat(grow, tx(txCommit, o(opPutMany, 0, 10, 5, 200), o(opFirst, 0), o(opDeleteWalk, 0, 0, 49), o(opLast, 0), o(opDeleteWalk, 0, 1, 49), o(opScan, 0))))
 	f.Add(concat(grow, tx(txRollback, o(opDeleteBucket, 0), o(opNextSequence, 1), o(opCreate, 2), o(opPut, 2, 1, 0)), tx(txPanic, o(opPutMany, 1, 0, 50, 9)), tx(txView, o(opForEachBucket), o(opPut, 0, 3, 3), o(opNextSequence, 0), o(opScan, 1))))
+	f.Add(concat(tx(txCommit, o(opEpoch, 0, 1), o(opEpoch, 0, 1), o(opCreate, 0)), tx(txRollback, o(opEpoch, 0, 1), o(opEpoch, 0, 0)), tx(txPanic, o(opEpoch, 0, 1)), tx(txView, o(opEpoch, 0, 1), o(opEpoch, 0, 0)), tx(txCommit, o(opEpoch, 0, 0), o(opEpoch, 0, 1))))
 	f.Add(tx(txCommit, o(opCreate, 3), o(opCreate, 0), o(opPut, 0, 255, 4), o(opPut, 0, 7, 0), o(opGet, 0, 7), o(opSeek, 0, 252), o(opNext, 0), o(opPrev, 0), o(opCursorDelete, 0), o(opCursorDelete, 0)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		dbs := [2]kv.DB{openBolt(t), openMemory(t)}
@@ -308,6 +316,9 @@ func FuzzBackendsAgree(f *testing.F) {
 		for i := 0; !p.done() && i < 16; i++ {
 			runTx(t, dbs, p, i)
 			equalDumps(t, dumpDB(t, dbs[1]), dumpDB(t, dbs[0]))
+			if e0, e1 := epochOf(t, dbs[0]), epochOf(t, dbs[1]); e0 != e1 {
+				t.Fatalf("after tx %d: epoch %d on bolt, %d in memory", i, e0, e1)
+			}
 		}
 	})
 }

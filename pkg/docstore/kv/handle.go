@@ -4,11 +4,31 @@ import (
 	"fmt"
 )
 
-// txState is the part of a transaction that both backends share: whether it
-// may write and whether its function has returned.
+// txState is the part of a transaction that every backend shares: whether
+// it may write, whether its function has returned, and its epoch.
 type txState struct {
 	writable bool
 	done     bool
+	// epoch is the committed epoch when the transaction began, plus one if
+	// bumped; the backend publishes it at commit when bumped.
+	epoch  uint64
+	bumped bool
+}
+
+// Epoch implements Tx.
+func (t *txState) Epoch() uint64 {
+	t.checkRead()
+	return t.epoch
+}
+
+// BumpEpoch implements Tx.
+func (t *txState) BumpEpoch() error {
+	if err := t.checkWrite(); err != nil {
+		return fmt.Errorf("kv: bump epoch: %w", err)
+	}
+	t.epoch++
+	t.bumped = true
+	return nil
 }
 
 // checkWrite is the common guard of every write: the transaction must be

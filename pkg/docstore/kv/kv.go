@@ -146,6 +146,20 @@ type Tx interface {
 
 	// Writable reports whether this is an Update or Batch transaction.
 	Writable() bool
+
+	// Epoch returns a store-wide counter as of the transaction's start (a
+	// View sees the value committed when it began; an Update sees its own
+	// BumpEpoch). Only BumpEpoch changes it. It is for caches kept outside
+	// the store by the processes that share it: docstore keeps its catalog
+	// in memory and reloads it when the epoch moved. On a bbolt file or in
+	// memory, which one process owns, it lives in memory and starts at 0 at
+	// every open.
+	Epoch() uint64
+
+	// BumpEpoch increments the epoch; it commits and rolls back with the
+	// transaction (a Batch call re-run after a rollback bumps once). It fails
+	// with ErrTxNotWritable in a View.
+	BumpEpoch() error
 }
 
 // Bucket is an ordered set of key-value pairs inside one transaction.

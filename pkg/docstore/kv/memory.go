@@ -36,6 +36,7 @@ type memBucket struct {
 // memState is one committed state of the store; it is never modified.
 type memState struct {
 	buckets map[string]*memBucket
+	epoch   uint64
 }
 
 // memDB is the memory backend: the committed state is an immutable
@@ -86,7 +87,8 @@ func (d *memDB) View(fn func(Tx) error) error {
 	if err := d.closedErr("view"); err != nil {
 		return err
 	}
-	t := &memTx{state: d.state.Load()}
+	st := d.state.Load()
+	t := &memTx{txState: txState{epoch: st.epoch}, state: st}
 	defer func() { t.done = true }()
 	return fn(t)
 }
@@ -98,7 +100,8 @@ func (d *memDB) Update(fn func(Tx) error) error {
 	if err := d.closedErr("update"); err != nil {
 		return err
 	}
-	t := &memTx{txState: txState{writable: true}, state: d.state.Load()}
+	st := d.state.Load()
+	t := &memTx{txState: txState{writable: true, epoch: st.epoch}, state: st}
 	defer func() { t.done = true }()
 	if err := fn(t); err != nil {
 		return err
@@ -224,7 +227,7 @@ func (t *memTx) ForEachBucket(fn func(name []byte, b Bucket) error) error {
 // commit returns the state the transaction leaves, or nil when it changed
 // nothing.
 func (t *memTx) commit() *memState {
-	changed := t.set != nil
+	changed := t.set != nil || t.bumped
 	for _, h := range t.handles {
 		changed = changed || h.dirty
 	}
@@ -241,7 +244,7 @@ func (t *memTx) commit() *memState {
 			set[name] = &memBucket{snap: h.src.snap, base: h.src.base, seq: h.seq}
 		}
 	}
-	return &memState{buckets: set}
+	return &memState{buckets: set, epoch: t.epoch}
 }
 
 // memBucketHandle is a handle on a bucket in a memory transaction. It reads
