@@ -190,3 +190,49 @@ func TestStorePostgresRestartE2E(t *testing.T) {
 		t.Fatalf("count after recovery = %s", got)
 	}
 }
+
+// TestStorePostgresVerbsE2E: `mcpkit store copy FILE URL` moves a file
+// store to PostgreSQL with its indexes and search structures as they are;
+// verify, dump and backup run on the URL; nothing shows the password; a
+// second copy onto the same store is refused.
+func TestStorePostgresVerbsE2E(t *testing.T) {
+	srv := pgtest.Start(t, pgtest.Options{Password: pgPassword})
+	url := strings.Replace(srv.StoreURL(), ":"+pgPassword+"@", "@", 1)
+	t.Setenv("PGPASSWORD", pgPassword)
+	dir := t.TempDir()
+	file := dir + "/notes.db"
+	cs, _ := serveStore(t, eras[0], file)
+	storeCall(t, cs, "create_text_index", `{"collection": "notes", "name": "body", "fields": ["body"]}`)
+	storeCall(t, cs, "write", `{"ops": [{"op": "store", "collection": "notes", "id": "a", "doc": {"body": "solar roof"}}, {"op": "store", "collection": "notes", "id": "b", "doc": {"body": "wind farm"}}]}`)
+	cs.Close()
+
+	bin := binary(t)
+	code, stdout, stderr := runBinary(t, bin, "store", "copy", file, url)
+	if code != 0 || !strings.Contains(stderr, "copied "+file+" to postgres://mcpkit@") {
+		t.Fatalf("copy: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if code, _, stderr := runBinary(t, bin, "store", "copy", file, url); code == 0 || !strings.Contains(stderr, "already has bucket") {
+		t.Fatalf("a second copy onto the store: exit %d\n%s", code, stderr)
+	}
+	code, stdout, stderr = runBinary(t, bin, "store", "verify", url)
+	if code != 0 || !strings.Contains(stdout, "no damage found (tables, documents and indexes)") {
+		t.Fatalf("verify: exit %d\n%s%s", code, stdout, stderr)
+	}
+	code, stdout, stderr = runBinary(t, bin, "store", "dump", url)
+	if code != 0 || strings.Count(stdout, `"type":"document"`) != 2 {
+		t.Fatalf("dump: exit %d\n%s%s", code, stdout, stderr)
+	}
+	code, _, stderr = runBinary(t, bin, "store", "backup", url, "--out", dir+"/back.db")
+	if code != 0 {
+		t.Fatalf("backup: exit %d\n%s", code, stderr)
+	}
+	for _, out := range []string{stdout, stderr} {
+		noPassword(t, "a verb's output", out)
+	}
+	for _, where := range []string{url, dir + "/back.db"} {
+		cs, _ := serveStore(t, eras[0], where)
+		if got := storeCall(t, cs, "search", `{"collection": "notes", "text": {"query": "wind"}, "select": []}`); !strings.Contains(got, `"id":"b"`) || strings.Contains(got, `"id":"a"`) {
+			t.Fatalf("search on %s after the copy = %s", where, got)
+		}
+	}
+}
