@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mcpkit/mcpkit/pkg/docstore/kv"
 )
@@ -46,6 +47,9 @@ func docsBucket(coll string) []byte { return []byte("d\x00" + coll) }
 func indexBucket(coll, index string) []byte {
 	return []byte("i\x00" + coll + "\x00" + index)
 }
+
+// openTimeout bounds how long Open waits for a PostgreSQL server.
+const openTimeout = 30 * time.Second
 
 // MaxLimit is the most documents one list operation returns; larger
 // limits are clamped to it.
@@ -115,20 +119,19 @@ type IndexDef struct {
 	Unique bool     `json:"unique,omitempty"`
 }
 
-// Open opens the store in the bbolt file at path (created if absent), or
-// an in-memory store when path is "". A file of an earlier layout is
-// upgraded in place (its indexes rebuilt, in one transaction); one of a
-// later layout fails with ErrLayout. A damaged file fails with ErrDamaged
-// and one that is not a store file with kv.ErrInvalidFile.
+// Open opens the store at path: a bbolt file (created if absent), a
+// PostgreSQL database given by a postgres:// or postgresql:// URL (see
+// kv.OpenPostgres: its tables are created if absent, and any number of
+// processes may open the same store at once), or an in-memory store when
+// path is "". A file of an earlier layout is upgraded in place (its
+// indexes rebuilt, in one transaction); one of a later layout fails with
+// ErrLayout. A damaged file fails with ErrDamaged and one that is not a
+// store file with kv.ErrInvalidFile. Errors and Path never show a URL's
+// password.
 func Open(path string, opts Options) (*Store, error) {
-	var db kv.DB
-	if path == "" {
-		db = kv.OpenMemory()
-	} else {
-		var err error
-		if db, err = kv.Open(path, kv.Options{NoSync: opts.NoSync, ReadOnly: opts.ReadOnly}); err != nil {
-			return nil, fmt.Errorf("docstore: open %s: %w", path, err)
-		}
+	db, err := openKV(path, opts)
+	if err != nil {
+		return nil, err
 	}
 	s, err := openOn(db, opts.ReadOnly)
 	if err != nil {
@@ -136,6 +139,58 @@ func Open(path string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// openKV opens the storage at path as Open describes.
+func openKV(path string, opts Options) (kv.DB, error) {
+	kvOpts := kv.Options{NoSync: opts.NoSync, ReadOnly: opts.ReadOnly}
+	var db kv.DB
+	var err error
+	switch {
+	case path == "":
+		db = kv.OpenMemory()
+	case kv.IsURL(path):
+		ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
+		defer cancel()
+		db, err = kv.OpenPostgres(ctx, path, kvOpts)
+	default:
+		db, err = kv.Open(path, kvOpts)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("docstore: open %s: %w", kv.Redact(path), err)
+	}
+	return db, nil
+}
+
+// Copy copies the store at src into a new store at dst (each a file or a
+// PostgreSQL URL, as Open takes them; dst must hold no store yet): its
+// documents, catalog and every derived structure as they are, where a dump
+// and load would rebuild the indexes. src is only read, and must be a
+// store this version reads. It returns the number of keys copied.
+func Copy(dst, src string) (int64, error) {
+	from, err := openKV(src, Options{ReadOnly: true})
+	if err != nil {
+		return 0, err
+	}
+	defer from.Close()
+	if _, err := openOn(from, true); err != nil {
+		return 0, err
+	}
+	to, err := openKV(dst, Options{})
+	if err != nil {
+		return 0, err
+	}
+	n, err := kv.Copy(to, from)
+	if err == nil {
+		_, err = openOn(to, false)
+	}
+	if cerr := to.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return n, fmt.Errorf("docstore: copy %s to %s: %w", kv.Redact(src), kv.Redact(dst), err)
+	}
+	return n, nil
 }
 
 // openOn returns the store kept in db, its catalog loaded (and its layout

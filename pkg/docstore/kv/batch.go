@@ -110,6 +110,9 @@ func run(calls []batchCall, update func(func(Tx) error) error) {
 func callSafely(fn func(Tx) error, tx Tx) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
+			if f, ok := p.(*pgFailure); ok {
+				panic(f) // the server failed, not fn: the shared transaction ends with it
+			}
 			err = fmt.Errorf("kv: batched function panicked: %v", p)
 		}
 	}()

@@ -6,10 +6,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mcpkit/mcpkit/internal/pgtest"
 )
 
 // TestCopy: Copy moves every bucket with its keys and sequence, across
-// several of its transactions, from memory to a bbolt file and back, and
+// several of its transactions, from memory to a bbolt file, to
+// PostgreSQL and back to memory, and
 // refuses a destination holding one of the buckets.
 func TestCopy(t *testing.T) {
 	src := OpenMemory()
@@ -44,12 +47,20 @@ func TestCopy(t *testing.T) {
 	if n, err := Copy(file, src); err != nil || n != keys {
 		t.Fatalf("copy: %d keys, %v", n, err)
 	}
-	back := OpenMemory()
-	defer back.Close()
-	if _, err := Copy(back, file); err != nil {
+	pg, err := OpenPostgres(t.Context(), pgtest.Shared(t).StoreURL(), Options{NoSync: true})
+	if err != nil {
 		t.Fatal(err)
 	}
-	for _, db := range []DB{file, back} {
+	defer pg.Close()
+	if n, err := Copy(pg, file); err != nil || n != keys {
+		t.Fatalf("copy to PostgreSQL: %d keys, %v", n, err)
+	}
+	back := OpenMemory()
+	defer back.Close()
+	if _, err := Copy(back, pg); err != nil {
+		t.Fatal(err)
+	}
+	for _, db := range []DB{file, pg, back} {
 		if got, want := dumpAll(t, db), dumpAll(t, src); got != want {
 			t.Fatalf("%s: the copy differs:\n%.300s\nwant\n%.300s", db.Path(), got, want)
 		}

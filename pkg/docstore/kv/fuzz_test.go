@@ -239,7 +239,7 @@ var errRollback = errors.New("fuzz: roll back")
 // runTx runs one transaction of the program on both stores, nested so that
 // each operation runs on both before the next, and fails t as soon as they
 // disagree.
-func runTx(t *testing.T, dbs [2]kv.DB, p *program, txNo int) {
+func runTx(t *testing.T, names [2]string, dbs [2]kv.DB, p *program, txNo int) {
 	kind := int(p.byte()) % txKinds
 	n := int(p.byte()) % 32
 	type op struct {
@@ -255,8 +255,8 @@ func runTx(t *testing.T, dbs [2]kv.DB, p *program, txNo int) {
 		for i, o := range ops {
 			got0, got1 := sides[0].step(o.code, o.bucket, o.args), sides[1].step(o.code, o.bucket, o.args)
 			if got0 != got1 {
-				t.Fatalf("tx %d (kind %d) op %d (code %d bucket %q args %v):\nbolt:   %s\nmemory: %s",
-					txNo, kind, i, o.code, bucketNames[o.bucket], o.args, got0, got1)
+				t.Fatalf("tx %d (kind %d) op %d (code %d bucket %q args %v):\n%s: %s\n%s: %s",
+					txNo, kind, i, o.code, bucketNames[o.bucket], o.args, names[0], got0, names[1], got1)
 			}
 		}
 		switch kind {
@@ -286,7 +286,7 @@ func runTx(t *testing.T, dbs [2]kv.DB, p *program, txNo int) {
 		})
 	}()
 	if errKind(errs[0]) != errKind(errs[1]) {
-		t.Fatalf("tx %d: bolt returned %v, memory %v", txNo, errs[0], errs[1])
+		t.Fatalf("tx %d: %s returned %v, %s %v", txNo, names[0], errs[0], names[1], errs[1])
 	}
 }
 
@@ -294,6 +294,37 @@ func runTx(t *testing.T, dbs [2]kv.DB, p *program, txNo int) {
 // in memory: after every operation both give the same answer, and after every
 // transaction both hold the same state.
 func FuzzBackendsAgree(f *testing.F) {
+	addFuzzSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		agree(t, [2]string{"bolt", "memory"}, [2]kv.DB{openBolt(t), openMemory(t)}, data)
+	})
+}
+
+// FuzzPostgresAgrees is FuzzBackendsAgree for PostgreSQL against memory (its
+// seeds run with the tests; fuzzing it needs a PostgreSQL server and is
+// slower, a few round trips per transaction).
+func FuzzPostgresAgrees(f *testing.F) {
+	addFuzzSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		agree(t, [2]string{"postgres", "memory"}, [2]kv.DB{openPostgres(t), openMemory(t)}, data)
+	})
+}
+
+// agree runs the program data on both stores.
+func agree(t *testing.T, names [2]string, dbs [2]kv.DB, data []byte) {
+	p := &program{data: data}
+	for i := 0; !p.done() && i < 16; i++ {
+		runTx(t, names, dbs, p, i)
+		equalDumps(t, dumpDB(t, dbs[1]), dumpDB(t, dbs[0]))
+		if e0, e1 := epochOf(t, dbs[0]), epochOf(t, dbs[1]); e0 != e1 {
+			t.Fatalf("after tx %d: epoch %d on %s, %d on %s", i, e0, names[0], e1, names[1])
+		}
+	}
+}
+
+// addFuzzSeeds adds the programs that found bugs, or cover what random
+// input rarely reaches.
+func addFuzzSeeds(f *testing.F) {
 	tx := func(kind byte, ops ...[]byte) []byte {
 		out := []byte{kind, byte(len(ops))}
 		for _, o := range ops {
@@ -310,17 +341,6 @@ func FuzzBackendsAgree(f *testing.F) {
 	f.Add(concat(grow, tx(txRollback, o(opDeleteBucket, 0), o(opNextSequence, 1), o(opCreate, 2), o(opPut, 2, 1, 0)), tx(txPanic, o(opPutMany, 1, 0, 50, 9)), tx(txView, o(opForEachBucket), o(opPut, 0, 3, 3), o(opNextSequence, 0), o(opScan, 1))))
 	f.Add(concat(tx(txCommit, o(opEpoch, 0, 1), o(opEpoch, 0, 1), o(opCreate, 0)), tx(txRollback, o(opEpoch, 0, 1), o(opEpoch, 0, 0)), tx(txPanic, o(opEpoch, 0, 1)), tx(txView, o(opEpoch, 0, 1), o(opEpoch, 0, 0)), tx(txCommit, o(opEpoch, 0, 0), o(opEpoch, 0, 1))))
 	f.Add(tx(txCommit, o(opCreate, 3), o(opCreate, 0), o(opPut, 0, 255, 4), o(opPut, 0, 7, 0), o(opGet, 0, 7), o(opSeek, 0, 252), o(opNext, 0), o(opPrev, 0), o(opCursorDelete, 0), o(opCursorDelete, 0)))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		dbs := [2]kv.DB{openBolt(t), openMemory(t)}
-		p := &program{data: data}
-		for i := 0; !p.done() && i < 16; i++ {
-			runTx(t, dbs, p, i)
-			equalDumps(t, dumpDB(t, dbs[1]), dumpDB(t, dbs[0]))
-			if e0, e1 := epochOf(t, dbs[0]), epochOf(t, dbs[1]); e0 != e1 {
-				t.Fatalf("after tx %d: epoch %d on bolt, %d in memory", i, e0, e1)
-			}
-		}
-	})
 }
 
 func concat(parts ...[]byte) []byte { return bytes.Join(parts, nil) }

@@ -1,8 +1,10 @@
 package kv_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"syscall"
@@ -10,11 +12,12 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/mcpkit/mcpkit/internal/pgtest"
 	"github.com/mcpkit/mcpkit/pkg/docstore/kv"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(pgtest.M(m))
 }
 
 // backend opens a fresh, empty store for a test and closes it at the end.
@@ -39,6 +42,19 @@ func openMemory(t testing.TB) kv.DB {
 	return db
 }
 
+// openPostgres opens a fresh store on the test binary's shared PostgreSQL
+// server (skipped when PostgreSQL is not installed, unless
+// MCPKIT_REQUIRE_POSTGRES is set).
+func openPostgres(t testing.TB) kv.DB {
+	t.Helper()
+	db, err := kv.OpenPostgres(context.Background(), pgtest.Shared(t).StoreURL(), kv.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeDB(t, db) })
+	return db
+}
+
 func closeDB(t testing.TB, db kv.DB) {
 	t.Helper()
 	if err := db.Close(); err != nil {
@@ -46,7 +62,7 @@ func closeDB(t testing.TB, db kv.DB) {
 	}
 }
 
-var backends = []backend{{"bolt", openBolt}, {"memory", openMemory}}
+var backends = []backend{{"bolt", openBolt}, {"memory", openMemory}, {"postgres", openPostgres}}
 
 // eachBackend runs test against every backend, in parallel.
 func eachBackend(t *testing.T, test func(t *testing.T, db kv.DB)) {
@@ -212,10 +228,10 @@ func TestBuckets(t *testing.T) {
 			}
 			_, err := tx.CreateBucketIfNotExists(nil)
 			wantErr(t, err, kv.ErrBucketNameRequired)
-			_, err = tx.CreateBucketIfNotExists(make([]byte, kv.MaxKeySize+1))
+			_, err = tx.CreateBucketIfNotExists(make([]byte, kv.KeyLimit(db)+1))
 			wantErr(t, err, kv.ErrKeyTooLarge)
-			mustBucket(t, tx, string(make([]byte, kv.MaxKeySize)))
-			wantErr(t, tx.DeleteBucket(make([]byte, kv.MaxKeySize)), nil)
+			mustBucket(t, tx, string(randomBytes(kv.KeyLimit(db))))
+			wantErr(t, tx.DeleteBucket(randomBytes(kv.KeyLimit(db))), nil)
 			wantErr(t, tx.DeleteBucket([]byte("zz")), kv.ErrBucketNotFound)
 			wantErr(t, tx.DeleteBucket(nil), kv.ErrBucketNotFound)
 			return nil
@@ -316,8 +332,8 @@ func TestPutGetDelete(t *testing.T) {
 			}
 			wantErr(t, b.Put(nil, v), kv.ErrKeyRequired)
 			wantErr(t, b.Put([]byte{}, v), kv.ErrKeyRequired)
-			wantErr(t, b.Put(make([]byte, kv.MaxKeySize+1), v), kv.ErrKeyTooLarge)
-			wantErr(t, b.Put(make([]byte, kv.MaxKeySize), v), nil)
+			wantErr(t, b.Put(make([]byte, kv.KeyLimit(db)+1), v), kv.ErrKeyTooLarge)
+			wantErr(t, b.Put(randomBytes(kv.KeyLimit(db)), v), nil) // incompressible: PostgreSQL's index takes it whole
 			wantErr(t, b.Put(k, oversizedValue(t)), kv.ErrValueTooLarge)
 			return nil
 		})
@@ -415,6 +431,13 @@ func TestKeyN(t *testing.T) {
 			return nil
 		})
 	})
+}
+
+// randomBytes is n bytes, the same on every call, incompressible.
+func randomBytes(n int) []byte {
+	b := make([]byte, n)
+	_, _ = rand.NewChaCha8([32]byte{1}).Read(b)
+	return b
 }
 
 // oversizedValue is a slice one byte longer than MaxValueSize, mapped but

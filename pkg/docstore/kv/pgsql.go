@@ -1,0 +1,69 @@
+package kv
+
+import "strings"
+
+// pgStatements are every statement the PostgreSQL backend sends, for one
+// store's tables (docs/postgres.md lists them). Keys are bytea, which
+// PostgreSQL, CockroachDB and YugabyteDB order bytewise, with no collation.
+type pgStatements struct {
+	create []string
+
+	// Transactions.
+	beginWrite, beginView, commit, rollback string
+	// lock begins a write: it takes the meta row's lock (every writer of
+	// every process queues on it) and reads the counters.
+	lock string
+	// meta reads the counters in a View's snapshot.
+	meta string
+	// bucketsIfMoved reads the bucket set when the meta row's bgen is not
+	// $1, the generation of the set the process holds.
+	bucketsIfMoved string
+
+	// Reads of one bucket ($1).
+	pageAsc, pageDesc, pageLast, count, countExcept string
+	// scan streams a bucket in key order (Backup); orphans counts the keys
+	// of no bucket in $1 (Check).
+	scan, orphans string
+
+	// Writes, sent at commit.
+	deleteBucketKeys, deleteBuckets, upsertBuckets string
+	deleteKeys, insertKeys, upsertKeys, updateMeta string
+}
+
+// newPGStatements renders the statements for tables t.
+func newPGStatements(t pgTables) pgStatements {
+	r := strings.NewReplacer("{meta}", t.meta, "{buckets}", t.buckets, "{kv}", t.kv)
+	return pgStatements{
+		create: []string{
+			r.Replace(`CREATE TABLE IF NOT EXISTS {meta} (id integer PRIMARY KEY, rev bigint NOT NULL, epoch bigint NOT NULL, bgen bigint NOT NULL, nextb bigint NOT NULL)`),
+			r.Replace(`INSERT INTO {meta} (id, rev, epoch, bgen, nextb) VALUES (1, 0, 0, 0, 0) ON CONFLICT (id) DO NOTHING`),
+			r.Replace(`CREATE TABLE IF NOT EXISTS {buckets} (id bigint PRIMARY KEY, name bytea NOT NULL UNIQUE, seq bigint NOT NULL)`),
+			r.Replace(`CREATE TABLE IF NOT EXISTS {kv} (b bigint NOT NULL, k bytea NOT NULL, v bytea NOT NULL, PRIMARY KEY (b, k))`),
+		},
+		beginWrite:     `BEGIN ISOLATION LEVEL READ COMMITTED`,
+		beginView:      `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`,
+		commit:         `COMMIT`,
+		rollback:       `ROLLBACK`,
+		lock:           r.Replace(`UPDATE {meta} SET rev = rev + 1 WHERE id = 1 RETURNING rev, epoch, bgen, nextb`),
+		meta:           r.Replace(`SELECT rev, epoch, bgen, nextb FROM {meta} WHERE id = 1`),
+		bucketsIfMoved: r.Replace(`SELECT id, name, seq FROM {buckets} WHERE (SELECT bgen FROM {meta} WHERE id = 1) <> $1`),
+
+		pageAsc:     r.Replace(`SELECT k, v FROM {kv} WHERE b = $1 AND k >= $2 ORDER BY k LIMIT $3`),
+		pageDesc:    r.Replace(`SELECT k, v FROM {kv} WHERE b = $1 AND k < $2 ORDER BY k DESC LIMIT $3`),
+		pageLast:    r.Replace(`SELECT k, v FROM {kv} WHERE b = $1 ORDER BY k DESC LIMIT $2`),
+		count:       r.Replace(`SELECT count(*) FROM {kv} WHERE b = $1`),
+		countExcept: r.Replace(`SELECT count(*) FROM {kv} WHERE b = $1 AND NOT (k = ANY($2::bytea[]))`),
+		scan:        r.Replace(`SELECT k, v FROM {kv} WHERE b = $1 ORDER BY k`),
+		orphans:     r.Replace(`SELECT count(*) FROM {kv} WHERE NOT (b = ANY($1::bigint[]))`),
+
+		deleteBucketKeys: r.Replace(`DELETE FROM {kv} WHERE b = ANY($1::bigint[])`),
+		deleteBuckets:    r.Replace(`DELETE FROM {buckets} WHERE id = ANY($1::bigint[])`),
+		upsertBuckets: r.Replace(`INSERT INTO {buckets} (id, name, seq) SELECT * FROM unnest($1::bigint[], $2::bytea[], $3::bigint[]) ` +
+			`ON CONFLICT (id) DO UPDATE SET seq = excluded.seq`),
+		deleteKeys: r.Replace(`DELETE FROM {kv} WHERE b = $1 AND k = ANY($2::bytea[])`),
+		insertKeys: r.Replace(`INSERT INTO {kv} (b, k, v) SELECT $1::bigint, t.k, t.v FROM unnest($2::bytea[], $3::bytea[]) AS t (k, v)`),
+		upsertKeys: r.Replace(`INSERT INTO {kv} (b, k, v) SELECT $1::bigint, t.k, t.v FROM unnest($2::bytea[], $3::bytea[]) AS t (k, v) ` +
+			`ON CONFLICT (b, k) DO UPDATE SET v = excluded.v`),
+		updateMeta: r.Replace(`UPDATE {meta} SET epoch = $1, bgen = $2, nextb = $3 WHERE id = 1`),
+	}
+}
