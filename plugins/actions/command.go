@@ -226,7 +226,7 @@ func startOptions(file mcpcore.Config, data string, getenv func(string) string) 
 	}
 	file.Enable = nil
 	file.Plugins = map[string]mcpcore.PluginConfig{"actions": pc}
-	p := New(OpenExample)
+	p := newExample()
 	return mcpcore.Options{Config: file, Instances: []mcpcore.Instance{{Name: "actions", Plugin: p}},
 		Middleware: []mcp.Middleware{InstructionsMiddleware(p.Instructions)}}, noMCP, nil
 }
