@@ -110,8 +110,9 @@ func TestPubSubReachesClientsWithoutALevel(t *testing.T) {
 }
 
 // TestPubSubReachesOtherInstancesMCPClients: with two instances on one
-// Redis (and one PostgreSQL store), a message posted on one reaches an MCP client of the other; an
-// inbox's message is not forwarded to a session it is not the inbox of.
+// Redis (and one PostgreSQL store), a message posted on one reaches an
+// MCP client of the other; an inbox's message is not forwarded to a
+// session it is not the inbox of.
 func TestPubSubReachesOtherInstancesMCPClients(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{})
 	cfg := json.RawMessage(`{"redis": {"addr": "` + srv.Addr + `", "prefix": "n:"}, ` + sharedData(t) + `}`)

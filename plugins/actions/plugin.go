@@ -351,8 +351,8 @@ func newExample() *Plugin {
 // strictly and resolves it with the environment, so that a bad value
 // stops the start. It opens nothing. Serving the example app, it refuses
 // Redis (shared state) beside data that only this process sees (memory
-// or a file, not a PostgreSQL URL); a program serving its own app with [New] decides
-// where that app's data lives.
+// or a file, not a PostgreSQL URL); a program serving its own app with
+// [New] decides where that app's data lives.
 func (p *Plugin) Configure(raw []byte) error {
 	var c Config
 	if err := mcpcore.DecodeConfig(raw, &c); err != nil {

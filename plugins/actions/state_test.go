@@ -16,9 +16,9 @@ import (
 )
 
 // TestSharedStateInRedis: two instances of the example app configured with
-// one Redis (and one PostgreSQL store) share their state: the rate limit counts calls to either, and
-// a message posted through one is broadcast to a subscriber of the other's
-// PubSub.
+// one Redis (and one PostgreSQL store) share their state: the rate limit
+// counts calls to either, and a message posted through one is broadcast
+// to a subscriber of the other's PubSub.
 func TestSharedStateInRedis(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{Password: "s3cret-pw"})
 	pwFile := filepath.Join(t.TempDir(), "pw")
