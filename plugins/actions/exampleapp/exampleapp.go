@@ -35,6 +35,7 @@ package exampleapp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -43,6 +44,7 @@ import (
 
 	"github.com/mcpkit/mcpkit/pkg/action"
 	"github.com/mcpkit/mcpkit/pkg/docstore"
+	"github.com/mcpkit/mcpkit/pkg/docstore/kv"
 )
 
 // Name, Version and Description describe the app.
@@ -306,7 +308,7 @@ func (a *App) post(ctx context.Context, c *action.Conn, in *PostInputs) (Message
 	}
 	doc, err := a.db.Insert(ctx, collection, docstore.Map(fields...))
 	if err != nil {
-		return Message{}, fmt.Errorf("store the message: %w", err)
+		return Message{}, storeError("store the message", err)
 	}
 	msg := toMessage(doc)
 	if a.ps != nil {
@@ -331,7 +333,7 @@ func (a *App) list(ctx context.Context, c *action.Conn, in *ListInputs) (Page, e
 		if docstore.ErrorCode(err) == docstore.CodeInvalid && in.Cursor != "" {
 			return Page{}, &action.Error{Kind: action.KindInvalidParam, Field: "cursor", Message: "not a cursor of this list", Err: err}
 		}
-		return Page{}, fmt.Errorf("list messages: %w", err)
+		return Page{}, storeError("list messages", err)
 	}
 	out := Page{Messages: make([]Message, 0, len(page.Docs)), NextCursor: page.Next}
 	for _, d := range page.Docs {
@@ -348,7 +350,7 @@ func (a *App) latest(ctx context.Context, c *action.Conn, channel string) ([]Mes
 	}
 	page, err := a.db.Page(ctx, collection, docstore.Query{Filter: channelFilter(channel), Desc: true, Limit: ResourceMessages})
 	if err != nil {
-		return nil, fmt.Errorf("read messages: %w", err)
+		return nil, storeError("read messages", err)
 	}
 	if len(page.Docs) == 0 {
 		return nil, action.Errorf(action.KindNotFound, "channel %q has no messages", channel)
@@ -407,4 +409,19 @@ func toMessage(d docstore.Doc) Message {
 	v, _ := d.Value.Get("user_id")
 	user, _ := v.Int()
 	return Message{ID: id, Channel: text(d, "channel"), Text: text(d, "text"), Author: text(d, "author"), UserID: user, CreatedAt: text(d, "created_at")}
+}
+
+// storeError is err, from the app's store while doing what, as the
+// caller should see it: the store's PostgreSQL server unreachable is
+// unavailable (HTTP 503: retry later) and a write that lost to a
+// concurrent one is a conflict (nothing was written: retry), neither
+// showing the cause; anything else is internal.
+func storeError(what string, err error) error {
+	switch {
+	case errors.Is(err, kv.ErrUnavailable):
+		return &action.Error{Kind: action.KindUnavailable, Message: what + ": the data store is unavailable; retry later", Err: err}
+	case errors.Is(err, kv.ErrConflict):
+		return &action.Error{Kind: action.KindConflict, Message: what + ": a concurrent write conflicted and nothing was written; retry", Err: err}
+	}
+	return fmt.Errorf("%s: %w", what, err)
 }

@@ -4,8 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/crypto/bcrypt"
 
@@ -90,5 +95,47 @@ func TestSharedStore(t *testing.T) {
 		if err != nil || len(out.(exampleapp.Page).Messages) != len(ids)*len(apps) {
 			t.Errorf("the channel through instance %d: %+v (%v), want %d messages", i, out, err, len(ids)*len(apps))
 		}
+	}
+}
+
+// With its PostgreSQL server down, the app answers unavailable (HTTP
+// 503), its message naming neither the server nor its error; once the
+// server is back, the same app serves again without being reopened.
+func TestStoreUnavailable(t *testing.T) {
+	t.Parallel()
+	pg := pgtest.Start(t, pgtest.Options{})
+	ex, err := exampleapp.Open(pg.StoreURL(), nil, exampleapp.Options{BcryptCost: bcrypt.MinCost})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Close()
+	srv := httptest.NewServer(ex.App().HTTPHandler(action.HTTPOptions{}))
+	defer srv.Close()
+	post := func() (int, string) {
+		resp, err := http.Post(srv.URL+"/api/messages", "application/json", strings.NewReader(`{"channel":"c","text":"hi","author":"ann"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := post(); code != 200 {
+		t.Fatalf("post: %d %s", code, body)
+	}
+	pg.Stop()
+	code, body := post()
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, `"kind":"unavailable"`) || strings.Contains(body, "127.0.0.1") || strings.Contains(body, "postgres") {
+		t.Fatalf("post with the server down: %d %s; want 503 unavailable, nothing of the server", code, body)
+	}
+	if err := pg.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for code, body = post(); code != 200; code, body = post() {
+		if time.Now().After(deadline) {
+			t.Fatalf("post after the restart: %d %s", code, body)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
