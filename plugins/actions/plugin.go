@@ -46,7 +46,6 @@ import (
 
 	"github.com/mcpkit/mcpkit/pkg/action"
 	"github.com/mcpkit/mcpkit/pkg/action/oauth"
-	"github.com/mcpkit/mcpkit/pkg/docstore/kv"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
 	"github.com/mcpkit/mcpkit/plugins/actions/exampleapp"
 )
@@ -293,8 +292,8 @@ type Opener func(ctx context.Context, cfg Config, ps action.PubSub) (app *action
 // process sees (memory or a file), as the registered plugin's Configure
 // does first.
 func OpenExample(_ context.Context, cfg Config, ps action.PubSub) (*action.App, io.Closer, error) {
-	if cfg.Redis != nil && !kv.IsURL(cfg.DataPath) {
-		return nil, nil, localDataError(cfg.DataPath)
+	if err := cfg.checkSharedData(); err != nil {
+		return nil, nil, err
 	}
 	var opts exampleapp.Options
 	if cfg.oauthOn() {
@@ -362,8 +361,10 @@ func (p *Plugin) Configure(raw []byte) error {
 	if err != nil {
 		return err
 	}
-	if p.dataAtPath && c.Redis != nil && !kv.IsURL(c.DataPath) {
-		return localDataError(c.DataPath)
+	if p.dataAtPath {
+		if err := c.checkSharedData(); err != nil {
+			return err
+		}
 	}
 	p.cfg = c
 	return nil

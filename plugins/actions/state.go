@@ -10,6 +10,7 @@ import (
 	"github.com/mcpkit/mcpkit/pkg/action"
 	"github.com/mcpkit/mcpkit/pkg/action/oauth"
 	"github.com/mcpkit/mcpkit/pkg/action/redisstate"
+	"github.com/mcpkit/mcpkit/pkg/docstore/kv"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore/sessionstore"
 	"github.com/redis/go-redis/v9"
@@ -59,6 +60,15 @@ func openState(ctx context.Context, cfg *RedisConfig) (sharedState, error) {
 	return sharedState{pubsub: ps, relay: relay, rates: redisstate.NewRateStore(client, prefix), queue: redisstate.NewTaskQueue(client, prefix),
 		web: redisstate.NewSessionStore(client, prefix), sessions: sessionstore.NewRedis(client, prefix), oauth: redisstate.NewOAuthStore(client, prefix),
 		close: func() error { return errors.Join(relay.Close(), ps.Close(), client.Close()) }}, nil
+}
+
+// checkSharedData refuses c's Redis (shared state) beside app data that
+// only this process sees: memory or a file, not a PostgreSQL store URL.
+func (c Config) checkSharedData() error {
+	if c.Redis != nil && !kv.IsURL(c.DataPath) {
+		return localDataError(c.DataPath)
+	}
+	return nil
 }
 
 // localDataError is the refusal of shared Redis state beside the
