@@ -345,13 +345,24 @@ type pgFailure struct{ err error }
 // do: a View ends by sending COMMIT without waiting for the reply, which
 // the connection's next user reads (already arrived, at no round trip),
 // so that a View costs its reads plus one round trip, not two.
+//
+// The idle list is a queue: the connection idle longest, whose reply has had
+// the most time to arrive, is used first, and while the pool holds fewer
+// than minConns connections, a connection whose reply is pending is left to
+// it and a new one opened, so that a caller running Views one after another
+// alternates between two connections rather than wait for the reply.
 type pgPool struct {
 	cfg  *pgx.ConnConfig
-	sem  chan struct{} // one token per open or opening connection in use
+	sem  chan struct{} // one token per connection in use (or being opened)
 	mu   sync.Mutex
 	idle []*pgConn
+	open int // connections open, idle or in use
 	done bool
 }
+
+// minConns is how many connections the pool opens before it waits for a
+// pending reply.
+const minConns = 2
 
 var errPoolClosed = errors.New("kv: pool closed")
 
@@ -385,15 +396,18 @@ func (p *pgPool) acquire(ctx context.Context) (*pgConn, error) {
 			return nil, errPoolClosed
 		}
 		var c *pgConn
-		if n := len(p.idle); n > 0 {
-			c, p.idle = p.idle[n-1], p.idle[:n-1]
+		if len(p.idle) > 0 && !(p.idle[0].pending && p.open < min(minConns, cap(p.sem))) {
+			c, p.idle = p.idle[0], p.idle[1:]
+		}
+		if c == nil {
+			p.open++ // the one about to be opened
 		}
 		p.mu.Unlock()
 		if c == nil {
 			break
 		}
 		if err := c.finish(ctx); err != nil {
-			c.close()
+			p.closeConn(c)
 			continue
 		}
 		c.reused = true
@@ -401,6 +415,9 @@ func (p *pgPool) acquire(ctx context.Context) (*pgConn, error) {
 	}
 	conn, err := pgx.ConnectConfig(ctx, p.cfg)
 	if err != nil {
+		p.mu.Lock()
+		p.open--
+		p.mu.Unlock()
 		<-p.sem
 		return nil, err
 	}
@@ -412,13 +429,13 @@ func (p *pgPool) acquire(ctx context.Context) (*pgConn, error) {
 func (p *pgPool) release(c *pgConn) {
 	defer func() { <-p.sem }()
 	if c.broken || c.c.IsClosed() || (!c.pending && c.c.PgConn().TxStatus() != 'I') {
-		c.close()
+		p.closeConn(c)
 		return
 	}
 	p.mu.Lock()
 	if p.done {
 		p.mu.Unlock()
-		c.close()
+		p.closeConn(c)
 		return
 	}
 	c.reused = false
@@ -434,8 +451,16 @@ func (p *pgPool) close() {
 	p.idle = nil
 	p.mu.Unlock()
 	for _, c := range idle {
-		c.close()
+		p.closeConn(c)
 	}
+}
+
+// closeConn closes c, which the pool counted as open.
+func (p *pgPool) closeConn(c *pgConn) {
+	p.mu.Lock()
+	p.open--
+	p.mu.Unlock()
+	c.close()
 }
 
 func (c *pgConn) close() {

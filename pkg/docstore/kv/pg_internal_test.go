@@ -8,6 +8,18 @@ import (
 	"github.com/mcpkit/mcpkit/internal/pgtest"
 )
 
+// openPG opens a fresh store on the shared server.
+func openPG(t *testing.T) (DB, *pgDB) {
+	db, err := OpenPostgres(context.Background(), pgtest.Shared(t).StoreURL(), Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db, db.(*pgDB)
+}
+
+func pgKey(i int) []byte { return fmt.Appendf(nil, "k%06d", i) }
+
 // TestPostgresRoundTrips counts the round trips of the common
 // transactions: a View that gets one key takes two (begin with the meta
 // row, the read; its COMMIT is read at the connection's next use), an
@@ -15,13 +27,7 @@ import (
 // three (begin with the lock, the first Get, the commit), and a cursor
 // walk of 3,000 keys pages of growing size.
 func TestPostgresRoundTrips(t *testing.T) {
-	db, err := OpenPostgres(context.Background(), pgtest.Shared(t).StoreURL(), Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	d := db.(*pgDB)
-	key := func(i int) []byte { return fmt.Appendf(nil, "k%06d", i) }
+	db, d := openPG(t)
 	trips := func(what string, want int64, fn func() error) {
 		t.Helper()
 		before := d.trips.Load()
@@ -40,10 +46,10 @@ func TestPostgresRoundTrips(t *testing.T) {
 			return db.Update(func(tx Tx) error {
 				b := tx.Bucket([]byte("b"))
 				for i := n - 1000; i < n; i++ {
-					if b.Get(key(i)) != nil {
+					if b.Get(pgKey(i)) != nil {
 						return fmt.Errorf("key %d exists", i)
 					}
-					if err := b.Put(key(i), []byte("v")); err != nil {
+					if err := b.Put(pgKey(i), []byte("v")); err != nil {
 						return err
 					}
 				}
@@ -53,7 +59,7 @@ func TestPostgresRoundTrips(t *testing.T) {
 	}
 	trips("get", 2, func() error {
 		return db.View(func(tx Tx) error {
-			if v := tx.Bucket([]byte("b")).Get(key(7)); string(v) != "v" {
+			if v := tx.Bucket([]byte("b")).Get(pgKey(7)); string(v) != "v" {
 				return fmt.Errorf("get: %q", v)
 			}
 			return nil
@@ -73,4 +79,54 @@ func TestPostgresRoundTrips(t *testing.T) {
 			return nil
 		})
 	})
+}
+
+// TestPostgresProbe: a transaction that puts many keys it never read asks
+// for each bucket's last key first (one round trip), inserts the keys
+// after it and upserts the others, which overwrite.
+func TestPostgresProbe(t *testing.T) {
+	db, d := openPG(t)
+	put := func(from, to int, value string) error {
+		return db.Update(func(tx Tx) error {
+			b, err := tx.CreateBucketIfNotExists([]byte("b"))
+			if err != nil {
+				return err
+			}
+			for i := from; i < to; i++ {
+				if err := b.Put(pgKey(i), []byte(value)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	if err := put(0, 100, "old"); err != nil {
+		t.Fatal(err)
+	}
+	before := d.trips.Load()
+	if err := put(50, 200, "new"); err != nil {
+		t.Fatal(err)
+	}
+	if got := d.trips.Load() - before; got != 3 {
+		t.Errorf("%d round trips, want 3 (begin, probe, commit)", got)
+	}
+	err := db.View(func(tx Tx) error {
+		b := tx.Bucket([]byte("b"))
+		if n := b.KeyN(); n != 200 {
+			return fmt.Errorf("%d keys", n)
+		}
+		for i := range 200 {
+			want := "new"
+			if i < 50 {
+				want = "old"
+			}
+			if got := b.Get(pgKey(i)); string(got) != want {
+				return fmt.Errorf("key %d: %q", i, got)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

@@ -13,10 +13,13 @@ type pgStatements struct {
 	// lock begins a write: it takes the meta row's lock (every writer of
 	// every process queues on it) and reads the counters.
 	lock string
-	// meta reads the counters in a View's snapshot.
-	meta string
+	// meta reads the counters; viewMeta reads them in a View's snapshot
+	// with, when the meta row's bgen is not $1, the bucket set, in one
+	// statement (a row per bucket, or one with NULLs).
+	meta, viewMeta string
 	// bucketsIfMoved reads the bucket set when the meta row's bgen is not
-	// $1, the generation of the set the process holds.
+	// $1, the generation of the set the process holds (a write reads it
+	// after the lock, in a snapshot of its own).
 	bucketsIfMoved string
 
 	// Reads of one bucket ($1).
@@ -40,12 +43,14 @@ func newPGStatements(t pgTables) pgStatements {
 			r.Replace(`CREATE TABLE IF NOT EXISTS {buckets} (id bigint PRIMARY KEY, name bytea NOT NULL UNIQUE, seq bigint NOT NULL)`),
 			r.Replace(`CREATE TABLE IF NOT EXISTS {kv} (b bigint NOT NULL, k bytea NOT NULL, v bytea NOT NULL, PRIMARY KEY (b, k))`),
 		},
-		beginWrite:     `BEGIN ISOLATION LEVEL READ COMMITTED`,
-		beginView:      `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`,
-		commit:         `COMMIT`,
-		rollback:       `ROLLBACK`,
-		lock:           r.Replace(`UPDATE {meta} SET rev = rev + 1 WHERE id = 1 RETURNING rev, epoch, bgen, nextb`),
-		meta:           r.Replace(`SELECT rev, epoch, bgen, nextb FROM {meta} WHERE id = 1`),
+		beginWrite: `BEGIN ISOLATION LEVEL READ COMMITTED`,
+		beginView:  `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`,
+		commit:     `COMMIT`,
+		rollback:   `ROLLBACK`,
+		lock:       r.Replace(`UPDATE {meta} SET rev = rev + 1 WHERE id = 1 RETURNING rev, epoch, bgen, nextb`),
+		meta:       r.Replace(`SELECT rev, epoch, bgen, nextb FROM {meta} WHERE id = 1`),
+		viewMeta: r.Replace(`SELECT m.rev, m.epoch, m.bgen, m.nextb, b.id, b.name, b.seq FROM {meta} m ` +
+			`LEFT JOIN {buckets} b ON m.bgen <> $1 WHERE m.id = 1`),
 		bucketsIfMoved: r.Replace(`SELECT id, name, seq FROM {buckets} WHERE (SELECT bgen FROM {meta} WHERE id = 1) <> $1`),
 
 		pageAsc:     r.Replace(`SELECT k, v FROM {kv} WHERE b = $1 AND k >= $2 ORDER BY k LIMIT $3`),
