@@ -125,10 +125,11 @@ func BenchmarkStorePostgres(b *testing.B) {
 	b.ReportMetric(float64(dsGet)/float64(pxGet), "get-p50-ratio")
 	b.Logf("docstore on PostgreSQL %s vs bare pgx (jsonb table, two btree expression indexes, one pgx.Batch of upserts per transaction), same server (%s), %d documents:\n"+
 		"%-48s  %6s  %10s  %10s  %5s  %9s  %9s  %9s  %9s  %s\n%s\n"+
-		"ingest of %d documents in transactions of 1,000: one instance %.0f docs/s, two instances at once (one store, distinct ids) %.0f docs/s together",
+		"ingest of %d documents in transactions of 1,000 into a new store, by one docstore instance, then by two at once (one store, each writing its own ids):\n"+
+		"%-12s  %10s\n%-12s  %10.0f\n%-12s  %10.0f",
 		px.version, pgBenchServer, storeDocs,
 		"operation", "n", "docstore/s", "pgx/s", "ratio", "ds p50", "pgx p50", "ds p95", "pgx p95", "target",
-		strings.Join(table, "\n"), pgTwoDocs, one, two)
+		strings.Join(table, "\n"), pgTwoDocs, "instances", "docs/s", "one", one, "two at once", two)
 	if dsIngest < pgMinIngestRatio*pxIngest {
 		b.Errorf("ingest: docstore %.0f docs/s is under %.1f× bare pgx's %.0f", dsIngest, pgMinIngestRatio, pxIngest)
 	}
