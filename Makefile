@@ -51,8 +51,8 @@ endif
 bench-resp-sessions: build ## mcpkit resp under 8 concurrent sessions, on one processor (forced) and on the default number
 	cd test && $(GO) test -run '^$$' -bench '^BenchmarkRespSessions$$' -benchtime 1x -timeout 20m .
 
-bench-store: ## the document store against its peers: SQLite (ingest, get, indexed queries, reopen), chromem-go (vectors), bleve (text)
-	cd test && $(GO) test -run '^$$' -bench '^BenchmarkStore' -benchtime 1x -timeout 10m .
+bench-store: ## the document store against its peers: SQLite (ingest, get, indexed queries, reopen), chromem-go (vectors), bleve (text), bare pgx on PostgreSQL
+	cd test && MCPKIT_REQUIRE_POSTGRES=1 $(GO) test -run '^$$' -bench '^BenchmarkStore' -benchtime 1x -timeout 30m .
 
 # bench-report runs the three targets above with `go test -v` output
 # (test/cmd/benchreport); a target that fails on a missed target is

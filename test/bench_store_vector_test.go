@@ -111,34 +111,12 @@ func BenchmarkStoreVector(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { s.Close() })
-	ingest := func(coll string, n int) time.Duration {
-		start := time.Now()
-		for lo := 0; lo < n; lo += vecBatch {
-			docs := make([]docstore.Doc, 0, vecBatch)
-			for i := lo; i < min(lo+vecBatch, n); i++ {
-				docs = append(docs, docstore.Doc{ID: docstore.Int(int64(i)), Value: vecDoc(i, vecs[i])})
-			}
-			if _, err := s.PutMany(ctx, coll, docs); err != nil {
-				b.Fatal(err)
-			}
-		}
-		return time.Since(start)
-	}
 	if _, err := s.SetVector(ctx, "flat", docstore.VectorDef{Field: "v", Dimension: vecDim, Flat: true}, nil); err != nil {
 		b.Fatal(err)
 	}
-	flatBuild := ingest("flat", vecDocs)
-	if _, err := s.SetVector(ctx, "v", docstore.VectorDef{Field: "v", Dimension: vecDim}, nil); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := s.CreateIndex(ctx, "v", docstore.IndexDef{Name: "g", Fields: []string{"g"}}, nil); err != nil {
-		b.Fatal(err)
-	}
-	textErr := error(nil)
-	if _, textErr = s.CreateTextIndex(ctx, "v", docstore.TextIndexDef{Name: "t", Fields: []string{"t"}}, nil); textErr != nil {
-		b.Logf("no text index: %v", textErr)
-	}
-	build := ingest("v", vecHNSW)
+	flatBuild := ingestVecs(b, s, "flat", vecs, vecDocs)
+	textErr := setUpHybrid(b, s)
+	build := ingestVecs(b, s, "v", vecs, vecHNSW)
 
 	start := time.Now()
 	cdb := chromem.NewDB()
@@ -229,27 +207,11 @@ func BenchmarkStoreVector(b *testing.B) {
 	}
 	recall := float64(found) / float64(vecK*vecApproxQ)
 
-	// Hybrid: a filter passing half the documents (answered by the index
-	// on g), an approximate vector source and a text source, RRF and MMR.
-	half := make([]docstore.Value, 50)
-	for i := range half {
-		half[i] = docstore.Int(int64(2 * i))
-	}
-	filter, err := docstore.ParseFilter(docstore.Map(storeField("g", docstore.Map(storeField("$in", docstore.Array(half...))))))
-	if err != nil {
-		b.Fatal(err)
-	}
-	lambda := 0.7
-	text := &docstore.TextQuery{Query: "solar battery"}
-	hybridWhat := "filter + vector + text"
-	if textErr != nil {
-		text, hybridWhat = nil, fmt.Sprintf("filter + vector only (no text index: %v)", textErr)
-	}
+	hybridQ, hybridWhat := hybridQuery(b, textErr)
 	var hybrid respRounds
 	for i, q := range queries {
 		t0 := time.Now()
-		res, err := s.Search(ctx, "v", docstore.SearchQuery{Filter: filter, Vector: &docstore.VectorQuery{Vector: q, Approximate: true},
-			Text: text, MMR: &lambda, Limit: vecK})
+		res, err := s.Search(ctx, "v", hybridQ(q))
 		hybrid = append(hybrid, time.Since(t0))
 		if err != nil || len(res.Hits) != vecK {
 			b.Fatalf("hybrid query %d: %d hits, %v", i, len(res.Hits), err)
@@ -294,4 +256,64 @@ func BenchmarkStoreVector(b *testing.B) {
 	if recall < vecMinRecall {
 		b.Errorf("approximate recall@10 %.3f is under %.2f", recall, vecMinRecall)
 	}
+}
+
+// ingestVecs stores documents 0 to n-1 of vecs in coll, in transactions
+// of vecBatch, and returns the time it took.
+func ingestVecs(b *testing.B, s *docstore.Store, coll string, vecs [][]float32, n int) time.Duration {
+	start := time.Now()
+	for lo := 0; lo < n; lo += vecBatch {
+		docs := make([]docstore.Doc, 0, vecBatch)
+		for i := lo; i < min(lo+vecBatch, n); i++ {
+			docs = append(docs, docstore.Doc{ID: docstore.Int(int64(i)), Value: vecDoc(i, vecs[i])})
+		}
+		if _, err := s.PutMany(b.Context(), coll, docs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return time.Since(start)
+}
+
+// setUpHybrid gives collection "v" of s what the hybrid queries search: an
+// HNSW vector field, an index on g and a text index on t. It returns why
+// the text index could not be made, if it could not (the queries then
+// leave text out).
+func setUpHybrid(b *testing.B, s *docstore.Store) error {
+	ctx := b.Context()
+	if _, err := s.SetVector(ctx, "v", docstore.VectorDef{Field: "v", Dimension: vecDim}, nil); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.CreateIndex(ctx, "v", docstore.IndexDef{Name: "g", Fields: []string{"g"}}, nil); err != nil {
+		b.Fatal(err)
+	}
+	_, err := s.CreateTextIndex(ctx, "v", docstore.TextIndexDef{Name: "t", Fields: []string{"t"}}, nil)
+	if err != nil {
+		b.Logf("no text index: %v", err)
+	}
+	return err
+}
+
+// hybridQuery returns the hybrid search of a query vector — a filter
+// passing half the documents (answered by the index on g), an approximate
+// vector source and a text source (unless textErr says there is no text
+// index), RRF and MMR 0.7 — and what it combines.
+func hybridQuery(b *testing.B, textErr error) (func(q []float32) docstore.SearchQuery, string) {
+	half := make([]docstore.Value, 50)
+	for i := range half {
+		half[i] = docstore.Int(int64(2 * i))
+	}
+	filter, err := docstore.ParseFilter(docstore.Map(storeField("g", docstore.Map(storeField("$in", docstore.Array(half...))))))
+	if err != nil {
+		b.Fatal(err)
+	}
+	lambda := 0.7
+	text := &docstore.TextQuery{Query: "solar battery"}
+	what := "filter + vector + text"
+	if textErr != nil {
+		text, what = nil, fmt.Sprintf("filter + vector only (no text index: %v)", textErr)
+	}
+	return func(q []float32) docstore.SearchQuery {
+		return docstore.SearchQuery{Filter: filter, Vector: &docstore.VectorQuery{Vector: q, Approximate: true},
+			Text: text, MMR: &lambda, Limit: vecK}
+	}, what
 }

@@ -99,7 +99,7 @@ func pageSignIn(t *testing.T, hp *httpProc, client, email, password string) (int
 func TestActionsSignInLimitShared(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t, redistest.Options{})
-	shared := `"redis": {"addr": "` + srv.Addr + `", "prefix": "e2e-signin:"}, "rate_limit": {"unauthenticated": 1000, "authenticated": 1000}`
+	shared := `"redis": {"addr": "` + srv.Addr + `", "prefix": "e2e-signin:"}, "rate_limit": {"unauthenticated": 1000, "authenticated": 1000}, ` + pgData(t)
 	a, b := startOAuthWith(t, "", shared), startOAuthWith(t, "", shared)
 	const email, password = "ann@example.com", "correct horse battery"
 	if code, body := httpDo(t, "PUT", a.base+"/api/user", `{"name":"Ann","email":"`+email+`","password":"`+password+`"}`); code != 200 {
@@ -302,7 +302,7 @@ func logsAt(t *testing.T, hp *httpProc, level mcp.LoggingLevel) chan logged {
 func TestActionsPubSubReachesEveryClient(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t, redistest.Options{})
-	for name, plugin := range map[string]string{"in process": `{"oauth": false}`, "redis": `{"oauth": false, "redis": {"addr": "` + srv.Addr + `", "prefix": "e2e-every:"}}`} {
+	for name, plugin := range map[string]string{"in process": `{"oauth": false}`, "redis": `{"oauth": false, "redis": {"addr": "` + srv.Addr + `", "prefix": "e2e-every:"}, ` + pgData(t) + `}`} {
 		t.Run(name, func(t *testing.T) {
 			cfg := writeConfig(t, `{"plugins": {"actions": {"config": `+plugin+`}}}`)
 			hp := startListening(t, binary(t), "actions", "--log-format", "json", "start", "--http", "127.0.0.1:0", "--config", cfg)

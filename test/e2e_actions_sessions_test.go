@@ -29,7 +29,8 @@ func deleteSession(t *testing.T, c *rawHTTP) int {
 }
 
 // TestActionsSessionsSharedInRedis: two `mcpkit serve` processes with the
-// actions plugin configured with one Redis (issue 8) serve each other's
+// actions plugin configured with one Redis (issue 8) and one PostgreSQL
+// store serve each other's
 // legacy HTTP sessions: one opened on A is used and deleted on B, and is
 // then unknown to A; an unknown session is unknown to both.
 func TestActionsSessionsSharedInRedis(t *testing.T) {
@@ -40,7 +41,7 @@ func TestActionsSessionsSharedInRedis(t *testing.T) {
 	if err := os.WriteFile(pwFile, []byte(password+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg := writeConfig(t, `{"plugins": {"actions": {"config": {"redis": {"addr": "`+srv.Addr+`", "password_file": "`+pwFile+`", "prefix": "e2e:"}}}}}`)
+	cfg := writeConfig(t, `{"plugins": {"actions": {"config": {"redis": {"addr": "`+srv.Addr+`", "password_file": "`+pwFile+`", "prefix": "e2e:"}, `+pgData(t)+`}}}}`)
 	a := startHTTP(t, "--plugins", "actions", "--config", cfg)
 	b := startHTTP(t, "--plugins", "actions", "--config", cfg)
 
@@ -72,12 +73,12 @@ func TestActionsSessionsSharedInRedis(t *testing.T) {
 }
 
 // TestActionsSharedRedisNotifications: two `mcpkit serve` processes with
-// the actions plugin on one Redis: a message posted through A's HTTP API
+// the actions plugin on one Redis and one PostgreSQL store: a message posted through A's HTTP API
 // reaches an MCP client of B as a log notification.
 func TestActionsSharedRedisNotifications(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t, redistest.Options{})
-	cfg := writeConfig(t, `{"plugins": {"actions": {"config": {"redis": {"addr": "`+srv.Addr+`", "prefix": "e2e2:"}}}}}`)
+	cfg := writeConfig(t, `{"plugins": {"actions": {"config": {"redis": {"addr": "`+srv.Addr+`", "prefix": "e2e2:"}, `+pgData(t)+`}}}}`)
 	a := startHTTP(t, "--plugins", "actions", "--config", cfg)
 	b := startHTTP(t, "--plugins", "actions", "--config", cfg)
 	_, logsB := listenLogs(t, b, "")

@@ -9,10 +9,12 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/mcpkit/mcpkit/internal/pgtest"
 	"github.com/mcpkit/mcpkit/internal/redistest"
 	"github.com/mcpkit/mcpkit/plugins/diag"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -67,9 +69,11 @@ func (rr *roundRobin) counts() []int {
 	return append([]int(nil), rr.served...)
 }
 
-// scaleConfig is deploy/scale/mcpkit.json with this machine's Redis, secret
-// files and a key prefix of the test's own in place of the deployment's.
-func scaleConfig(t *testing.T, redisAddr, passwordFile, tokensFile string) string {
+// scaleConfig is deploy/scale/mcpkit.json with this machine's Redis,
+// PostgreSQL (pgAddr: its stores' URLs keep their user, database and
+// store names), secret files and a key prefix of the test's own in place
+// of the deployment's.
+func scaleConfig(t *testing.T, redisAddr, pgAddr, passwordFile, tokensFile string) string {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join("..", "deploy", "scale", "mcpkit.json"))
 	if err != nil {
@@ -82,6 +86,19 @@ func scaleConfig(t *testing.T, redisAddr, passwordFile, tokensFile string) strin
 	actions := cfg["plugins"].(map[string]any)["actions"].(map[string]any)["config"].(map[string]any)
 	redis := actions["redis"].(map[string]any)
 	redis["addr"], redis["password_file"], redis["prefix"] = redisAddr, passwordFile, "e2e-scale:"
+	store := cfg["plugins"].(map[string]any)["store"].(map[string]any)["config"].(map[string]any)
+	for _, c := range []map[string]any{actions, store} {
+		key := "data_path"
+		if c["path"] != nil {
+			key = "path"
+		}
+		u, err := url.Parse(c[key].(string))
+		if err != nil {
+			t.Fatal(err)
+		}
+		u.Host = pgAddr
+		c[key] = u.String()
+	}
 	cfg["http"].(map[string]any)["bearer_tokens_file"] = tokensFile
 	out, err := json.Marshal(cfg)
 	if err != nil {
@@ -91,28 +108,39 @@ func scaleConfig(t *testing.T, redisAddr, passwordFile, tokensFile string) strin
 }
 
 // TestScaleOutRoundRobin: three `mcpkit serve` processes with
-// deploy/scale/mcpkit.json share one Redis behind a round-robin proxy that
-// sends each request to the next instance. One MCP client's legacy session
-// and its calls work whichever instance serves each request, a token is
-// accepted everywhere and its absence refused everywhere, the HTTP API's
-// rate limit counts across instances, and after one instance is killed (and
-// dropped from the rotation) the same session carries on.
+// deploy/scale/mcpkit.json share one Redis and one PostgreSQL database
+// (its password from the password file PGPASSFILE names, as compose.yaml
+// gives it) behind a round-robin proxy that sends each request to the next
+// instance, a harder case than the deployment's pinning. One MCP client's
+// legacy session and its calls work whichever instance serves each
+// request, a document written through one instance is read through the
+// others, a token is accepted everywhere and its absence refused
+// everywhere, the HTTP API's rate limit counts across instances, and after
+// one instance is killed (and dropped from the rotation) the same session
+// carries on.
 func TestScaleOutRoundRobin(t *testing.T) {
 	t.Parallel()
-	const password, token = "e2e-scale-redis-pw", "e2e-scale-token-93c1d7"
+	const password, token, pgPassword = "e2e-scale-redis-pw", "e2e-scale-token-93c1d7", "e2e-scale-pg-pw"
 	srv := redistest.Start(t, redistest.Options{Password: password})
+	pg := pgtest.Start(t, pgtest.Options{Password: pgPassword})
+	pgAddr := "127.0.0.1:" + strconv.Itoa(pg.Port)
 	dir := t.TempDir()
-	pwFile, tokensFile := filepath.Join(dir, "redis-password"), filepath.Join(dir, "tokens")
-	for f, s := range map[string]string{pwFile: password, tokensFile: token} {
+	pwFile, tokensFile, pgpass := filepath.Join(dir, "redis-password"), filepath.Join(dir, "tokens"), filepath.Join(dir, "pgpass")
+	for f, s := range map[string]string{pwFile: password, tokensFile: token, pgpass: pgAddr + ":" + pgtest.Database + ":" + pgtest.User + ":" + pgPassword} {
 		if err := os.WriteFile(f, []byte(s+"\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	cfg := scaleConfig(t, srv.Addr, pwFile, tokensFile)
+	cfg := scaleConfig(t, srv.Addr, pgAddr, pwFile, tokensFile)
+	var procs []*proc
+	for range 3 { // at once, on the fresh database
+		procs = append(procs, startBinaryEnv(t, []string{"PGPASSFILE=" + pgpass}, binary(t), nil, nil,
+			"serve", "--http", "127.0.0.1:0", "--log-format", "json", "--config", cfg))
+	}
 	var instances []*httpProc
 	var bases []string
-	for range 3 {
-		hp := startHTTP(t, "--config", cfg)
+	for _, p := range procs {
+		hp := awaitListening(t, p)
 		instances = append(instances, hp)
 		bases = append(bases, hp.base)
 	}
@@ -148,6 +176,15 @@ func TestScaleOutRoundRobin(t *testing.T) {
 	for i, n := range rr.counts() {
 		if n-before[i] < 3 {
 			t.Fatalf("instance %d served %d of the calls (counts %v → %v): not spread", i, n-before[i], before, rr.counts())
+		}
+	}
+
+	// The store plugin's documents are one set: written through one
+	// instance, read at once through each of the others.
+	id := decode[struct{ ID int64 }](t, callTool(t, cs, "store_insert_auto", map[string]any{"collection": "notes", "doc": map[string]any{"text": "shared"}})).ID
+	for i := range 3 {
+		if got := decode[struct{ Doc struct{ Text string } }](t, callTool(t, cs, "store_get", map[string]any{"collection": "notes", "id": id})); got.Doc.Text != "shared" {
+			t.Fatalf("read %d of the document written through another instance: %+v", i, got)
 		}
 	}
 

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpkit/mcpkit/internal/pgtest"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
@@ -25,7 +26,7 @@ import (
 // client sessions, process waiters) outlives them. The server's own leaks are
 // checked in the server process by TestNoLeakedGoroutines.
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := pgtest.M(m).Run() // then the shared PostgreSQL server (pgtest.Shared) is stopped
 	http.DefaultTransport.(*http.Transport).CloseIdleConnections()
 	if code == 0 {
 		// Keep-alive connections still being torn down belong to net/http's
@@ -107,8 +108,18 @@ func startProc(t testing.TB, stdin io.Reader, stdout io.Writer, args ...string) 
 // startBinary starts bin (bin/mcpkit or another mcpkit build) with args.
 func startBinary(t testing.TB, bin string, stdin io.Reader, stdout io.Writer, args ...string) *proc {
 	t.Helper()
+	return startBinaryEnv(t, nil, bin, stdin, stdout, args...)
+}
+
+// startBinaryEnv is startBinary with env ("NAME=value") added to the
+// process's environment.
+func startBinaryEnv(t testing.TB, env []string, bin string, stdin io.Reader, stdout io.Writer, args ...string) *proc {
+	t.Helper()
 	p := &proc{stderr: &syncBuffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(bin, args...)
+	if env != nil {
+		p.cmd.Env = append(os.Environ(), env...)
+	}
 	p.cmd.Stdin, p.cmd.Stdout, p.cmd.Stderr = stdin, stdout, p.stderr
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -273,7 +284,20 @@ func startHTTPBinary(t testing.TB, bin string, args ...string) *httpProc {
 // and returns its base URL once it logs "listening".
 func startListening(t testing.TB, bin string, args ...string) *httpProc {
 	t.Helper()
-	p := startBinary(t, bin, nil, nil, args...)
+	return startListeningEnv(t, nil, bin, args...)
+}
+
+// startListeningEnv is startListening with env added to the process's
+// environment.
+func startListeningEnv(t testing.TB, env []string, bin string, args ...string) *httpProc {
+	t.Helper()
+	return awaitListening(t, startBinaryEnv(t, env, bin, nil, nil, args...))
+}
+
+// awaitListening returns p's base URL once it logs "listening" (p must
+// serve HTTP and log JSON).
+func awaitListening(t testing.TB, p *proc) *httpProc {
+	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {
 		for line := range strings.Lines(p.stderr.String()) {

@@ -24,6 +24,7 @@ const (
 	KindTimeout      Kind = "timeout"       // the action's timeout expired (HTTP 408)
 	KindConflict     Kind = "conflict"      // the state does not allow the call (HTTP 409)
 	KindTooLarge     Kind = "too_large"     // the request is over a size limit (HTTP 413)
+	KindUnavailable  Kind = "unavailable"   // a server the action needs (its database) is unreachable: retry later (HTTP 503)
 	KindInternal     Kind = "internal"      // anything else; its cause is logged, never shown (HTTP 500)
 )
 
@@ -37,6 +38,7 @@ var kindStatus = map[Kind]int{
 	KindTimeout:      http.StatusRequestTimeout,
 	KindConflict:     http.StatusConflict,
 	KindTooLarge:     http.StatusRequestEntityTooLarge,
+	KindUnavailable:  http.StatusServiceUnavailable,
 	KindInternal:     http.StatusInternalServerError,
 }
 

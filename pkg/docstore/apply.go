@@ -2,6 +2,7 @@ package docstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/mcpkit/mcpkit/pkg/docstore/kv"
@@ -86,21 +87,29 @@ func (s *Store) Apply(ctx context.Context, ops []Op) ([]OpResult, error) {
 	if err := s.usable(ctx); err != nil {
 		return nil, err
 	}
-	unlock, err := s.lockFor(ops)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
 	var a *applier
-	err = closedAs(s.db.Update(func(tx kv.Tx) error {
-		a = &applier{s: s, tx: tx, writers: map[string]*writer{}, created: map[string]*collection{}}
-		return a.run(ctx, ops)
-	}))
-	if err != nil {
+	run := func(exclusive bool) func(tx kv.Tx) error {
+		return func(tx kv.Tx) error {
+			a = &applier{s: s, tx: tx, exclusive: exclusive, writers: map[string]*writer{}, created: map[string]*collection{}}
+			return a.run(ctx, ops)
+		}
+	}
+	if !s.createsCollection(ops) {
+		err := s.withCatalog(s.db.Update, run(false))
+		if !errors.Is(err, errCreatesCollection) {
+			if err != nil {
+				return nil, err
+			}
+			return a.out, nil
+		}
+	}
+	s.catMu.Lock()
+	defer s.catMu.Unlock()
+	if err := s.catalogUpdate(run(true)); err != nil {
 		return nil, err
 	}
 	for name, col := range a.created {
-		s.cat[name] = col // under the exclusive lock lockFor took to create it
+		s.cat[name] = col
 	}
 	return a.out, nil
 }
@@ -117,21 +126,26 @@ func (op Op) creates() bool {
 	return false
 }
 
-// lockFor takes the catalog lock Apply's transaction needs: for reading,
-// as every document write, unless an operation creates a collection,
-// which needs it for writing (the catalog then changes with the
-// transaction). It returns the matching unlock.
-func (s *Store) lockFor(ops []Op) (func(), error) {
+// createsCollection reports whether an operation of ops would create a
+// collection the catalog does not have. Apply then runs as a catalog
+// change, with every other writer excluded (the catalog changes with the
+// transaction); otherwise as a document write, with the catalog held for
+// reading.
+func (s *Store) createsCollection(ops []Op) bool {
 	s.catMu.RLock()
+	defer s.catMu.RUnlock()
 	for _, op := range ops {
 		if op.creates() && s.cat[op.Collection] == nil {
-			s.catMu.RUnlock()
-			s.catMu.Lock()
-			return s.catMu.Unlock, nil
+			return true
 		}
 	}
-	return s.catMu.RUnlock, nil
+	return false
 }
+
+// errCreatesCollection ends a document-write Apply that finds, once its
+// catalog is current, that it creates a collection after all (another
+// process dropped it): Apply runs again as a catalog change.
+var errCreatesCollection = errors.New("docstore: the batch creates a collection")
 
 // check validates op's arguments as its single method does, before
 // anything is written.
@@ -161,12 +175,15 @@ func (op Op) check() error {
 // applier is Apply's transaction: a writer per collection written, each
 // finished (its deferred derived work done) before the commit.
 type applier struct {
-	s       *Store
-	tx      kv.Tx
-	writers map[string]*writer
-	order   []*writer // the writers in the order they were opened
-	created map[string]*collection
-	out     []OpResult
+	s  *Store
+	tx kv.Tx
+	// exclusive: the catalog is held for writing, so operations may create
+	// collections.
+	exclusive bool
+	writers   map[string]*writer
+	order     []*writer // the writers in the order they were opened
+	created   map[string]*collection
+	out       []OpResult
 }
 
 // run applies ops in order, then finishes every writer.
@@ -244,6 +261,9 @@ func (a *applier) writer(coll string, create bool) (*writer, error) {
 	if col == nil {
 		if !create {
 			return nil, nil
+		}
+		if !a.exclusive {
+			return nil, errCreatesCollection
 		}
 		var err error
 		if col, err = createCollection(a.tx, coll); err != nil {

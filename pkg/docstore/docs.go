@@ -36,19 +36,17 @@ func (s *Store) update(ctx context.Context, coll string, fn func(w *writer) erro
 	if err := s.ensureCollection(coll); err != nil {
 		return err
 	}
-	s.catMu.RLock()
-	defer s.catMu.RUnlock()
-	col, err := s.collectionOf(coll)
-	if err != nil {
-		return err // dropped meanwhile
-	}
-	return closedAs(s.db.Batch(func(tx kv.Tx) error {
+	return s.withCatalog(s.db.Batch, func(tx kv.Tx) error {
+		col, err := s.collectionOf(coll)
+		if err != nil {
+			return err // dropped meanwhile
+		}
 		w := &writer{tx: tx, col: col, docs: tx.Bucket(docsBucket(coll))}
 		if err := fn(w); err != nil {
 			return err
 		}
 		return w.finish()
-	}))
+	})
 }
 
 // get returns the document id, if any.
@@ -461,11 +459,4 @@ func (w *writer) delete(id Value) (bool, error) {
 		return false, err
 	}
 	return true, w.remove(old)
-}
-
-// exists reports whether coll exists.
-func (s *Store) exists(coll string) bool {
-	s.catMu.RLock()
-	defer s.catMu.RUnlock()
-	return s.cat[coll] != nil
 }

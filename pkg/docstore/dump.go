@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -77,21 +78,19 @@ func (s *Store) Dump(ctx context.Context, w io.Writer, colls []string, progress 
 	if err := s.usable(ctx); err != nil {
 		return 0, err
 	}
-	s.catMu.RLock()
-	defer s.catMu.RUnlock()
-	if len(colls) == 0 {
-		colls = sortedNames(s.cat)
-	}
-	for _, c := range colls {
-		if _, err := s.collectionOf(c); err != nil {
-			return 0, err
-		}
-	}
 	bw := bufio.NewWriterSize(w, 64<<10)
 	enc := json.NewEncoder(bw)
 	enc.SetEscapeHTML(false)
 	var n int64
-	err := s.db.View(func(tx kv.Tx) error {
+	err := s.withCatalog(s.db.View, func(tx kv.Tx) error {
+		if len(colls) == 0 {
+			colls = sortedNames(s.cat)
+		}
+		for _, c := range colls {
+			if _, err := s.collectionOf(c); err != nil {
+				return err
+			}
+		}
 		var total int64
 		for _, c := range colls {
 			total += int64(tx.Bucket(docsBucket(c)).KeyN())
@@ -345,10 +344,7 @@ func (s *Store) loadCollection(ctx context.Context, l dumpLine, mode LoadMode) e
 	if err := checkName("collection", l.Collection); err != nil {
 		return err
 	}
-	s.catMu.RLock()
-	_, exists := s.cat[l.Collection]
-	s.catMu.RUnlock()
-	if exists {
+	if s.exists(l.Collection) {
 		switch mode {
 		case LoadRefuse:
 			n, _, err := s.Count(ctx, l.Collection, nil)
@@ -385,11 +381,11 @@ func (s *Store) loadCollection(ctx context.Context, l dumpLine, mode LoadMode) e
 func (s *Store) dropCollection(coll string) error {
 	s.catMu.Lock()
 	defer s.catMu.Unlock()
-	col := s.cat[coll]
-	if col == nil {
-		return nil
-	}
-	err := s.db.Update(func(tx kv.Tx) error {
+	err := s.catalogUpdate(func(tx kv.Tx) error {
+		col := s.cat[coll]
+		if col == nil {
+			return errNothingToChange
+		}
 		if err := scalarIndexes.drop(tx, col); err != nil {
 			return err
 		}
@@ -401,6 +397,9 @@ func (s *Store) dropCollection(coll string) error {
 		}
 		return tx.Bucket([]byte(metaBucket)).Delete([]byte(catalogPrefix + coll))
 	})
+	if errors.Is(err, errNothingToChange) {
+		return nil
+	}
 	if err == nil {
 		delete(s.cat, coll)
 	}

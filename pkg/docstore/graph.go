@@ -228,9 +228,7 @@ func (s *Store) edgeWrite(ctx context.Context, fn func(tx kv.Tx) error) error {
 	if err := s.usable(ctx); err != nil {
 		return err
 	}
-	s.catMu.RLock()
-	defer s.catMu.RUnlock()
-	return closedAs(s.db.Batch(fn))
+	return s.withCatalog(s.db.Batch, fn)
 }
 
 // deriveEdges deletes a deleted document's edges, both ways.

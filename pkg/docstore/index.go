@@ -190,15 +190,11 @@ func (s *Store) DropSchema(ctx context.Context, coll string) (bool, error) {
 	if err := checkName("collection", coll); err != nil {
 		return false, err
 	}
-	s.catMu.RLock()
-	col := s.cat[coll]
-	s.catMu.RUnlock()
-	if col == nil || col.Schema == nil {
-		return false, nil
-	}
 	dropped := false
 	err := s.changeCatalog(coll, false, func(tx kv.Tx, col *collection) error {
-		dropped = col.Schema != nil
+		if dropped = col.Schema != nil; !dropped {
+			return errNothingToChange
+		}
 		if err := syncUniqueIndexes(ctx, tx, coll, col, nil); err != nil {
 			return err
 		}
@@ -216,13 +212,15 @@ func (s *Store) Schema(ctx context.Context, coll string) (*Schema, error) {
 	if err := s.usable(ctx); err != nil {
 		return nil, err
 	}
-	s.catMu.RLock()
-	defer s.catMu.RUnlock()
-	col, err := s.collectionOf(coll)
-	if err != nil {
-		return nil, err
-	}
-	return col.Schema, nil
+	var schema *Schema
+	err := s.withCatalog(s.db.View, func(kv.Tx) error {
+		col, err := s.collectionOf(coll)
+		if err == nil {
+			schema = col.Schema
+		}
+		return err
+	})
+	return schema, err
 }
 
 // Index entries are kept in blocks, not one bbolt key each: a secondary

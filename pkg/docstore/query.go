@@ -27,15 +27,13 @@ func (s *Store) view(ctx context.Context, coll string, fn func(r *reader) error)
 	if err := s.usable(ctx); err != nil {
 		return err
 	}
-	s.catMu.RLock()
-	defer s.catMu.RUnlock()
-	col, err := s.collectionOf(coll)
-	if err != nil {
-		return err
-	}
-	return closedAs(s.db.View(func(tx kv.Tx) error {
+	return s.withCatalog(s.db.View, func(tx kv.Tx) error {
+		col, err := s.collectionOf(coll)
+		if err != nil {
+			return err
+		}
 		return fn(&reader{tx: tx, col: col, docs: tx.Bucket(docsBucket(coll))})
-	}))
+	})
 }
 
 // Plan says how a query found its documents.
@@ -323,9 +321,24 @@ func (r *reader) candidates(p indexPlan) ([][]byte, error) {
 // fetcher reads the collection's documents by id key through one cursor:
 // bbolt's Get starts a new cursor, and allocates its path, on every call,
 // while a cursor's Seek reuses it.
-type fetcher struct{ c kv.Cursor }
+type fetcher struct {
+	b kv.Bucket
+	c kv.Cursor
+}
 
-func (r *reader) fetcher() fetcher { return fetcher{c: r.docs.Cursor()} }
+func (r *reader) fetcher() fetcher { return fetcher{b: r.docs, c: r.docs.Cursor()} }
+
+// A fetcher that knows the ids ahead asks the storage for them in runs
+// (see kv.Prefetch) of prefetchFirst documents, doubling up to prefetchRun,
+// so that a page that stops early fetches little more than it returns.
+const (
+	prefetchFirst = 16
+	prefetchRun   = 256
+)
+
+// prefetch announces the id keys about to be read: on PostgreSQL they are
+// fetched in one round trip rather than one each.
+func (f fetcher) prefetch(keys [][]byte) { kv.Prefetch(f.b, keys) }
 
 // get returns the record stored under the id key k, or nil.
 func (f fetcher) get(k []byte) []byte {
@@ -376,7 +389,12 @@ func (r *reader) matching(f *Filter, after []byte, desc bool, fn func(k []byte, 
 			slices.Reverse(ids)
 		}
 		docs := r.fetcher()
-		for _, k := range ids {
+		next, run := 0, prefetchFirst
+		for i, k := range ids {
+			if i == next {
+				docs.prefetch(ids[i:min(i+run, len(ids))])
+				next, run = i+run, min(2*run, prefetchRun)
+			}
 			if after != nil && (bytes.Compare(k, after) <= 0) != desc {
 				continue
 			}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mcpkit/mcpkit/pkg/docstore/kv"
 )
@@ -46,6 +47,9 @@ func docsBucket(coll string) []byte { return []byte("d\x00" + coll) }
 func indexBucket(coll, index string) []byte {
 	return []byte("i\x00" + coll + "\x00" + index)
 }
+
+// openTimeout bounds how long Open waits for a PostgreSQL server.
+const openTimeout = 30 * time.Second
 
 // MaxLimit is the most documents one list operation returns; larger
 // limits are clamped to it.
@@ -86,11 +90,17 @@ type Store struct {
 	db     kv.DB
 	closed atomic.Bool
 
-	// catMu guards cat. Document writes hold it for reading through their
-	// transaction, so that a catalog change (a new index, a schema) never
-	// interleaves with them; catalog changes hold it for writing.
+	// catMu guards cat and catEpoch. Document writes hold it for reading
+	// through their transaction, so that a catalog change (a new index, a
+	// schema) never interleaves with them; catalog changes hold it for
+	// writing.
 	catMu sync.RWMutex
 	cat   map[string]*collection
+	// catEpoch is the storage layer's epoch (kv.Tx.Epoch) that cat was read
+	// at. Every catalog change moves the epoch, so a transaction whose epoch
+	// is not catEpoch sees a catalog that another process sharing the store
+	// (PostgreSQL) has changed: cat is reloaded from it (see withCatalog).
+	catEpoch uint64
 }
 
 // collection is a collection's catalog entry.
@@ -109,28 +119,90 @@ type IndexDef struct {
 	Unique bool     `json:"unique,omitempty"`
 }
 
-// Open opens the store in the bbolt file at path (created if absent), or
-// an in-memory store when path is "". A file of an earlier layout is
-// upgraded in place (its indexes rebuilt, in one transaction); one of a
-// later layout fails with ErrLayout. A damaged file fails with ErrDamaged
-// and one that is not a store file with kv.ErrInvalidFile.
+// Open opens the store at path: a bbolt file (created if absent), a
+// PostgreSQL database given by a postgres:// or postgresql:// URL (see
+// kv.OpenPostgres: its tables are created if absent, and any number of
+// processes may open the same store at once), or an in-memory store when
+// path is "". A file of an earlier layout is upgraded in place (its
+// indexes rebuilt, in one transaction); one of a later layout fails with
+// ErrLayout. A damaged file fails with ErrDamaged and one that is not a
+// store file with kv.ErrInvalidFile. Errors and Path never show a URL's
+// password.
 func Open(path string, opts Options) (*Store, error) {
-	var db kv.DB
-	if path == "" {
-		db = kv.OpenMemory()
-	} else {
-		var err error
-		if db, err = kv.Open(path, kv.Options{NoSync: opts.NoSync, ReadOnly: opts.ReadOnly}); err != nil {
-			return nil, fmt.Errorf("docstore: open %s: %w", path, err)
-		}
+	db, err := openKV(path, opts)
+	if err != nil {
+		return nil, err
 	}
-	s := &Store{db: db, cat: map[string]*collection{}}
+	s, err := openOn(db, opts.ReadOnly)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// openKV opens the storage at path as Open describes.
+func openKV(path string, opts Options) (kv.DB, error) {
+	kvOpts := kv.Options{NoSync: opts.NoSync, ReadOnly: opts.ReadOnly}
+	var db kv.DB
+	var err error
+	switch {
+	case path == "":
+		db = kv.OpenMemory()
+	case kv.IsURL(path):
+		ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
+		defer cancel()
+		db, err = kv.OpenPostgres(ctx, path, kvOpts)
+	default:
+		db, err = kv.Open(path, kvOpts)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("docstore: open %s: %w", kv.Redact(path), err)
+	}
+	return db, nil
+}
+
+// Copy copies the store at src into a new store at dst (each a file or a
+// PostgreSQL URL, as Open takes them; dst must hold no store yet): its
+// documents, catalog and every derived structure as they are, where a dump
+// and load would rebuild the indexes. src is only read, and must be a
+// store this version reads. It returns the number of keys copied.
+func Copy(dst, src string) (int64, error) {
+	from, err := openKV(src, Options{ReadOnly: true})
+	if err != nil {
+		return 0, err
+	}
+	defer from.Close()
+	if _, err := openOn(from, true); err != nil {
+		return 0, err
+	}
+	to, err := openKV(dst, Options{})
+	if err != nil {
+		return 0, err
+	}
+	n, err := kv.Copy(to, from)
+	if err == nil {
+		_, err = openOn(to, false)
+	}
+	if cerr := to.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return n, fmt.Errorf("docstore: copy %s to %s: %w", kv.Redact(src), kv.Redact(dst), err)
+	}
+	return n, nil
+}
+
+// openOn returns the store kept in db, its catalog loaded (and its layout
+// upgraded unless readOnly). Several Stores may share one db, as processes
+// share a store on PostgreSQL.
+func openOn(db kv.DB, readOnly bool) (*Store, error) {
+	s := &Store{db: db}
 	load := s.loadCatalog
-	if opts.ReadOnly {
+	if readOnly {
 		load = s.readCatalog
 	}
 	if err := load(); err != nil {
-		db.Close()
 		return nil, err
 	}
 	return s, nil
@@ -180,9 +252,10 @@ func (s *Store) loadCatalog() error {
 		if err != nil {
 			return err
 		}
-		if err := s.readCatalogFrom(m); err != nil {
+		if s.cat, err = readCatalogFrom(m); err != nil {
 			return err
 		}
+		s.catEpoch = tx.Epoch()
 		return s.upgrade(tx, m)
 	})
 }
@@ -192,12 +265,12 @@ func (s *Store) loadCatalog() error {
 // earlier layout whose indexes need rebuilding fails with ErrLayout.
 func (s *Store) readCatalog() error {
 	return s.db.View(func(tx kv.Tx) error {
+		if err := s.syncCatalog(tx); err != nil {
+			return err
+		}
 		m := tx.Bucket([]byte(metaBucket))
 		if m == nil {
 			return nil
-		}
-		if err := s.readCatalogFrom(m); err != nil {
-			return err
 		}
 		switch v := string(m.Get([]byte(layoutKey))); v {
 		case strconv.Itoa(storeLayout):
@@ -215,16 +288,105 @@ func (s *Store) readCatalog() error {
 	})
 }
 
-// readCatalogFrom reads the catalog entries of the meta bucket m.
-func (s *Store) readCatalogFrom(m kv.Bucket) error {
+// readCatalogFrom reads the catalog entries of the meta bucket m (nil: a
+// store without one, which has no collections).
+func readCatalogFrom(m kv.Bucket) (map[string]*collection, error) {
+	cat := map[string]*collection{}
+	if m == nil {
+		return cat, nil
+	}
 	c := m.Cursor()
 	for k, v := c.Seek([]byte(catalogPrefix)); k != nil && strings.HasPrefix(string(k), catalogPrefix); k, v = c.Next() {
 		var col collection
 		if err := json.Unmarshal(v, &col); err != nil {
-			return fmt.Errorf("docstore: catalog entry %q: %w", k, err)
+			return nil, fmt.Errorf("docstore: catalog entry %q: %w", k, err)
 		}
-		s.cat[col.Name] = &col
+		cat[col.Name] = &col
 	}
+	return cat, nil
+}
+
+// The catalog is kept in memory (cat) for every operation to read without
+// decoding it; the storage layer's epoch says when it is out of date. A
+// store on a file or in memory has this process as its only writer, and
+// the epoch moves only with its own catalog changes. A store on PostgreSQL
+// is shared: another process's catalog change (a new collection, index,
+// schema, vector field) moves the epoch, and the next transaction here
+// that sees the new epoch reloads the catalog before it reads or writes a
+// document, so that an index created elsewhere is used and kept by every
+// write here from the moment its creation has committed.
+
+// errStaleCatalog ends a transaction that began with an out-of-date
+// catalog, before it has done anything (withCatalog reloads and retries).
+var errStaleCatalog = errors.New("docstore: catalog out of date")
+
+// staleRetries bounds withCatalog's reloads, which only catalog changes
+// landing faster than a transaction can start make necessary.
+const staleRetries = 100
+
+// withCatalog runs fn in a transaction of run (s.db.View, Update or
+// Batch) with catMu held for reading and cat exactly the catalog of the
+// transaction's snapshot: when the transaction's epoch is not catEpoch, it
+// ends the transaction before fn runs, reloads cat, and starts again.
+func (s *Store) withCatalog(run func(func(kv.Tx) error) error, fn func(tx kv.Tx) error) error {
+	for range staleRetries {
+		s.catMu.RLock()
+		err := run(func(tx kv.Tx) error {
+			if tx.Epoch() != s.catEpoch {
+				return errStaleCatalog
+			}
+			return fn(tx)
+		})
+		s.catMu.RUnlock()
+		if !errors.Is(err, errStaleCatalog) {
+			return closedAs(err)
+		}
+		if err := s.refreshCatalog(); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("docstore: the catalog changed %d times while an operation started; try again: %w", staleRetries, errStaleCatalog)
+}
+
+// refreshCatalog brings cat up to the store's latest epoch.
+func (s *Store) refreshCatalog() error {
+	s.catMu.Lock()
+	defer s.catMu.Unlock()
+	return closedAs(s.db.View(s.syncCatalog))
+}
+
+// syncCatalog reloads cat from tx when tx's epoch is not catEpoch; catMu
+// held for writing.
+func (s *Store) syncCatalog(tx kv.Tx) error {
+	if tx.Epoch() == s.catEpoch && s.cat != nil {
+		return nil
+	}
+	cat, err := readCatalogFrom(tx.Bucket([]byte(metaBucket)))
+	if err != nil {
+		return err
+	}
+	s.cat, s.catEpoch = cat, tx.Epoch()
+	return nil
+}
+
+// catalogUpdate runs fn in a write transaction that changes the catalog,
+// with catMu held for writing: fn sees cat as the transaction's snapshot
+// has it, and the epoch moves when the transaction commits, so that every
+// other process sharing the store reloads its catalog.
+func (s *Store) catalogUpdate(fn func(tx kv.Tx) error) error {
+	err := s.db.Update(func(tx kv.Tx) error {
+		if err := s.syncCatalog(tx); err != nil {
+			return err
+		}
+		if err := fn(tx); err != nil {
+			return err
+		}
+		return tx.BumpEpoch()
+	})
+	if err != nil {
+		return closedAs(err)
+	}
+	s.catEpoch++
 	return nil
 }
 
@@ -299,43 +461,72 @@ func (s *Store) ensureCollection(coll string) error {
 	if err := checkName("collection", coll); err != nil {
 		return err
 	}
-	return s.changeCatalog(coll, true, func(tx kv.Tx, col *collection) error { return nil })
+	return s.changeCatalog(coll, true, nil)
+}
+
+// exists reports whether coll exists, reloading the catalog first when it
+// does not know coll (another process may have created it).
+func (s *Store) exists(coll string) bool {
+	s.catMu.RLock()
+	ok := s.cat[coll] != nil
+	s.catMu.RUnlock()
+	if ok || s.refreshCatalog() != nil {
+		return ok
+	}
+	s.catMu.RLock()
+	defer s.catMu.RUnlock()
+	return s.cat[coll] != nil
 }
 
 // changeCatalog runs fn on coll's catalog entry (created when create is
 // set and it does not exist) in a write transaction, with every document
 // writer excluded, and publishes the entry when the transaction commits.
+// A nil fn only creates the collection, and writes nothing when it exists.
 func (s *Store) changeCatalog(coll string, create bool, fn func(tx kv.Tx, col *collection) error) error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
 	s.catMu.Lock()
 	defer s.catMu.Unlock()
-	old := s.cat[coll]
-	if old == nil && !create {
-		return errorf(CodeCollectionNotFound, coll, "no collection %q", coll)
-	}
-	col := &collection{Name: coll, Indexes: []IndexDef{}}
-	if old != nil {
-		col.Schema = old.Schema
-		col.Indexes = slices.Clone(old.Indexes)
-		col.derivedDefs = old.derivedDefs.clone()
-	}
-	err := s.db.Update(func(tx kv.Tx) error {
+	var col *collection
+	err := s.catalogUpdate(func(tx kv.Tx) error {
+		old := s.cat[coll]
+		if old == nil && !create {
+			return errorf(CodeCollectionNotFound, coll, "no collection %q", coll)
+		}
+		col = &collection{Name: coll, Indexes: []IndexDef{}}
+		if old != nil {
+			if fn == nil {
+				col = old
+				return errNothingToChange
+			}
+			col.Schema = old.Schema
+			col.Indexes = slices.Clone(old.Indexes)
+			col.derivedDefs = old.derivedDefs.clone()
+		}
 		if _, err := tx.CreateBucketIfNotExists(docsBucket(coll)); err != nil {
 			return err
 		}
-		if err := fn(tx, col); err != nil {
-			return err
+		if fn != nil {
+			if err := fn(tx, col); err != nil {
+				return err
+			}
 		}
 		return putCatalog(tx, col)
 	})
+	if errors.Is(err, errNothingToChange) {
+		return nil
+	}
 	if err != nil {
-		return closedAs(err)
+		return err
 	}
 	s.cat[coll] = col
 	return nil
 }
+
+// errNothingToChange rolls back a catalog change found unneeded once the
+// catalog is current (a collection to create that another process created).
+var errNothingToChange = errors.New("docstore: nothing to change")
 
 // CollectionInfo describes a collection.
 type CollectionInfo struct {
@@ -355,10 +546,8 @@ func (s *Store) Collections(ctx context.Context) ([]CollectionInfo, error) {
 	if err := s.usable(ctx); err != nil {
 		return nil, err
 	}
-	s.catMu.RLock()
-	defer s.catMu.RUnlock()
 	var out []CollectionInfo
-	err := s.db.View(func(tx kv.Tx) error {
+	err := s.withCatalog(s.db.View, func(tx kv.Tx) error {
 		out = out[:0]
 		for _, name := range sortedNames(s.cat) {
 			col := s.cat[name]

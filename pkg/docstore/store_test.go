@@ -10,13 +10,15 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/mcpkit/mcpkit/internal/pgtest"
 )
 
-// backends runs fn against an in-memory store and a file store: the
-// engine has one semantics on both.
+// backends runs fn against an in-memory store, a file store and a store
+// on PostgreSQL (postgres_test.go): the engine has one semantics on all.
 func backends(t *testing.T, fn func(t *testing.T, s *Store)) {
 	t.Helper()
-	for _, name := range []string{"memory", "file"} {
+	for _, name := range []string{"memory", "file", "postgres"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			fn(t, openStore(t, name))
@@ -28,8 +30,11 @@ func backends(t *testing.T, fn func(t *testing.T, s *Store)) {
 func openStore(t *testing.T, backend string) *Store {
 	t.Helper()
 	path := ""
-	if backend == "file" {
+	switch backend {
+	case "file":
 		path = filepath.Join(t.TempDir(), "store.db")
+	case "postgres":
+		path = pgtest.Shared(t).StoreURL()
 	}
 	s, err := Open(path, Options{NoSync: true})
 	if err != nil {

@@ -16,9 +16,7 @@ func (s *Store) Verify(ctx context.Context) error {
 	if err := s.usable(ctx); err != nil {
 		return err
 	}
-	s.catMu.RLock()
-	defer s.catMu.RUnlock()
-	return s.db.View(func(tx kv.Tx) error {
+	return s.withCatalog(s.db.View, func(tx kv.Tx) error {
 		for _, name := range sortedNames(s.cat) {
 			col := s.cat[name]
 			docs := tx.Bucket(docsBucket(name))

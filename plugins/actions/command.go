@@ -27,10 +27,12 @@ const (
 )
 
 const commandDoc = `Serves, lists or runs the actions of the example action app (package
-plugins/actions/exampleapp). --data FILE keeps the app's data (its messages) in
-FILE, a document store file created when absent; without it the data is in
-memory and lost at exit. The command's flags (--data, --log-level,
---log-format) come before the verb.
+plugins/actions/exampleapp). --data FILE keeps the app's data (its users and
+messages) in FILE, a document store file created when absent, or in the
+PostgreSQL store a postgres:// URL names (the password in PGPASSWORD or
+PGPASSFILE), which several instances share; without it the data is in memory
+and lost at exit. The command's flags (--data, --log-level, --log-format) come
+before the verb.
 
   start [--stdio | --http ADDR] [--config FILE]
         serve the actions plugin alone: every action as an MCP tool under its
@@ -71,7 +73,9 @@ tools behind the prefix "actions_", configured under plugins.actions.config:
 {"mcp_enabled", "mcp_route", "data_path", "instructions",
 "markdown_depth_limit", "rate_limit", "redis", "session", "oauth"}; with "redis",
 several instances share PubSub, rate-limit counts, task queues, web sessions,
-MCP sessions and OAuth clients, codes and tokens. "oauth" ({} or true for the
+MCP sessions and OAuth clients, codes and tokens, and "data_path" (or --data)
+must then be a postgres:// URL they share too: beside data in memory or a file
+the start is refused (exit 3). "oauth" ({} or true for the
 defaults; "issuer", "code_ttl_seconds", "client_ttl_seconds",
 "refresh_ttl_seconds", "access_ttl_seconds", "register_limit",
 "register_window_ms", "templates_dir", "verify_cache_ms") makes /mcp want an
@@ -88,7 +92,7 @@ func init() {
 		Usage:   "[--data FILE] [--log-level L] [--log-format F] start [--stdio | --http ADDR] [--config FILE]\n       mcpkit actions templates DIR\n       mcpkit actions [--data FILE] list\n       mcpkit actions [--data FILE] run NAME [--input value]... [--json '{...}']",
 		Doc:     commandDoc,
 		Flags: func(fs *flag.FlagSet) {
-			fs.String(flagData, "", "the app's data `file` (default: memory)")
+			fs.String(flagData, "", "the app's data: a store `file` or a postgres:// URL (default: memory)")
 			cli.AddLogFlags(fs)
 		},
 		Run: runCommand,
@@ -226,7 +230,7 @@ func startOptions(file mcpcore.Config, data string, getenv func(string) string) 
 	}
 	file.Enable = nil
 	file.Plugins = map[string]mcpcore.PluginConfig{"actions": pc}
-	p := New(OpenExample)
+	p := newExample()
 	return mcpcore.Options{Config: file, Instances: []mcpcore.Instance{{Name: "actions", Plugin: p}},
 		Middleware: []mcp.Middleware{InstructionsMiddleware(p.Instructions)}}, noMCP, nil
 }

@@ -110,11 +110,12 @@ func TestPubSubReachesClientsWithoutALevel(t *testing.T) {
 }
 
 // TestPubSubReachesOtherInstancesMCPClients: with two instances on one
-// Redis, a message posted on one reaches an MCP client of the other; an
-// inbox's message is not forwarded to a session it is not the inbox of.
+// Redis (and one PostgreSQL store), a message posted on one reaches an
+// MCP client of the other; an inbox's message is not forwarded to a
+// session it is not the inbox of.
 func TestPubSubReachesOtherInstancesMCPClients(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{})
-	cfg := json.RawMessage(`{"redis": {"addr": "` + srv.Addr + `", "prefix": "n:"}}`)
+	cfg := json.RawMessage(`{"redis": {"addr": "` + srv.Addr + `", "prefix": "n:"}, ` + sharedData(t) + `}`)
 	var clients []*mcp.ClientSession
 	logs := make(chan *mcp.LoggingMessageParams, 10)
 	for i := range 2 {

@@ -54,7 +54,7 @@ func init() {
 	mcpcore.Register(mcpcore.PluginInfo{
 		Name:        "actions",
 		Description: "an action app's actions as MCP tools, resources and prompts, and its HTTP API at /api (the example app by default)",
-		New:         func() mcpcore.Plugin { return New(OpenExample) },
+		New:         func() mcpcore.Plugin { return newExample() },
 	})
 }
 
@@ -83,8 +83,11 @@ type Config struct {
 	// "/mcp". The core serves MCP at /mcp only, so another path is
 	// refused rather than ignored.
 	MCPRoute string `json:"mcp_route,omitempty"`
-	// DataPath is the app's data file (the example app's document store),
-	// created when absent; "" keeps the data in memory, lost at exit.
+	// DataPath is the app's data (the example app's document store): a
+	// file, created when absent; "" keeps the data in memory, lost at
+	// exit; a postgres:// (or postgresql://) URL keeps it in PostgreSQL,
+	// where every instance of the app shares it. With Redis set it must be
+	// such a URL: Configure refuses memory or a file beside Redis.
 	DataPath string `json:"data_path,omitempty"`
 	// Instructions are the server instructions shown to MCP clients;
 	// default $MCP_SERVER_INSTRUCTIONS, else the app's description (see
@@ -285,7 +288,13 @@ func (c Config) rateLimit(store action.RateStore) *action.RateLimit {
 type Opener func(ctx context.Context, cfg Config, ps action.PubSub) (app *action.App, closer io.Closer, err error)
 
 // OpenExample opens the example app (package exampleapp) on cfg.DataPath.
+// It refuses shared Redis state (cfg.Redis) beside data that only this
+// process sees (memory or a file), as the registered plugin's Configure
+// does first.
 func OpenExample(_ context.Context, cfg Config, ps action.PubSub) (*action.App, io.Closer, error) {
+	if err := cfg.checkSharedData(); err != nil {
+		return nil, nil, err
+	}
 	var opts exampleapp.Options
 	if cfg.oauthOn() {
 		opts.PrincipalPrefix = OAuthPrincipalPrefix // the OAuth server's users are the app's
@@ -310,6 +319,10 @@ type Plugin struct {
 	// tasksDone is closed when the app's task workers have stopped (nil:
 	// the app declares no task).
 	tasksDone chan struct{}
+	// dataAtPath says the app keeps its data at Config.DataPath (the
+	// example app), so that Configure can refuse process-local data
+	// beside shared Redis state.
+	dataAtPath bool
 }
 
 var (
@@ -325,9 +338,20 @@ func New(open Opener) *Plugin {
 	return p
 }
 
+// newExample returns the plugin serving the example app (the registered
+// plugin, `mcpkit actions start`), whose data is at Config.DataPath.
+func newExample() *Plugin {
+	p := New(OpenExample)
+	p.dataAtPath = true
+	return p
+}
+
 // Configure implements mcpcore.Configurer: it decodes the [Config]
 // strictly and resolves it with the environment, so that a bad value
-// stops the start. It opens nothing.
+// stops the start. It opens nothing. Serving the example app, it refuses
+// Redis (shared state) beside data that only this process sees (memory
+// or a file, not a PostgreSQL URL); a program serving its own app with
+// [New] decides where that app's data lives.
 func (p *Plugin) Configure(raw []byte) error {
 	var c Config
 	if err := mcpcore.DecodeConfig(raw, &c); err != nil {
@@ -336,6 +360,11 @@ func (p *Plugin) Configure(raw []byte) error {
 	c, err := c.resolve(os.Getenv)
 	if err != nil {
 		return err
+	}
+	if p.dataAtPath {
+		if err := c.checkSharedData(); err != nil {
+			return err
+		}
 	}
 	p.cfg = c
 	return nil

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpkit/mcpkit/internal/pgtest"
 	"github.com/mcpkit/mcpkit/pkg/action"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore/mcptest"
@@ -20,7 +21,16 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain stops the shared PostgreSQL server (pgtest.Shared) before
+// goleak looks.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(pgtest.M(m)) }
+
+// sharedData is a "data_path" member naming a PostgreSQL store of the
+// test's own on the shared server: the example app's data beside Redis.
+func sharedData(t testing.TB) string {
+	t.Helper()
+	return `"data_path": "` + pgtest.Shared(t).StoreURL() + `"`
+}
 
 const testDescription = "A test app of every MCP exposure."
 

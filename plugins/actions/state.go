@@ -10,6 +10,8 @@ import (
 	"github.com/mcpkit/mcpkit/pkg/action"
 	"github.com/mcpkit/mcpkit/pkg/action/oauth"
 	"github.com/mcpkit/mcpkit/pkg/action/redisstate"
+	"github.com/mcpkit/mcpkit/pkg/docstore/kv"
+	"github.com/mcpkit/mcpkit/pkg/mcpcore"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore/sessionstore"
 	"github.com/redis/go-redis/v9"
 )
@@ -58,4 +60,31 @@ func openState(ctx context.Context, cfg *RedisConfig) (sharedState, error) {
 	return sharedState{pubsub: ps, relay: relay, rates: redisstate.NewRateStore(client, prefix), queue: redisstate.NewTaskQueue(client, prefix),
 		web: redisstate.NewSessionStore(client, prefix), sessions: sessionstore.NewRedis(client, prefix), oauth: redisstate.NewOAuthStore(client, prefix),
 		close: func() error { return errors.Join(relay.Close(), ps.Close(), client.Close()) }}, nil
+}
+
+// checkSharedData refuses c's Redis (shared state) beside app data that
+// only this process sees: memory or a file, not a PostgreSQL store URL.
+func (c Config) checkSharedData() error {
+	if c.Redis != nil && !kv.IsURL(c.DataPath) {
+		return localDataError(c.DataPath)
+	}
+	return nil
+}
+
+// localDataError is the refusal of shared Redis state beside the
+// process-local data at path ("" in memory, else a file; only a
+// PostgreSQL store URL, kv.IsURL, is shared), naming the fix. That split
+// lets one user act as another: each instance numbers its own users from
+// 1, while a web session or an OAuth token naming "user:1" is honoured by
+// every instance, and so is the inbox channel "inbox:user:1". A file's
+// path is shown; nothing of a URL is, since it may hold a password.
+func localDataError(path string) error {
+	where := "in this process's memory"
+	if path != "" {
+		where = fmt.Sprintf("in the file %q, which only this process opens", path)
+	}
+	return &mcpcore.ConfigError{Field: "data_path", Reason: fmt.Sprintf(`"redis" shares web sessions, OAuth tokens and PubSub among the app's instances, `+
+		`but its data (users, messages) is %s: each instance would number its own users, and one user's session or token would act as another user on the next instance. `+
+		`Set data_path (or --data) to a PostgreSQL store that every instance shares, postgres://USER@HOST:PORT/DB?sslmode=require&mcpkit_store=NAME `+
+		`(the password in PGPASSWORD, not the configuration), or remove "redis" to serve one instance alone`, where)}
 }

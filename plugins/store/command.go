@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcpkit/mcpkit/pkg/cli"
 	"github.com/mcpkit/mcpkit/pkg/docstore"
+	"github.com/mcpkit/mcpkit/pkg/docstore/kv"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
@@ -31,7 +32,10 @@ const (
 )
 
 const commandDoc = `Serves the document store plugin alone: what an MCP client launches to reach
-one store. PATH is the store's file (created when absent); without it the store
+one store. PATH is the store's file (created when absent), or a PostgreSQL URL
+(postgres://USER@HOST:PORT/DB?sslmode=...; &mcpkit_store=NAME picks one of
+several stores in the database; the password from PGPASSWORD or a password
+file), which any number of processes may serve at once; without PATH the store
 is in memory and lost at exit. The tools keep the seed's names (store, get,
 page, ...); --tool-prefix P names them P_store, P_get, ... --files-dir DIR lets
 backup, dump and load read and write files under DIR, and nowhere else (without
@@ -53,6 +57,9 @@ themselves, so no server may hold it open (a held file fails at once):
   verify PATH
         checks the store for damage: its pages, bbolt's own consistency
         check, then every document and index; lists what is damaged
+  copy PATH TO
+        the store at PATH into a new store at TO, as it is (indexes and
+        search structures copied, not rebuilt): a file to PostgreSQL, or back
 
 They show a progress bar on stderr when it is a terminal, and plain progress
 lines otherwise. A store file named like a verb is given as ./dump. dump,
@@ -67,8 +74,8 @@ kind "damaged"; the server stays up.`
 func init() {
 	cli.RegisterCommand(cli.Command{
 		Name:    "store",
-		Summary: "serve the document store alone (a file, or memory), over stdio by default; or dump, load, back up or verify a store file",
-		Usage:   "[--files-dir DIR] [--tool-prefix P] [--stdio | --http ADDR] [--log-level L] [--log-format F] [PATH]\n       mcpkit store dump PATH [--out FILE] [--collection C]...\n       mcpkit store load PATH --in FILE [--mode M]\n       mcpkit store backup PATH --out FILE\n       mcpkit store verify PATH",
+		Summary: "serve the document store alone (a file, or memory), over stdio by default; or dump, load, back up, verify or copy a store",
+		Usage:   "[--files-dir DIR] [--tool-prefix P] [--stdio | --http ADDR] [--log-level L] [--log-format F] [PATH]\n       mcpkit store dump PATH [--out FILE] [--collection C]...\n       mcpkit store load PATH --in FILE [--mode M]\n       mcpkit store backup PATH --out FILE\n       mcpkit store verify PATH\n       mcpkit store copy PATH TO",
 		Doc:     commandDoc,
 		Flags: func(fs *flag.FlagSet) {
 			fs.String(flagFilesDir, "", "the existing `directory` backup, dump and load may read and write")
@@ -87,6 +94,7 @@ var verbs = map[string]func(ctx context.Context, env *cli.Env, args []string) er
 	"load":   runLoad,
 	"backup": runBackup,
 	"verify": runVerify,
+	"copy":   runCopy,
 }
 
 func runCommand(ctx context.Context, env *cli.Env) int {
@@ -199,8 +207,10 @@ func verbFlags(env *cli.Env, verb string, args []string, define func(fs *flag.Fl
 // that only read it: it must exist and be a store file (an empty file
 // too is refused), and is never written.
 func openReadOnly(path string) (*docstore.Store, error) {
-	if _, err := os.Stat(path); err != nil {
-		return nil, &fileError{err: fmt.Errorf("no store file: %w", err)}
+	if !kv.IsURL(path) {
+		if _, err := os.Stat(path); err != nil {
+			return nil, &fileError{err: fmt.Errorf("no store file: %w", err)}
+		}
 	}
 	db, err := docstore.Open(path, docstore.Options{ReadOnly: true})
 	return db, asFileError(err)
@@ -246,7 +256,7 @@ func runDump(ctx context.Context, env *cli.Env, args []string) error {
 		}
 		show.finish()
 		if err != nil {
-			return fmt.Errorf("dump %s: %w", path, err)
+			return fmt.Errorf("dump %s: %w", kv.Redact(path), err)
 		}
 		if out != "" {
 			fmt.Fprintf(env.Stderr, "dumped %d documents to %s (%d bytes)\n", docs, out, size)
@@ -286,7 +296,7 @@ func runLoad(ctx context.Context, env *cli.Env, args []string) error {
 		st, err := loadFrom(ctx, db, f, docstore.LoadMode(mode), show.report)
 		show.finish()
 		if err != nil {
-			return fmt.Errorf("load %s into %s: %w", in, path, err)
+			return fmt.Errorf("load %s into %s: %w", in, kv.Redact(path), err)
 		}
 		fmt.Fprintf(env.Stderr, "loaded %d documents in %d collections\n", st.Documents, st.Collections)
 		return nil
@@ -309,9 +319,9 @@ func runBackup(ctx context.Context, env *cli.Env, args []string) error {
 		n, err := backupTo(ctx, db, hostFiles{}, out, show.report)
 		show.finish()
 		if err != nil {
-			return fmt.Errorf("back up %s: %w", path, err)
+			return fmt.Errorf("back up %s: %w", kv.Redact(path), err)
 		}
-		fmt.Fprintf(env.Stderr, "backed up %s to %s (%d bytes)\n", path, out, n)
+		fmt.Fprintf(env.Stderr, "backed up %s to %s (%d bytes)\n", kv.Redact(path), out, n)
 		return nil
 	})
 }
@@ -333,14 +343,18 @@ func runVerify(ctx context.Context, env *cli.Env, args []string) error {
 			return asFileError(err)
 		}
 		// Documents and indexes that disagree: damage to what the pages hold.
-		return &fileError{err: &docstore.DamageError{Path: path, Problems: []string{err.Error()}}}
+		return &fileError{err: &docstore.DamageError{Path: kv.Redact(path), Problems: []string{err.Error()}}}
 	})
 	var de *docstore.DamageError
 	switch {
 	case err == nil:
-		fmt.Fprintf(env.Stdout, "%s: no damage found (pages, bbolt's consistency check, documents and indexes)\n", path)
+		checked := "pages, bbolt's consistency check, documents and indexes"
+		if kv.IsURL(path) {
+			checked = "tables, documents and indexes"
+		}
+		fmt.Fprintf(env.Stdout, "%s: no damage found (%s)\n", kv.Redact(path), checked)
 	case errors.As(err, &de):
-		fmt.Fprintf(env.Stdout, "%s: damaged\n", path)
+		fmt.Fprintf(env.Stdout, "%s: damaged\n", kv.Redact(path))
 		for _, p := range de.Problems {
 			fmt.Fprintf(env.Stdout, "  %s\n", p)
 		}
@@ -349,6 +363,30 @@ func runVerify(ctx context.Context, env *cli.Env, args []string) error {
 		}
 	}
 	return err
+}
+
+// runCopy copies the store at PATH into a new store at TO (docstore.Copy).
+func runCopy(ctx context.Context, env *cli.Env, args []string) error {
+	fs := flag.NewFlagSet("copy", flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 2 {
+		return cli.Usagef("copy: give the store to copy and the new store: copy PATH TO")
+	}
+	from, to := fs.Arg(0), fs.Arg(1)
+	if !kv.IsURL(from) {
+		if _, err := os.Stat(from); err != nil {
+			return &fileError{err: fmt.Errorf("no store file: %w", err)}
+		}
+	}
+	n, err := docstore.Copy(to, from)
+	if err != nil {
+		return asFileError(err)
+	}
+	fmt.Fprintf(env.Stderr, "copied %s to %s (%d keys)\n", kv.Redact(from), kv.Redact(to), n)
+	return nil
 }
 
 // lineEvery is the least time between two plain progress lines.

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/mcpkit/mcpkit/pkg/docstore/kv"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
 )
 
@@ -12,8 +13,11 @@ import (
 // `mcpkit serve` file. It is decoded strictly (an unknown field is an
 // error); relative paths are resolved from the working directory.
 type Config struct {
-	// Path is the store's bbolt file, created when absent; omitted or ""
-	// serves an in-memory store, lost at exit.
+	// Path is the store's bbolt file, created when absent, or a
+	// PostgreSQL URL (postgres://USER@HOST:PORT/DB?sslmode=...&mcpkit_store=NAME;
+	// the password from PGPASSWORD or a password file rather than the URL),
+	// which any number of instances may serve at once; omitted or "" serves
+	// an in-memory store, lost at exit.
 	Path string `json:"path,omitempty"`
 	// FilesDir is the existing directory that backup, dump and load may
 	// read and write, by paths relative to it; without it those tools take
@@ -23,7 +27,7 @@ type Config struct {
 
 // settings is the resolved configuration the plugin runs with.
 type settings struct {
-	path string // absolute, or "" in memory
+	path string // absolute, a PostgreSQL URL, or "" in memory
 	// filesDir is absolute with every symbolic link resolved, so that a
 	// file's resolved path can be checked against it; "" for none.
 	filesDir string
@@ -41,7 +45,9 @@ func parseConfig(raw []byte) (*settings, error) {
 
 func (c Config) resolve() (*settings, error) {
 	s := &settings{}
-	if c.Path != "" {
+	if kv.IsURL(c.Path) {
+		s.path = c.Path
+	} else if c.Path != "" {
 		p, err := filepath.Abs(c.Path)
 		if err != nil {
 			return nil, &mcpcore.ConfigError{Field: "path", Reason: fmt.Sprintf("cannot resolve %s: %v", c.Path, err)}

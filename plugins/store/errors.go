@@ -11,21 +11,38 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// kindDamaged is the error kind of a call that met damage in the store
-// file (docstore.ErrDamaged): the file changed underneath the server, or
-// is damaged where the check at start could not see. The call did
-// nothing; the server and the store stay up, and calls that do not meet
-// the damage keep working.
-const kindDamaged = "damaged"
+// Error kinds of a call that failed in the storage under the store,
+// rather than on its arguments or data.
+const (
+	// kindDamaged: the call met damage in the store file
+	// (docstore.ErrDamaged): the file changed underneath the server, or is
+	// damaged where the check at start could not see. The call did
+	// nothing; the server and the store stay up, and calls that do not
+	// meet the damage keep working.
+	kindDamaged = "damaged"
+	// kindUnavailable: the store's PostgreSQL server could not be reached
+	// or the connection was lost (kv.ErrUnavailable). Nothing was written,
+	// unless the message says the outcome of the commit is unknown; the
+	// server reconnects by itself, so the call may be retried.
+	kindUnavailable = "unavailable"
+	// kindConflict: a write collided with a concurrent one on a
+	// distributed engine (kv.ErrConflict, a serialization failure that
+	// could not be retried safely). Nothing was written; retry the call.
+	kindConflict = "conflict"
+)
 
-// damageKind gives the error of a tool call that met damage in the store
-// file the kind "damaged", with the damage found (which names the file) as
-// its message.
-func damageKind[In any](fn mcpcore.ToolFunc[In]) mcpcore.ToolFunc[In] {
+// storageKind gives the error of a tool call that failed in the storage
+// its kind (see above): "damaged" with the damage found (which names the
+// file) as its message, "unavailable" or "conflict" with the cause.
+func storageKind[In any](fn mcpcore.ToolFunc[In]) mcpcore.ToolFunc[In] {
 	return func(ctx context.Context, req *mcp.CallToolRequest, in In) (any, error) {
 		out, err := fn(ctx, req, in)
 		if de := (*docstore.DamageError)(nil); errors.As(err, &de) {
 			err = &mcpcore.KindError{Kind: kindDamaged, Err: de}
+		} else if errors.Is(err, kv.ErrUnavailable) {
+			err = &mcpcore.KindError{Kind: kindUnavailable, Err: err}
+		} else if errors.Is(err, kv.ErrConflict) {
+			err = &mcpcore.KindError{Kind: kindConflict, Err: err}
 		}
 		return out, err
 	}

@@ -72,7 +72,9 @@ numbers with a fraction or exponent are floats, ` + "`{\"$vector\": [...]}`" + `
 float32 vector, ` + "`{\"$bytes\": \"<base64>\"}`" + ` is bytes. A failed call's
 ` + "`structuredContent.error.kind`" + ` is ` + "`bad_params`" + ` (with ` + "`path`" + `, the JSON Pointer of the
 argument), or the engine's code: ` + "`not_found`, `collection_not_found`, `unique_violation`,\n`revision_mismatch` (with `revision` and `exists`), `schema_violation`, `index_exists`" + `,
-or ` + "`damaged`" + ` when the call met damage in the store file (see the README).
+` + "`damaged`" + ` when the call met damage in the store file, ` + "`unavailable`" + ` when the store's
+PostgreSQL server could not be reached (retry; it reconnects by itself), or ` + "`conflict`" + `
+when a distributed engine refused a write for a concurrent one (retry; see docs/store.md).
 A large result is paged through the ` + "`result`" + ` tool (see the README).
 
 An argument given empty is never read as not given. Leaving an optional

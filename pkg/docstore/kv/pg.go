@@ -84,6 +84,19 @@ func IsURL(s string) bool {
 	return strings.HasPrefix(l, "postgres://") || strings.HasPrefix(l, "postgresql://")
 }
 
+// Redact returns path as messages may show it: a PostgreSQL URL without
+// its password (with its store name), a file path as it is.
+func Redact(path string) string {
+	if !IsURL(path) {
+		return path
+	}
+	p, err := parsePGURL(path)
+	if err != nil {
+		return "(a PostgreSQL URL that does not parse)"
+	}
+	return p.shown
+}
+
 // pgURL is a parsed store URL.
 type pgURL struct {
 	conn  string // for pgx: without mcpkit_store and pool_max_conns

@@ -79,6 +79,44 @@ func TestPostgresRoundTrips(t *testing.T) {
 			return nil
 		})
 	})
+	// Seeks to keys far apart fetch small pages, one each; keys
+	// announced by Prefetch (present or not) are read in one round trip,
+	// then Gets and Seeks of them take none.
+	trips("seeks", 1+3, func() error {
+		return db.View(func(tx Tx) error {
+			b := tx.Bucket([]byte("b"))
+			c := b.Cursor()
+			for _, i := range []int{100, 900, 1700} {
+				if k, _ := c.Seek(pgKey(i)); string(k) != string(pgKey(i)) {
+					return fmt.Errorf("seek %d: %q", i, k)
+				}
+			}
+			if n := b.(*pgBucket).cache.Len(); n != 3*seekPage {
+				return fmt.Errorf("three seeks fetched %d keys, want %d", n, 3*seekPage)
+			}
+			return nil
+		})
+	})
+	trips("prefetch", 1+1, func() error {
+		return db.View(func(tx Tx) error {
+			b := tx.Bucket([]byte("b"))
+			keys := [][]byte{pgKey(1999), pgKey(5), pgKey(777), []byte("absent")}
+			Prefetch(b, keys)
+			for _, k := range keys[:3] {
+				if string(b.Get(k)) != "v" {
+					return fmt.Errorf("get %q after the prefetch", k)
+				}
+			}
+			if b.Get(keys[3]) != nil {
+				return fmt.Errorf("an absent key read")
+			}
+			c := b.Cursor()
+			if k, _ := c.Seek(pgKey(777)); string(k) != string(pgKey(777)) {
+				return fmt.Errorf("seek after the prefetch: %q", k)
+			}
+			return nil
+		})
+	})
 }
 
 // TestPostgresProbe: a transaction that puts many keys it never read asks

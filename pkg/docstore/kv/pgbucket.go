@@ -30,7 +30,6 @@ type pgBucket struct {
 	cache    *tree
 	cov      coverage
 	cached   int
-	pages    int
 	serverN  int // the server's key count, once counted, plus one
 }
 
@@ -40,13 +39,7 @@ var _ Bucket = (*pgBucket)(nil)
 // desc, descending before before (nil: from the end); limit is the page
 // size asked for, so fewer rows means the range ends there.
 func (h *pgBucket) learn(rows []item, limit int, desc bool, from []byte) {
-	if h.cached > maxCached {
-		h.cache, h.cov, h.cached = newTree(), coverage{}, 0
-	}
-	for _, it := range rows {
-		h.cache.Set(it)
-		h.cached += len(it.k) + len(it.v)
-	}
+	h.remember(rows)
 	full := len(rows) == limit
 	switch {
 	case !desc && !full:
@@ -60,15 +53,8 @@ func (h *pgBucket) learn(rows []item, limit int, desc bool, from []byte) {
 	}
 }
 
-// pageSize is the size of the next page a cursor fetches.
-func (h *pgBucket) pageSize() int {
-	n := minPage << min(h.pages, 5)
-	h.pages++
-	return min(n, maxPage)
-}
-
 // serverCeil returns the server's first key at or after k.
-func (h *pgBucket) serverCeil(k []byte) (item, bool) {
+func (h *pgBucket) serverCeil(k []byte, size pageSizer) (item, bool) {
 	if h.created {
 		return item{}, false
 	}
@@ -78,7 +64,7 @@ func (h *pgBucket) serverCeil(k []byte) (item, bool) {
 	for {
 		s, ok := h.cov.containing(k)
 		if !ok {
-			n := h.pageSize()
+			n := size()
 			h.learn(h.t.fetch(h.t.d.sql.pageAsc, h.id, k, n), n, false, k)
 			continue
 		}
@@ -96,14 +82,14 @@ func (h *pgBucket) serverCeil(k []byte) (item, bool) {
 }
 
 // serverFloor returns the server's last key before k (nil: the last key).
-func (h *pgBucket) serverFloor(k []byte) (item, bool) {
+func (h *pgBucket) serverFloor(k []byte, size pageSizer) (item, bool) {
 	if h.created {
 		return item{}, false
 	}
 	for {
 		s, ok := h.cov.below(k)
 		if !ok {
-			n := h.pageSize()
+			n := size()
 			var rows []item
 			if k == nil {
 				rows = h.t.fetch(h.t.d.sql.pageLast, h.id, n)
@@ -161,9 +147,9 @@ func (h *pgBucket) writeFloor(k []byte) (w pgWrite, ok bool) {
 }
 
 // ceil returns the first key at or after k as the transaction sees it.
-func (h *pgBucket) ceil(k []byte) ([]byte, []byte) {
+func (h *pgBucket) ceil(k []byte, size pageSizer) ([]byte, []byte) {
 	for {
-		s, sok := h.serverCeil(k)
+		s, sok := h.serverCeil(k, size)
 		w, wok := h.writeCeil(k)
 		switch {
 		case wok && (!sok || bytes.Compare(w.k, s.k) <= 0):
@@ -181,9 +167,9 @@ func (h *pgBucket) ceil(k []byte) ([]byte, []byte) {
 
 // floor returns the last key before k (nil: the last key) as the
 // transaction sees it.
-func (h *pgBucket) floor(k []byte) ([]byte, []byte) {
+func (h *pgBucket) floor(k []byte, size pageSizer) ([]byte, []byte) {
 	for {
-		s, sok := h.serverFloor(k)
+		s, sok := h.serverFloor(k, size)
 		w, wok := h.writeFloor(k)
 		switch {
 		case wok && (!sok || bytes.Compare(w.k, s.k) >= 0):
@@ -382,17 +368,65 @@ func (c *chunker) flush() {
 type pgCursor struct {
 	h   *pgBucket
 	pos []byte
+	// walk sizes the pages fetched by First, Last, Next and Prev, which
+	// grow while the cursor walks on; a Seek starts a new walk.
+	walk pageSizer
 }
+
+// remember caches rows fetched, starting over (cache and coverage) once
+// the cache holds more than maxCached bytes.
+func (h *pgBucket) remember(rows []item) {
+	if h.cached > maxCached {
+		h.cache, h.cov, h.cached = newTree(), coverage{}, 0
+	}
+	for _, it := range rows {
+		h.cache.Set(it)
+		h.cached += len(it.k) + len(it.v)
+	}
+}
+
+// pageSizer gives the size of each page a read fetches, one call a page.
+type pageSizer func() int
+
+// walkPages sizes the pages of a walk (a cursor moving on with Next or
+// Prev): from minPage rows, doubling to maxPage.
+func walkPages() pageSizer {
+	n := 0
+	return func() int {
+		size := min(minPage<<min(n, 5), maxPage)
+		n++
+		return size
+	}
+}
+
+// seekPages sizes the pages of a jump (Seek): seekPage rows, enough for a
+// point read and a short walk, so that reading documents by id through a
+// cursor (as the docstore does) does not fetch large pages.
+func seekPages() int { return seekPage }
 
 func (r *pgCursor) at(k, v []byte) ([]byte, []byte) {
 	r.pos = k
 	return k, v
 }
 
-func (r *pgCursor) first() ([]byte, []byte)          { return r.at(r.h.ceil([]byte{})) }
-func (r *pgCursor) last() ([]byte, []byte)           { return r.at(r.h.floor(nil)) }
-func (r *pgCursor) seek(key []byte) ([]byte, []byte) { return r.at(r.h.ceil(key)) }
-func (r *pgCursor) next() ([]byte, []byte)           { return r.at(r.h.ceil(successor(r.pos))) }
+// jump starts a new walk and returns the sizer of the jump itself.
+func (r *pgCursor) jump() pageSizer {
+	r.walk = walkPages()
+	return seekPages
+}
+
+// step returns the sizer of the walk under way.
+func (r *pgCursor) step() pageSizer {
+	if r.walk == nil {
+		r.walk = walkPages()
+	}
+	return r.walk
+}
+
+func (r *pgCursor) first() ([]byte, []byte)          { return r.at(r.h.ceil([]byte{}, r.step())) }
+func (r *pgCursor) last() ([]byte, []byte)           { return r.at(r.h.floor(nil, r.step())) }
+func (r *pgCursor) seek(key []byte) ([]byte, []byte) { return r.at(r.h.ceil(key, r.jump())) }
+func (r *pgCursor) next() ([]byte, []byte)           { return r.at(r.h.ceil(successor(r.pos), r.step())) }
 func (r *pgCursor) prev(from []byte) ([]byte, []byte) {
-	return r.at(r.h.floor(from))
+	return r.at(r.h.floor(from, r.step()))
 }

@@ -28,6 +28,8 @@ type pgStatements struct {
 
 	// Reads of one bucket ($1).
 	pageAsc, pageDesc, pageLast, count, countExcept string
+	// getMany reads the keys $2 (an array) of bucket $1 (kv.Prefetch).
+	getMany string
 	// scan streams a bucket in key order (Backup); orphans counts the keys
 	// of no bucket in $1 (Check).
 	scan, orphans string
@@ -63,6 +65,7 @@ func newPGStatements(t pgTables) pgStatements {
 		pageDesc:    r.Replace(`SELECT k, v FROM {kv} WHERE b = $1 AND k < $2 ORDER BY k DESC LIMIT $3`),
 		pageLast:    r.Replace(`SELECT k, v FROM {kv} WHERE b = $1 ORDER BY k DESC LIMIT $2`),
 		count:       r.Replace(`SELECT count(*) FROM {kv} WHERE b = $1`),
+		getMany:     r.Replace(`SELECT k, v FROM {kv} WHERE b = $1 AND k = ANY($2::bytea[])`),
 		countExcept: r.Replace(`SELECT count(*) FROM {kv} WHERE b = $1 AND NOT (k = ANY($2::bytea[]))`),
 		scan:        r.Replace(`SELECT k, v FROM {kv} WHERE b = $1 ORDER BY k`),
 		orphans:     r.Replace(`SELECT count(*) FROM {kv} WHERE NOT (b = ANY($1::bigint[]))`),

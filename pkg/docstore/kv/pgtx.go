@@ -14,10 +14,12 @@ import (
 )
 
 // Reads fetch pages: a Get that misses fetches one row (the key or the
-// next), a cursor pages from minPage rows doubling to maxPage. A
+// next), a cursor's Seek seekPage rows, and a cursor walking on pages from
+// minPage rows doubling to maxPage. A
 // transaction keeps what it fetched up to maxCached bytes per bucket, then
 // starts over (what it returned stays valid: nothing is reused).
 const (
+	seekPage  = 8
 	minPage   = 32
 	maxPage   = 1024
 	maxCached = 64 << 20

@@ -22,8 +22,9 @@
 //
 // Every channel is open to every client but inboxes: channel
 // "inbox:"+identity is received (over WebSocket, as MCP notifications)
-// only by that identity, a signed-in web user's "user:<id>" or an
-// authenticated caller's principal; anyone may post to it.
+// and read (message:list, the resource, the prompt) only by that
+// identity, a signed-in web user's "user:<id>" or an authenticated
+// caller's principal; anyone may post to it.
 //
 // user:create and session:create are the app's signup and login actions
 // (the markers the OAuth part of the framework uses); both return
@@ -34,6 +35,7 @@ package exampleapp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -42,6 +44,7 @@ import (
 
 	"github.com/mcpkit/mcpkit/pkg/action"
 	"github.com/mcpkit/mcpkit/pkg/docstore"
+	"github.com/mcpkit/mcpkit/pkg/docstore/kv"
 )
 
 // Name, Version and Description describe the app.
@@ -165,14 +168,16 @@ func (a *App) actions() []action.Action {
 			Description: "List a channel's messages, oldest first, a page at a time: pass next_cursor back as cursor for the next page.",
 			Inputs:      (*ListInputs)(nil),
 			Web:         &action.Web{Method: "GET", Route: "/messages"},
-			Run:         func(ctx context.Context, c *action.Conn, in any) (any, error) { return a.list(ctx, in.(*ListInputs)) },
+			Run: func(ctx context.Context, c *action.Conn, in any) (any, error) {
+				return a.list(ctx, c, in.(*ListInputs))
+			},
 		},
 		{
 			Name:        "message:resource",
 			Description: fmt.Sprintf("A channel's latest %d messages as JSON.", ResourceMessages),
 			Inputs:      (*ChannelInputs)(nil),
 			Run: func(ctx context.Context, c *action.Conn, in any) (any, error) {
-				msgs, err := a.latest(ctx, in.(*ChannelInputs).Channel)
+				msgs, err := a.latest(ctx, c, in.(*ChannelInputs).Channel)
 				if err != nil {
 					return nil, err
 				}
@@ -186,7 +191,7 @@ func (a *App) actions() []action.Action {
 			Description: fmt.Sprintf("Ask for a summary of a channel's latest %d messages.", ResourceMessages),
 			Inputs:      (*ChannelInputs)(nil),
 			Run: func(ctx context.Context, c *action.Conn, in any) (any, error) {
-				return a.summarize(ctx, in.(*ChannelInputs).Channel)
+				return a.summarize(ctx, c, in.(*ChannelInputs).Channel)
 			},
 			MCP: action.MCP{Tool: off(), Prompt: &action.Prompt{Title: "Summarize a channel"}},
 		},
@@ -303,7 +308,7 @@ func (a *App) post(ctx context.Context, c *action.Conn, in *PostInputs) (Message
 	}
 	doc, err := a.db.Insert(ctx, collection, docstore.Map(fields...))
 	if err != nil {
-		return Message{}, fmt.Errorf("store the message: %w", err)
+		return Message{}, storeError("store the message", err)
 	}
 	msg := toMessage(doc)
 	if a.ps != nil {
@@ -315,7 +320,10 @@ func (a *App) post(ctx context.Context, c *action.Conn, in *PostInputs) (Message
 	return msg, nil
 }
 
-func (a *App) list(ctx context.Context, in *ListInputs) (Page, error) {
+func (a *App) list(ctx context.Context, c *action.Conn, in *ListInputs) (Page, error) {
+	if err := a.authorizeChannel(ctx, c, in.Channel); err != nil {
+		return Page{}, err
+	}
 	limit := in.Limit
 	if limit == 0 {
 		limit = ResourceMessages
@@ -325,7 +333,7 @@ func (a *App) list(ctx context.Context, in *ListInputs) (Page, error) {
 		if docstore.ErrorCode(err) == docstore.CodeInvalid && in.Cursor != "" {
 			return Page{}, &action.Error{Kind: action.KindInvalidParam, Field: "cursor", Message: "not a cursor of this list", Err: err}
 		}
-		return Page{}, fmt.Errorf("list messages: %w", err)
+		return Page{}, storeError("list messages", err)
 	}
 	out := Page{Messages: make([]Message, 0, len(page.Docs)), NextCursor: page.Next}
 	for _, d := range page.Docs {
@@ -335,11 +343,14 @@ func (a *App) list(ctx context.Context, in *ListInputs) (Page, error) {
 }
 
 // latest returns a channel's latest ResourceMessages messages, oldest
-// first; not_found when the channel has none.
-func (a *App) latest(ctx context.Context, channel string) ([]Message, error) {
+// first, if c may read the channel; not_found when the channel has none.
+func (a *App) latest(ctx context.Context, c *action.Conn, channel string) ([]Message, error) {
+	if err := a.authorizeChannel(ctx, c, channel); err != nil {
+		return nil, err
+	}
 	page, err := a.db.Page(ctx, collection, docstore.Query{Filter: channelFilter(channel), Desc: true, Limit: ResourceMessages})
 	if err != nil {
-		return nil, fmt.Errorf("read messages: %w", err)
+		return nil, storeError("read messages", err)
 	}
 	if len(page.Docs) == 0 {
 		return nil, action.Errorf(action.KindNotFound, "channel %q has no messages", channel)
@@ -369,8 +380,8 @@ type TextContent struct {
 	Text string `json:"text"`
 }
 
-func (a *App) summarize(ctx context.Context, channel string) (PromptResult, error) {
-	msgs, err := a.latest(ctx, channel)
+func (a *App) summarize(ctx context.Context, c *action.Conn, channel string) (PromptResult, error) {
+	msgs, err := a.latest(ctx, c, channel)
 	if err != nil {
 		return PromptResult{}, err
 	}
@@ -398,4 +409,19 @@ func toMessage(d docstore.Doc) Message {
 	v, _ := d.Value.Get("user_id")
 	user, _ := v.Int()
 	return Message{ID: id, Channel: text(d, "channel"), Text: text(d, "text"), Author: text(d, "author"), UserID: user, CreatedAt: text(d, "created_at")}
+}
+
+// storeError is err, from the app's store while doing what, as the
+// caller should see it: the store's PostgreSQL server unreachable is
+// unavailable (HTTP 503: retry later) and a write that lost to a
+// concurrent one is a conflict (nothing was written: retry), neither
+// showing the cause; anything else is internal.
+func storeError(what string, err error) error {
+	switch {
+	case errors.Is(err, kv.ErrUnavailable):
+		return &action.Error{Kind: action.KindUnavailable, Message: what + ": the data store is unavailable; retry later", Err: err}
+	case errors.Is(err, kv.ErrConflict):
+		return &action.Error{Kind: action.KindConflict, Message: what + ": a concurrent write conflicted and nothing was written; retry", Err: err}
+	}
+	return fmt.Errorf("%s: %w", what, err)
 }

@@ -149,7 +149,7 @@ func (a *App) signUp(ctx context.Context, c *action.Conn, in *SignUpInputs) (Sig
 		return SignedIn{}, &action.Error{Kind: action.KindConflict, Field: "email", Message: "a user with this email address exists"}
 	}
 	if err != nil {
-		return SignedIn{}, fmt.Errorf("store the user: %w", err)
+		return SignedIn{}, storeError("store the user", err)
 	}
 	u := toUser(doc)
 	return SignedIn{u}, a.startSession(ctx, c, u)
@@ -206,7 +206,7 @@ func (a *App) userByEmail(ctx context.Context, email string) (docstore.Doc, bool
 	}
 	page, err := a.db.Page(ctx, users, docstore.Query{Filter: f, Limit: 1})
 	if err != nil {
-		return docstore.Doc{}, false, fmt.Errorf("find the user: %w", err)
+		return docstore.Doc{}, false, storeError("find the user", err)
 	}
 	if len(page.Docs) == 0 {
 		return docstore.Doc{}, false, nil
@@ -238,7 +238,7 @@ func (a *App) signedIn(ctx context.Context, c *action.Conn) (User, bool, error) 
 		return User{}, false, nil
 	}
 	if err != nil {
-		return User{}, false, fmt.Errorf("read the signed-in user: %w", err)
+		return User{}, false, storeError("read the signed-in user", err)
 	}
 	return toUser(doc), true, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -293,6 +294,42 @@ func TestPrincipalUser(t *testing.T) {
 				t.Errorf("prefix %q, principal %q: posted %+v (%v), want the author required", prefix, principal, res, err)
 			case want != "" && (err != nil || res.(exampleapp.Message).Author != want):
 				t.Errorf("prefix %q, principal %q: %+v %v, want author %s", prefix, principal, res, err, want)
+			}
+		}
+	}
+}
+
+// An inbox is read only by its identity too: anyone may post to it, but
+// message:list, the resource and the prompt of another's inbox are
+// forbidden, of one's own allowed, and other channels stay open.
+func TestInboxesRead(t *testing.T) {
+	t.Parallel()
+	ex, err := exampleapp.Open("", nil, exampleapp.Options{BcryptCost: bcrypt.MinCost})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Close()
+	app := ex.App()
+	as := func(p string) *action.Conn { return &action.Conn{Type: "mcp", Principal: p} }
+	for _, channel := range []string{"inbox:carol", "open"} {
+		if _, err := app.Run(t.Context(), as("mallory"), "message:post", json.RawMessage(`{"channel":"`+channel+`","text":"hi","author":"m"}`)); err != nil {
+			t.Fatalf("post to %s: %v", channel, err)
+		}
+	}
+	reads := map[string]string{
+		"message:list":      `{"channel":"%s"}`,
+		"message:resource":  `{"channel":"%s"}`,
+		"summarize:channel": `{"channel":"%s"}`,
+	}
+	for name, params := range reads {
+		for _, tc := range []struct {
+			who, channel string
+			forbidden    bool
+		}{{"mallory", "inbox:carol", true}, {"", "inbox:carol", true}, {"carol", "inbox:carol", false}, {"mallory", "open", false}} {
+			_, err := app.Run(t.Context(), as(tc.who), name, json.RawMessage(fmt.Sprintf(params, tc.channel)))
+			var ae *action.Error
+			if forbidden := errors.As(err, &ae) && ae.Kind == action.KindForbidden; forbidden != tc.forbidden || !tc.forbidden && err != nil {
+				t.Errorf("%s of %s as %q: %v, want forbidden %v", name, tc.channel, tc.who, err, tc.forbidden)
 			}
 		}
 	}

@@ -156,7 +156,7 @@ func checkPlots(t *testing.T, dir string) {
 		}
 	}
 	want := []string{"ratios-core.png", "ratios-resp.png", "latency-resp.png", "ratios-store.png", "latency-store.png",
-		"ratios-actions.png", "ratios-oauth.png", "latency-oauth.png"}
+		"ratios-store-postgres.png", "latency-store-postgres.png", "ratios-actions.png", "ratios-oauth.png", "latency-oauth.png"}
 	if !slices.Equal(linked, want) {
 		t.Errorf("plots linked %v, want %v", linked, want)
 	}
@@ -188,7 +188,7 @@ func checkPublished(t *testing.T, stale string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(pngs) != 8 || slices.Contains(pngs, filepath.Join(stale, "benchmarks", "ratios-gone.png")) {
+	if len(pngs) != 10 || slices.Contains(pngs, filepath.Join(stale, "benchmarks", "ratios-gone.png")) {
 		t.Errorf("docs/benchmarks holds %v", pngs)
 	}
 }

@@ -168,10 +168,12 @@ func subs(name, pkg, mine, peer, peerName string) Row {
 // target the benchmarks check.
 func Areas() []Area {
 	const (
-		sidecar = "BenchmarkRespSidecar"
-		sqlite  = "BenchmarkStoreSQLite"
-		text    = "BenchmarkStoreText"
-		vector  = "BenchmarkStoreVector"
+		sidecar  = "BenchmarkRespSidecar"
+		sqlite   = "BenchmarkStoreSQLite"
+		text     = "BenchmarkStoreText"
+		vector   = "BenchmarkStoreVector"
+		pgBench  = "BenchmarkStorePostgres"
+		pgHybrid = "BenchmarkStorePostgresHybrid"
 	)
 	// sidecarRow is a batch size of BenchmarkRespSidecar's logged table.
 	sidecarRow := func(batch string, checks ...Check) Row {
@@ -306,6 +308,35 @@ func Areas() []Area {
 				Mine: logged(vector, "query", "hybrid", "p50 µs", us), Quantiles: []Quantile{
 					{Q: "p50", Mine: logged(vector, "query", "hybrid", "p50 µs", us)},
 					{Q: "p95", Mine: logged(vector, "query", "hybrid", "p95 µs", us)},
+				}},
+		},
+	}, {
+		ID: "store-postgres", Title: "Document store on PostgreSQL against bare pgx", Command: "make bench-store",
+		About: "The store on PostgreSQL against bare pgx on the same durable server (fsync on), the workload of the SQLite " +
+			"comparison: pgx holds the documents as jsonb with the same two indexes as btree expression indexes and " +
+			"ingests each batch as one pgx.Batch of upserts; ingest by two instances at once against one; hybrid search " +
+			"on PostgreSQL against the same store on a bbolt file (copied with `kv.Copy`). Rates are per second.",
+		Benches: []string{pgBench, pgHybrid},
+		Rows: []Row{
+			storeRow("ingest, transactions of 1,000", pgBench, "ingest", "docs/s", "bare pgx", "pgx/s", "pgx",
+				Check{Of: OfRatio, Op: "≥", Limit: 0.5}),
+			{Name: "get by random id (p50)", Kind: Time,
+				Mine: logged(pgBench, "operation", "get by random id", "ds p50", us), Peer: logged(pgBench, "operation", "get by random id", "pgx p50", us),
+				PeerName: "bare pgx", Checks: []Check{{Of: OfRatio, Op: "≤", Limit: 2}}, Quantiles: []Quantile{
+					{"p50", logged(pgBench, "operation", "get by random id", "ds p50", us), logged(pgBench, "operation", "get by random id", "pgx p50", us)},
+					{"p95", logged(pgBench, "operation", "get by random id", "ds p95", us), logged(pgBench, "operation", "get by random id", "pgx p95", us)},
+				}},
+			storeRow("page: group = v (100 documents)", pgBench, "eq page", "ops/s", "bare pgx", "pgx/s", "pgx"),
+			storeRow("count: group = v", pgBench, "eq count", "ops/s", "bare pgx", "pgx/s", "pgx"),
+			storeRow("page: group in a range, limit 50", pgBench, "range page", "ops/s", "bare pgx", "pgx/s", "pgx"),
+			{Name: "ingest by two instances at once", Kind: Rate, Per: "docs/s",
+				Mine: logged(pgBench, "instances", "two at once", "docs/s", 0), Peer: logged(pgBench, "instances", "one", "docs/s", 0),
+				PeerName: "one instance"},
+			{Name: "hybrid: filter + vector + text, RRF, MMR (p50)", Kind: Time,
+				Mine: logged(pgHybrid, "store", "PostgreSQL", "p50 µs", us), Peer: logged(pgHybrid, "store", "bbolt file", "p50 µs", us),
+				PeerName: "the same store on a bbolt file", Checks: []Check{{Of: OfRatio, Op: "≤", Limit: 1.5}}, Quantiles: []Quantile{
+					{"p50", logged(pgHybrid, "store", "PostgreSQL", "p50 µs", us), logged(pgHybrid, "store", "bbolt file", "p50 µs", us)},
+					{"p95", logged(pgHybrid, "store", "PostgreSQL", "p95 µs", us), logged(pgHybrid, "store", "bbolt file", "p95 µs", us)},
 				}},
 		},
 	}, {
