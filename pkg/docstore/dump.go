@@ -82,7 +82,9 @@ func (s *Store) Dump(ctx context.Context, w io.Writer, colls []string, progress 
 	enc := json.NewEncoder(bw)
 	enc.SetEscapeHTML(false)
 	var n int64
-	err := s.withCatalog(s.db.View, func(tx kv.Tx) error {
+	// The dump is written as it is read, so its View must not run twice.
+	viewOnce := func(fn func(kv.Tx) error) error { return kv.ViewOnce(s.db, fn) }
+	err := s.withCatalog(viewOnce, func(tx kv.Tx) error {
 		if len(colls) == 0 {
 			colls = sortedNames(s.cat)
 		}

@@ -18,7 +18,7 @@ const copyChunk = 10_000
 // structures as they are, where a dump and load would rebuild them.
 func Copy(dst, src DB) (int64, error) {
 	var n int64
-	err := src.View(func(stx Tx) error {
+	err := ViewOnce(src, func(stx Tx) error {
 		var names [][]byte
 		err := stx.ForEachBucket(func(name []byte, _ Bucket) error {
 			names = append(names, bytes.Clone(name))

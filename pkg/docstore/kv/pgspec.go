@@ -159,3 +159,15 @@ func (t *pgTx) checkOptimistic() bool {
 	}
 	return !t.stale(&m)
 }
+
+// ViewOnce runs fn in a View of db that never runs fn again, whatever
+// Options.ViewsMayRerun says: for a function with effects outside the View
+// (a dump written as it is read, a copy into another store). On PostgreSQL
+// it is an ordinary View (its snapshot taken when it begins); elsewhere it
+// is db.View.
+func ViewOnce(db DB, fn func(Tx) error) error {
+	if d, ok := db.(*pgDB); ok {
+		return d.view(fn, false)
+	}
+	return db.View(fn)
+}
