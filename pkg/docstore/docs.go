@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/mcpkit/mcpkit/pkg/docstore/kv"
 )
@@ -83,6 +84,9 @@ func (w *writer) put(id, doc Value, old Doc, exists bool) (Doc, error) {
 		if oldEntries != nil && bytes.Equal(oldEntries[i], newEntries[i]) {
 			continue
 		}
+		if err := checkEntrySize(coll, def, id, newEntries[i]); err != nil {
+			return Doc{}, err
+		}
 		ib := w.index(i)
 		if oldEntries != nil {
 			if err := ib.del(oldEntries[i]); err != nil {
@@ -130,6 +134,25 @@ func (w *writer) entries(idKey []byte, doc Value) [][]byte {
 		out[i] = append(indexKey(nil, def, doc), idKey...)
 	}
 	return out
+}
+
+// MaxIndexEntry is the most bytes a document's values take in one
+// secondary index (their key encoding and the document's id key): a
+// PostgreSQL index entry holds at most about a third of a page, and the
+// engine keeps one limit on every backend, so that a store moves between
+// them. A write whose indexed values are longer is refused (invalid); long
+// text is searched through a text index.
+const MaxIndexEntry = 2048
+
+// checkEntrySize refuses entry, document id's entry in index def, when it
+// is longer than MaxIndexEntry.
+func checkEntrySize(coll string, def IndexDef, id Value, entry []byte) error {
+	if len(entry) <= MaxIndexEntry {
+		return nil
+	}
+	return &Error{Code: CodeInvalid, Collection: coll, ID: &id, Field: def.Fields[0],
+		Message: fmt.Sprintf("document %s: its values of index %q (%s) take %d bytes; an index holds at most %d (search long text with a text index)",
+			idString(id), def.Name, strings.Join(def.Fields, ", "), len(entry), MaxIndexEntry)}
 }
 
 // indexKey appends the key of doc's values for def's fields (a missing

@@ -65,6 +65,9 @@ func buildIndex(ctx context.Context, tx kv.Tx, col *collection, def IndexDef, pr
 	w := &writer{tx: tx, col: &collection{Name: col.Name, Indexes: []IndexDef{def}}, docs: tx.Bucket(docsBucket(col.Name))}
 	return scanDocs(ctx, tx, col.Name, progress, func(k []byte, d Doc) error {
 		entry := w.entries(k, d.Value)[0]
+		if err := checkEntrySize(col.Name, def, d.ID, entry); err != nil {
+			return err
+		}
 		if def.Unique {
 			if err := checkUnique(ib, col.Name, def, d.ID, k, entry, d.Value); err != nil {
 				return err

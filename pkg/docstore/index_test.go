@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/mcpkit/mcpkit/pkg/docstore/kv"
@@ -223,4 +224,36 @@ func TestUpgradeLayout1(t *testing.T) {
 		}
 		t.Fatalf("open of layout 3: %v, want ErrLayout", err)
 	}
+}
+
+// TestIndexEntryLimit: values longer than an index holds (MaxIndexEntry)
+// are refused as invalid on every backend, naming the index, and nothing is
+// written: by a write to an indexed collection, and by an index created
+// over a document that holds them.
+func TestIndexEntryLimit(t *testing.T) {
+	backends(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		long := strings.Repeat("x", MaxIndexEntry)
+		if _, err := s.CreateIndex(ctx, "c", IndexDef{Name: "by_n", Fields: []string{"n"}}, nil); err != nil {
+			t.Fatal(err)
+		}
+		_, err := s.Put(ctx, "c", Text("a"), Map(Field{"n", Text(long)}))
+		if e := wantCode(t, err, CodeInvalid); !strings.Contains(e.Message, `index "by_n"`) {
+			t.Fatalf("message: %s", e.Message)
+		}
+		if n, _, _ := s.Count(ctx, "c", nil); n != 0 {
+			t.Fatalf("%d documents after the refused write", n)
+		}
+		if _, err := s.Put(ctx, "c", Text("a"), Map(Field{"n", Text(long[:MaxIndexEntry-64])})); err != nil {
+			t.Fatalf("a value under the limit: %v", err)
+		}
+		if _, err := s.Put(ctx, "d", Text("b"), Map(Field{"n", Text(long)})); err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.CreateIndex(ctx, "d", IndexDef{Name: "by_n", Fields: []string{"n"}}, nil)
+		wantCode(t, err, CodeInvalid)
+		if cols, _ := s.Collections(ctx); len(cols) != 2 || len(cols[1].Indexes) != 0 {
+			t.Fatalf("collections after the refused index: %+v", cols)
+		}
+	})
 }
