@@ -161,7 +161,7 @@ func openKV(path string, opts Options) (kv.DB, error) {
 		db, err = kv.Open(path, kvOpts)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("docstore: open %s: %w", kv.Redact(path), err)
+		return nil, fmt.Errorf("docstore: %w", err) // kv's error names the store
 	}
 	return db, nil
 }
