@@ -213,3 +213,28 @@ func TestPostgresLargeCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestPostgresGenericPlans: the backend's connections plan each statement
+// once (plan_cache_mode), unless the URL sets the mode itself.
+func TestPostgresGenericPlans(t *testing.T) {
+	url := pgtest.Shared(t).StoreURL()
+	for _, c := range []struct{ url, want string }{
+		{url, "force_generic_plan"},
+		{url + "&plan_cache_mode=force_custom_plan", "force_custom_plan"},
+	} {
+		db, err := OpenPostgres(context.Background(), c.url, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn, err := db.(*pgDB).pool.acquire(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mode string
+		if err := conn.c.QueryRow(context.Background(), "SHOW plan_cache_mode").Scan(&mode); err != nil || mode != c.want {
+			t.Errorf("%s: plan_cache_mode %q (%v), want %q", c.url, mode, err, c.want)
+		}
+		db.(*pgDB).pool.release(conn)
+		db.Close()
+	}
+}
