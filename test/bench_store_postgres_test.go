@@ -232,13 +232,7 @@ CREATE INDEX bench_jsonb_group ON bench_jsonb (((doc->>'group')::bigint));
 CREATE INDEX bench_jsonb_name ON bench_jsonb ((doc->>'name'))`
 
 func openPgxSide(ctx context.Context, url string) (*pgxSide, error) {
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		return nil, err
-	}
-	// As the docstore's connections do: plan each statement once.
-	cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	pool, err := pgxpool.New(ctx, url)
 	if err != nil {
 		return nil, err
 	}

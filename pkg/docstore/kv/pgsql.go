@@ -28,8 +28,10 @@ type pgStatements struct {
 
 	// Reads of one bucket ($1).
 	pageAsc, pageDesc, pageLast, count, countExcept string
-	// getMany reads the keys $2 (an array) of bucket $1 (kv.Prefetch).
-	getMany string
+	// getMany reads the keys $2 (an array) of bucket $1 (kv.Prefetch);
+	// around reads, for each key of $2, the last key at or before it and
+	// the first after it, each once, in key order (kv.PrefetchAround).
+	getMany, around string
 	// scan streams a bucket in key order (Backup); orphans counts the keys
 	// of no bucket in $1 (Check).
 	scan, orphans string
@@ -61,11 +63,14 @@ func newPGStatements(t pgTables) pgStatements {
 			`(SELECT k, v FROM {kv} WHERE b = $1 AND k >= $2 ORDER BY k LIMIT $3) AS p ON true WHERE m.id = 1`),
 		bucketsIfMoved: r.Replace(`SELECT id, name, seq FROM {buckets} WHERE (SELECT bgen <> $1 OR sgen <> $2 FROM {meta} WHERE id = 1)`),
 
-		pageAsc:     r.Replace(`SELECT k, v FROM {kv} WHERE b = $1 AND k >= $2 ORDER BY k LIMIT $3`),
-		pageDesc:    r.Replace(`SELECT k, v FROM {kv} WHERE b = $1 AND k < $2 ORDER BY k DESC LIMIT $3`),
-		pageLast:    r.Replace(`SELECT k, v FROM {kv} WHERE b = $1 ORDER BY k DESC LIMIT $2`),
-		count:       r.Replace(`SELECT count(*) FROM {kv} WHERE b = $1`),
-		getMany:     r.Replace(`SELECT k, v FROM {kv} WHERE b = $1 AND k = ANY($2::bytea[])`),
+		pageAsc:  r.Replace(`SELECT k, v FROM {kv} WHERE b = $1 AND k >= $2 ORDER BY k LIMIT $3`),
+		pageDesc: r.Replace(`SELECT k, v FROM {kv} WHERE b = $1 AND k < $2 ORDER BY k DESC LIMIT $3`),
+		pageLast: r.Replace(`SELECT k, v FROM {kv} WHERE b = $1 ORDER BY k DESC LIMIT $2`),
+		count:    r.Replace(`SELECT count(*) FROM {kv} WHERE b = $1`),
+		getMany:  r.Replace(`SELECT k, v FROM {kv} WHERE b = $1 AND k = ANY($2::bytea[])`),
+		around: r.Replace(`SELECT k, v FROM {kv} WHERE b = $1 AND k IN (` +
+			`SELECT (SELECT k FROM {kv} WHERE b = $1 AND k <= t.e ORDER BY k DESC LIMIT 1) FROM unnest($2::bytea[]) AS t (e) UNION ` +
+			`SELECT (SELECT k FROM {kv} WHERE b = $1 AND k > t.e ORDER BY k LIMIT 1) FROM unnest($2::bytea[]) AS t (e)) ORDER BY k`),
 		countExcept: r.Replace(`SELECT count(*) FROM {kv} WHERE b = $1 AND NOT (k = ANY($2::bytea[]))`),
 		scan:        r.Replace(`SELECT k, v FROM {kv} WHERE b = $1 ORDER BY k`),
 		orphans:     r.Replace(`SELECT count(*) FROM {kv} WHERE NOT (b = ANY($1::bigint[]))`),
