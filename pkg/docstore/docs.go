@@ -115,39 +115,6 @@ func (w *writer) put(id, doc Value, old Doc, exists bool) (Doc, error) {
 	return Doc{ID: id, Revision: rev, Value: doc}, nil
 }
 
-// prefetch announces what storing docs will read, where the storage
-// makes that worth it (PostgreSQL, where each read that misses is a round
-// trip; see kv.Prefetch): the documents they replace, then, in each index,
-// the blocks where their entries (old and new) go — a statement each,
-// rather than a round trip per document and index.
-func (w *writer) prefetch(docs []Doc) {
-	if len(docs) < 2 || !kv.Prefetches(w.docs) {
-		return
-	}
-	idKeys := make([][]byte, len(docs))
-	for i, d := range docs {
-		idKeys[i] = AppendKey(nil, d.ID)
-	}
-	kv.Prefetch(w.docs, idKeys)
-	if len(w.col.Indexes) == 0 {
-		return
-	}
-	around := make([][][]byte, len(w.col.Indexes))
-	for i, d := range docs {
-		for j, e := range w.entries(idKeys[i], d.Value) {
-			around[j] = append(around[j], e)
-		}
-		if old, ok, err := w.get(d.ID); err == nil && ok {
-			for j, e := range w.entries(idKeys[i], old.Value) {
-				around[j] = append(around[j], e)
-			}
-		}
-	}
-	for j := range w.col.Indexes {
-		kv.PrefetchAround(w.index(j).b, around[j])
-	}
-}
-
 // index returns the entry set of the collection's index i, one for the
 // transaction (with one cursor for all its writes).
 func (w *writer) index(i int) *entrySet {
@@ -282,7 +249,6 @@ func (s *Store) PutMany(ctx context.Context, coll string, docs []Doc) ([]Doc, er
 	}
 	out := make([]Doc, len(docs))
 	err := s.update(ctx, coll, func(w *writer) error {
-		w.prefetch(docs)
 		for i, d := range docs {
 			var err error
 			if out[i], err = w.store(d.ID, d.Value); err != nil {

@@ -147,20 +147,6 @@ func parsePGURL(raw string) (pgURL, error) {
 	return p, nil
 }
 
-// genericPlans makes the connection plan each prepared statement once.
-// Every statement the backend sends is an index lookup whose plan does not
-// depend on its parameters, and PostgreSQL otherwise re-plans some at every
-// execution (the optimistic View's first read: a get by id measured 136 µs
-// against 80 µs). A server that does not know the setting keeps its
-// default; a URL that sets plan_cache_mode keeps its own.
-func genericPlans(ctx context.Context, c *pgconn.PgConn) error {
-	err := c.Exec(ctx, "SET plan_cache_mode = force_generic_plan").Close()
-	if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == "42704" { // unrecognized configuration parameter
-		return nil
-	}
-	return err
-}
-
 // pgDB is the PostgreSQL backend.
 type pgDB struct {
 	pool     *pgPool
@@ -214,9 +200,6 @@ func OpenPostgres(ctx context.Context, rawURL string, opts Options) (DB, error) 
 	}
 	if opts.NoSync {
 		cfg.RuntimeParams["synchronous_commit"] = "off"
-	}
-	if _, set := cfg.RuntimeParams["plan_cache_mode"]; !set {
-		cfg.AfterConnect = genericPlans
 	}
 	conns := p.conns
 	if conns == 0 {

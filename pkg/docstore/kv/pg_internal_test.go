@@ -97,33 +97,6 @@ func TestPostgresRoundTrips(t *testing.T) {
 			return nil
 		})
 	})
-	trips("prefetch around", 1+1, func() error {
-		return db.View(func(tx Tx) error {
-			b := tx.Bucket([]byte("b"))
-			// Keys between the stored ones (k000100x sorts after k000100):
-			// each Seek lands on the next key, each Prev on the one before.
-			keys := [][]byte{[]byte("k000100x"), []byte("k001500x"), []byte("a"), []byte("z")}
-			PrefetchAround(b, keys)
-			c := b.Cursor()
-			for _, w := range []struct{ seek, next, prev string }{
-				{"k000100x", "k000101", "k000100"}, {"k001500x", "k001501", "k001500"}, {"a", "k000000", ""}, {"z", "", "k001999"},
-			} {
-				k, _ := c.Seek([]byte(w.seek))
-				if string(k) != w.next {
-					return fmt.Errorf("seek %s: %q, want %q", w.seek, k, w.next)
-				}
-				if w.next == "" {
-					k, _ = c.Last()
-				} else {
-					k, _ = c.Prev()
-				}
-				if want := w.prev; want == "" && k != nil || want != "" && string(k) != want {
-					return fmt.Errorf("before %s: %q, want %q", w.seek, k, w.prev)
-				}
-			}
-			return nil
-		})
-	})
 	trips("prefetch", 1+1, func() error {
 		return db.View(func(tx Tx) error {
 			b := tx.Bucket([]byte("b"))
@@ -238,30 +211,5 @@ func TestPostgresLargeCommit(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
-	}
-}
-
-// TestPostgresGenericPlans: the backend's connections plan each statement
-// once (plan_cache_mode), unless the URL sets the mode itself.
-func TestPostgresGenericPlans(t *testing.T) {
-	url := pgtest.Shared(t).StoreURL()
-	for _, c := range []struct{ url, want string }{
-		{url, "force_generic_plan"},
-		{url + "&plan_cache_mode=force_custom_plan", "force_custom_plan"},
-	} {
-		db, err := OpenPostgres(context.Background(), c.url, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		conn, err := db.(*pgDB).pool.acquire(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		var mode string
-		if err := conn.c.QueryRow(context.Background(), "SHOW plan_cache_mode").Scan(&mode); err != nil || mode != c.want {
-			t.Errorf("%s: plan_cache_mode %q (%v), want %q", c.url, mode, err, c.want)
-		}
-		db.(*pgDB).pool.release(conn)
-		db.Close()
 	}
 }

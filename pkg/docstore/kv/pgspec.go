@@ -84,7 +84,11 @@ func (t *pgTx) stale(m *pgMetaRow) bool {
 // statement with the meta row.
 func (t *pgTx) firstPage(args ...any) []item {
 	t.d.trips.Add(1)
-	rows, _ := t.c.c.Query(bg, t.d.sql.viewFirst, args...)
+	sql := t.d.sql.viewFirst
+	if len(args) == 3 && args[2] == 1 {
+		sql, args = t.d.sql.viewFirstGet, args[:2]
+	}
+	rows, _ := t.c.c.Query(bg, sql, args...)
 	var m pgMetaRow
 	var out []item
 	var k, v []byte
