@@ -72,27 +72,13 @@ func BenchmarkStorePostgres(b *testing.B) {
 	}
 	ids, groups := storeArguments(storeGets, storeQueries)
 	checkStoreSides(b, ctx, sides, ids, groups)
-	gets := measureStoreSides(b, sides, storeGets, func(s storeSide, i int) error {
-		_, err := s.get(ctx, ids[i], false)
-		return err
-	})
+	q := measureStoreQueries(b, ctx, sides, ids, groups)
+	gets, eqPages, counts, rangePages := q.gets, q.eqPages, q.counts, q.rangePages
 	// The least a get needs from a store that several processes share:
 	// the row and, in the same snapshot, the store's version (what tells
 	// a process that its catalog is out of date), one statement.
 	bound := measureStoreSides(b, [2]storeSide{pgxVersionedGet{px}, px}, storeGets, func(s storeSide, i int) error {
 		_, err := s.get(ctx, ids[i], false)
-		return err
-	})
-	eqPages := measureStoreSides(b, sides, storeQueries, func(s storeSide, i int) error {
-		_, err := s.eqPage(ctx, groups[i])
-		return err
-	})
-	counts := measureStoreSides(b, sides, storeQueries, func(s storeSide, i int) error {
-		_, err := s.count(ctx, groups[i])
-		return err
-	})
-	rangePages := measureStoreSides(b, sides, storeQueries, func(s storeSide, i int) error {
-		_, err := s.rangePage(ctx, groups[i], groups[i]+storeRangeSpan-1)
 		return err
 	})
 	one, two := pgTwoInstances(b, srv)

@@ -191,22 +191,8 @@ func BenchmarkStoreSQLite(b *testing.B) {
 	}
 	checkStoreSides(b, ctx, sides, getIDs, groups)
 
-	gets := measureStoreSides(b, sides, storeGets, func(s storeSide, i int) error {
-		_, err := s.get(ctx, getIDs[i], false)
-		return err
-	})
-	eqPages := measureStoreSides(b, sides, storeQueries, func(s storeSide, i int) error {
-		_, err := s.eqPage(ctx, groups[i])
-		return err
-	})
-	counts := measureStoreSides(b, sides, storeQueries, func(s storeSide, i int) error {
-		_, err := s.count(ctx, groups[i])
-		return err
-	})
-	rangePages := measureStoreSides(b, sides, storeQueries, func(s storeSide, i int) error {
-		_, err := s.rangePage(ctx, groups[i], groups[i]+storeRangeSpan-1)
-		return err
-	})
+	q := measureStoreQueries(b, ctx, sides, getIDs, groups)
+	gets, eqPages, counts, rangePages := q.gets, q.eqPages, q.counts, q.rangePages
 	reopenIDs := randomIDs(storeReopens)
 	reopens := measureStoreSides(b, sides, storeReopens, func(s storeSide, i int) error {
 		if err := s.reopen(ctx); err != nil {
@@ -295,6 +281,33 @@ func measureStoreSides(b *testing.B, sides [2]storeSide, n int, op func(s storeS
 		}
 	}
 	return rounds
+}
+
+// storeQueryRounds are the measured rounds of each kind of read, per side.
+type storeQueryRounds struct{ gets, eqPages, counts, rangePages [2]respRounds }
+
+// measureStoreQueries measures, on both sides (see measureStoreSides),
+// gets of ids, then equality pages, counts and range pages of groups.
+func measureStoreQueries(b *testing.B, ctx context.Context, sides [2]storeSide, ids, groups []int64) storeQueryRounds {
+	b.Helper()
+	var q storeQueryRounds
+	q.gets = measureStoreSides(b, sides, len(ids), func(s storeSide, i int) error {
+		_, err := s.get(ctx, ids[i], false)
+		return err
+	})
+	q.eqPages = measureStoreSides(b, sides, len(groups), func(s storeSide, i int) error {
+		_, err := s.eqPage(ctx, groups[i])
+		return err
+	})
+	q.counts = measureStoreSides(b, sides, len(groups), func(s storeSide, i int) error {
+		_, err := s.count(ctx, groups[i])
+		return err
+	})
+	q.rangePages = measureStoreSides(b, sides, len(groups), func(s storeSide, i int) error {
+		_, err := s.rangePage(ctx, groups[i], groups[i]+storeRangeSpan-1)
+		return err
+	})
+	return q
 }
 
 // checkStoreSides compares the two sides' answers on the first storeChecks
