@@ -164,17 +164,12 @@ func pgTwoInstances(b *testing.B, srv *pgtest.Server) (one, two float64) {
 		url := srv.StoreURL()
 		stores := make([]*docstore.Store, handles)
 		for i := range stores {
-			s, err := docstore.Open(url, docstore.Options{})
+			side, err := openDocstoreSide(ctx, url)
 			if err != nil {
 				b.Fatal(err)
 			}
-			defer s.Close()
-			for _, def := range []docstore.IndexDef{{Name: "group", Fields: []string{"group"}}, {Name: "name", Fields: []string{"name"}}} {
-				if _, err := s.CreateIndex(ctx, storeColl, def, nil); err != nil {
-					b.Fatal(err)
-				}
-			}
-			stores[i] = s
+			defer side.close()
+			stores[i] = side.s
 		}
 		batches := make([]*storeBatchDocs, 0, pgTwoDocs/storeBatch)
 		for first := int64(1); first <= pgTwoDocs; first += storeBatch {

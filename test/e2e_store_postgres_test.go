@@ -3,8 +3,6 @@ package test
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -21,25 +19,17 @@ import (
 const pgPassword = "pw-e2e-7f3a9c"
 
 // servePostgresStore launches `mcpkit store URL` over stdio in era with
-// the password in PGPASSWORD, as an MCP client does.
-func servePostgresStore(t *testing.T, era, url string) (*mcp.ClientSession, *syncBuffer) {
+// the password in PGPASSWORD (set for the test), as an MCP client does,
+// and fails the test at its end if mcpkit's stderr shows the password.
+func servePostgresStore(t *testing.T, era, url string) *mcp.ClientSession {
 	t.Helper()
-	stderr := &syncBuffer{}
-	cmd := exec.Command(binary(t), "store", url)
-	cmd.Env = append(os.Environ(), "PGPASSWORD="+pgPassword)
-	cmd.Stderr = stderr
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e"}, nil).Connect(t.Context(),
-		&mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: era})
-	if err != nil {
-		t.Fatalf("mcpkit store %s: %v\n%s", url, err, stderr.String())
-	}
+	t.Setenv("PGPASSWORD", pgPassword)
+	cs, stderr := serveStore(t, era, url)
 	t.Cleanup(func() {
 		cs.Close()
-		if strings.Contains(stderr.String(), pgPassword) {
-			t.Errorf("the password is in mcpkit's stderr:\n%s", stderr.String())
-		}
+		noPassword(t, "mcpkit's stderr", stderr.String())
 	})
-	return cs, stderr
+	return cs
 }
 
 // noPassword fails when text shows the PostgreSQL password.
@@ -59,8 +49,8 @@ func TestStorePostgresTwoProcessesE2E(t *testing.T) {
 	srv := pgtest.Start(t, pgtest.Options{Password: pgPassword})
 	url := strings.Replace(srv.StoreURL(), ":"+pgPassword+"@", "@", 1)
 	noPassword(t, "the URL given", url)
-	a, _ := servePostgresStore(t, eras[0], url)
-	b, _ := servePostgresStore(t, eras[len(eras)-1], url)
+	a := servePostgresStore(t, eras[0], url)
+	b := servePostgresStore(t, eras[len(eras)-1], url)
 
 	storeCall(t, a, "store", `{"collection": "notes", "id": "n1", "doc": {"tag": "solar", "body": "solar panels on the roof", "v": {"$vector": [1, 0, 0]}, "at": {"lat": 48.8566, "lon": 2.3522}}}`)
 	storeCall(t, a, "create_index", `{"collection": "notes", "name": "tag", "fields": ["tag"]}`)
@@ -154,7 +144,7 @@ func TestStorePostgresTwoProcessesE2E(t *testing.T) {
 func TestStorePostgresRestartE2E(t *testing.T) {
 	srv := pgtest.Start(t, pgtest.Options{Password: pgPassword})
 	url := strings.Replace(srv.StoreURL(), ":"+pgPassword+"@", "@", 1)
-	cs, _ := servePostgresStore(t, eras[0], url)
+	cs := servePostgresStore(t, eras[0], url)
 	storeCall(t, cs, "store", `{"collection": "k", "id": "before", "doc": {"n": 1}}`)
 	srv.Stop()
 	for !srv.Exited() {
@@ -198,7 +188,7 @@ func TestStorePostgresRestartE2E(t *testing.T) {
 func TestStorePostgresVerbsE2E(t *testing.T) {
 	srv := pgtest.Start(t, pgtest.Options{Password: pgPassword})
 	url := strings.Replace(srv.StoreURL(), ":"+pgPassword+"@", "@", 1)
-	t.Setenv("PGPASSWORD", pgPassword)
+	t.Setenv("PGPASSWORD", pgPassword) // for the verbs
 	dir := t.TempDir()
 	file := dir + "/notes.db"
 	cs, _ := serveStore(t, eras[0], file)

@@ -207,13 +207,23 @@ func verbFlags(env *cli.Env, verb string, args []string, define func(fs *flag.Fl
 // that only read it: it must exist and be a store file (an empty file
 // too is refused), and is never written.
 func openReadOnly(path string) (*docstore.Store, error) {
-	if !kv.IsURL(path) {
-		if _, err := os.Stat(path); err != nil {
-			return nil, &fileError{err: fmt.Errorf("no store file: %w", err)}
-		}
+	if err := mustExist(path); err != nil {
+		return nil, err
 	}
 	db, err := docstore.Open(path, docstore.Options{ReadOnly: true})
 	return db, asFileError(err)
+}
+
+// mustExist refuses a store file that does not exist, where a verb only
+// reads it (a PostgreSQL store's absence is found when it opens).
+func mustExist(path string) error {
+	if kv.IsURL(path) {
+		return nil
+	}
+	if _, err := os.Stat(path); err != nil {
+		return &fileError{err: fmt.Errorf("no store file: %w", err)}
+	}
+	return nil
 }
 
 // withStore runs fn on the store opened by open and closes it.
@@ -376,10 +386,8 @@ func runCopy(ctx context.Context, env *cli.Env, args []string) error {
 		return cli.Usagef("copy: give the store to copy and the new store: copy PATH TO")
 	}
 	from, to := fs.Arg(0), fs.Arg(1)
-	if !kv.IsURL(from) {
-		if _, err := os.Stat(from); err != nil {
-			return &fileError{err: fmt.Errorf("no store file: %w", err)}
-		}
+	if err := mustExist(from); err != nil {
+		return err
 	}
 	n, err := docstore.Copy(to, from)
 	if err != nil {
