@@ -66,7 +66,7 @@ func (p *Plugin) store(ctx context.Context, _ *mcp.CallToolRequest, in storeArgs
 
 // written returns the writeReply of d.
 func written(d docstore.Doc) (any, error) {
-	r, err := replyOf(d, false)
+	r, err := replyOf(d, docShape{idsOnly: true})
 	if err != nil {
 		return nil, err
 	}
@@ -98,6 +98,7 @@ func (p *Plugin) insertAuto(ctx context.Context, _ *mcp.CallToolRequest, in inse
 type getArgs struct {
 	Collection collectionName `json:"collection"`
 	ID         idArg          `json:"id"`
+	Vectors    vectorsArg     `json:"vectors,omitempty"`
 }
 
 func (p *Plugin) get(ctx context.Context, _ *mcp.CallToolRequest, in getArgs) (any, error) {
@@ -109,7 +110,7 @@ func (p *Plugin) get(ctx context.Context, _ *mcp.CallToolRequest, in getArgs) (a
 	if err != nil {
 		return nil, engineFailure(err, placeAt("/id"))
 	}
-	return replyOf(d, true)
+	return replyOf(d, docShape{vectors: bool(in.Vectors)})
 }
 
 type patchArgs struct {
@@ -136,7 +137,7 @@ func (p *Plugin) patch(ctx context.Context, _ *mcp.CallToolRequest, in patchArgs
 	if err != nil {
 		return nil, engineFailure(err, placeAt("/patch"))
 	}
-	return replyOf(d, true)
+	return replyOf(d, docShape{})
 }
 
 type casArgs struct {

@@ -14,15 +14,15 @@ const typedDoc = `{"int":1,"float":1.0,"frac":2.5,"exp":1e+21,"big":900719925474
 	`"map":{"b":1,"a":{"$map":{"$vector":"not a vector"}}}}`
 
 // TestStoreGet: documents round-trip exactly (ints stay ints, floats
-// floats, vectors, bytes and literal maps survive), ids are strings or
-// integers (7 and "7" differ), and store replaces the whole document with
-// a new revision.
+// floats, vectors, bytes and literal maps survive; get returns vectors
+// with vectors: true), ids are strings or integers (7 and "7" differ), and
+// store replaces the whole document with a new revision.
 func TestStoreGet(t *testing.T) {
 	eachBackend(t, func(t *testing.T, e *env) {
 		if got := e.ok("store", `{"collection": "c", "id": "a", "doc": `+typedDoc+`}`); got != `{"id":"a","revision":1}` {
 			t.Fatalf("store = %s", got)
 		}
-		if got := e.ok("get", `{"collection": "c", "id": "a"}`); got != `{"id":"a","revision":1,"doc":`+typedDoc+`}` {
+		if got := e.ok("get", `{"collection": "c", "id": "a", "vectors": true}`); got != `{"id":"a","revision":1,"doc":`+typedDoc+`}` {
 			t.Fatalf("get = %s\nwant the document as stored", got)
 		}
 		e.ok("store", `{"collection": "c", "id": 7, "doc": {"n": 7}}`)
@@ -121,17 +121,22 @@ func TestGetErrors(t *testing.T) {
 }
 
 // TestPatch: RFC 7386 merge: null deletes, objects merge recursively, any
-// other value (arrays, vectors) replaces; numbers keep their kind.
+// other value (arrays, vectors) replaces; numbers keep their kind. The
+// merged document comes back in the default shape (its vector left out,
+// as its marker).
 func TestPatch(t *testing.T) {
 	eachBackend(t, func(t *testing.T, e *env) {
 		e.ok("store", `{"collection": "c", "id": "p", "doc": {"a": 1, "b": {"x": 1, "y": 2}, "arr": [1, 2], "gone": true}}`)
 		got := e.ok("patch", `{"collection": "c", "id": "p", "patch": {"a": 2.0, "b": {"y": null, "z": 3}, "arr": [3], "gone": null, "v": {"$vector": [1.5]}}}`)
-		want := `{"id":"p","revision":2,"doc":{"a":2.0,"b":{"x":1,"z":3},"arr":[3],"v":{"$vector":[1.5]}}}`
+		want := `{"id":"p","revision":2,"doc":{"a":2.0,"b":{"x":1,"z":3},"arr":[3],"v":{"$omitted":"vector","dims":1}}}`
 		if got != want {
 			t.Fatalf("patch = %s\nwant    %s", got, want)
 		}
 		if got := e.ok("get", `{"collection": "c", "id": "p"}`); got != want {
 			t.Fatalf("get after patch = %s", got)
+		}
+		if got := e.ok("get", `{"collection": "c", "id": "p", "vectors": true}`); got != `{"id":"p","revision":2,"doc":{"a":2.0,"b":{"x":1,"z":3},"arr":[3],"v":{"$vector":[1.5]}}}` {
+			t.Fatalf("get after patch, with vectors = %s", got)
 		}
 		e.fail("patch", `{"collection": "c", "id": "q", "patch": {"a": 1}}`, "not_found")
 		e.fail("patch", `{"collection": "nope", "id": "q", "patch": {"a": 1}}`, "not_found")

@@ -40,7 +40,7 @@ func populate(e *env) {
 // sameContents checks that e holds what populate wrote.
 func sameContents(t *testing.T, e *env) {
 	t.Helper()
-	if got := e.ok("get", `{"collection": "people", "id": "ann"}`); !strings.HasSuffix(got, `"doc":`+typedDoc+`}`) {
+	if got := e.ok("get", `{"collection": "people", "id": "ann", "vectors": true}`); !strings.HasSuffix(got, `"doc":`+typedDoc+`}`) {
 		t.Fatalf("ann = %s", got)
 	}
 	if got := e.ok("get", `{"collection": "people", "id": 2}`); !strings.HasSuffix(got, `"doc":{"name":"bob","age":41,"w":0.5}}`) {

@@ -92,7 +92,8 @@ type geoArgs struct {
 	Near       *nearArg       `json:"near,omitempty" jsonschema:"find the points within radius_m metres of (lat, lon), nearest first: {lat, lon, radius_m}. Give this or box."`
 	Box        *boxArg        `json:"box,omitempty" jsonschema:"find the points inside a latitude/longitude box, edges included: {south, west, north, east}. Give this or near."`
 	Filter     filterArg      `json:"filter,omitempty"`
-	Select     []fieldPath    `json:"select,omitempty" jsonschema:"dotted paths to keep in each document (default: the whole document; [] keeps none of it: {}, the ids only)"`
+	Select     []fieldPath    `json:"select,omitempty" jsonschema:"dotted paths to keep in each document, vectors included (default: the whole document, vectors left out; []: no document, the ids only)"`
+	Vectors    vectorsArg     `json:"vectors,omitempty"`
 	Limit      pageLimit      `json:"limit,omitempty" jsonschema:"the page size: default 100; larger than 10000 is clamped to 10000"`
 	Cursor     cursorArg      `json:"cursor,omitempty" jsonschema:"the next_cursor of the previous page (same query), to continue after it"`
 	Explain    bool           `json:"explain,omitempty" jsonschema:"add the query plan to the reply"`
@@ -153,8 +154,9 @@ func (p *Plugin) geo(ctx context.Context, _ *mcp.CallToolRequest, in geoArgs) (a
 		})
 	}
 	out := geoReply{Hits: make([]geoHit, 0, len(res.Hits)), Limit: limit}
+	shape := shapeOf(in.Select, in.Vectors)
 	for _, h := range res.Hits {
-		d, err := replyOf(h.Doc, true)
+		d, err := replyOf(h.Doc, shape)
 		if err != nil {
 			return nil, err
 		}

@@ -126,12 +126,12 @@ func edgeOf(e docstore.Edge) (edgeReply, error) {
 	return out, nil
 }
 
-// docOf returns d as a docReply, or nil for nil.
-func docOf(d *docstore.Doc) (*docReply, error) {
+// docOf returns d as a docReply in shape, or nil for nil.
+func docOf(d *docstore.Doc, shape docShape) (*docReply, error) {
 	if d == nil {
 		return nil, nil
 	}
-	r, err := replyOf(*d, true)
+	r, err := replyOf(*d, shape)
 	return &r, err
 }
 
@@ -219,7 +219,8 @@ type neighborsArgs struct {
 	Limit      pageLimit      `json:"limit,omitempty" jsonschema:"the page size: default 100; larger than 10000 is clamped to 10000"`
 	Cursor     cursorArg      `json:"cursor,omitempty" jsonschema:"the next_cursor of the previous page, to continue after it"`
 	WithDocs   bool           `json:"with_docs,omitempty" jsonschema:"add each neighbour's document"`
-	Select     []fieldPath    `json:"select,omitempty" jsonschema:"with with_docs: dotted paths to keep in each neighbour's document (default: the whole document; [] keeps none of it: {}, the ids only)"`
+	Vectors    vectorsArg     `json:"vectors,omitempty"`
+	Select     []fieldPath    `json:"select,omitempty" jsonschema:"with with_docs: dotted paths to keep in each neighbour's document, vectors included (default: the whole document, vectors left out; []: no document, the ids only)"`
 }
 
 // neighborReply is one edge of neighbors and in_neighbors.
@@ -256,13 +257,14 @@ func (p *Plugin) listNeighbors(ctx context.Context, in neighborsArgs, list func(
 		return nil, engineFailure(err, fieldAt(""))
 	}
 	out := neighborsReply{Edges: make([]neighborReply, 0, len(res.Edges)), Limit: limit}
+	shape := shapeOf(in.Select, in.Vectors)
 	for _, n := range res.Edges {
 		e, err := edgeOf(n.Edge)
 		if err != nil {
 			return nil, err
 		}
 		r := neighborReply{edgeReply: e}
-		if r.Doc, err = docOf(n.Doc); err != nil {
+		if r.Doc, err = docOf(n.Doc, shape); err != nil {
 			return nil, err
 		}
 		out.Edges = append(out.Edges, r)
@@ -281,7 +283,8 @@ type traverseArgs struct {
 	MaxDepth   depthArg          `json:"max_depth,omitempty" jsonschema:"how many edges away from the start to go, 1 to 64 (default 2)"`
 	Limit      pageLimit         `json:"limit,omitempty" jsonschema:"the most nodes returned besides the start: default 100; larger than 10000 is clamped to 10000; when more are reachable, truncated is true"`
 	WithDocs   bool              `json:"with_docs,omitempty" jsonschema:"add each node's document"`
-	Select     []fieldPath       `json:"select,omitempty" jsonschema:"with with_docs: dotted paths to keep in each document (default: the whole document; [] keeps none of it: {}, the ids only)"`
+	Vectors    vectorsArg        `json:"vectors,omitempty"`
+	Select     []fieldPath       `json:"select,omitempty" jsonschema:"with with_docs: dotted paths to keep in each document, vectors included (default: the whole document, vectors left out; []: no document, the ids only)"`
 }
 
 // nodeReply is one node of traverse.
@@ -329,6 +332,7 @@ func (p *Plugin) traverse(ctx context.Context, _ *mcp.CallToolRequest, in traver
 		})
 	}
 	out := traverseReply{Nodes: make([]nodeReply, 0, len(res.Nodes)), Truncated: res.Truncated, EdgesRead: res.EdgesRead}
+	shape := shapeOf(in.Select, in.Vectors)
 	for _, n := range res.Nodes {
 		r := nodeReply{Depth: n.Depth}
 		if r.refReply, err = refOf(n.Ref); err != nil {
@@ -341,7 +345,7 @@ func (p *Plugin) traverse(ctx context.Context, _ *mcp.CallToolRequest, in traver
 			}
 			r.Via = &e
 		}
-		if r.Doc, err = docOf(n.Doc); err != nil {
+		if r.Doc, err = docOf(n.Doc, shape); err != nil {
 			return nil, err
 		}
 		out.Nodes = append(out.Nodes, r)

@@ -13,7 +13,7 @@ import (
 type joinArgs struct {
 	Collection    collectionName `json:"collection" jsonschema:"the local collection, paged"`
 	Filter        filterArg      `json:"filter,omitempty"`
-	Select        []fieldPath    `json:"select,omitempty" jsonschema:"dotted paths to keep in each local document (default: the whole document; [] keeps none of it: {}, the ids only)"`
+	Select        []fieldPath    `json:"select,omitempty" jsonschema:"dotted paths to keep in each local document, vectors included (default: the whole document, vectors left out; []: no document, the ids only)"`
 	Limit         pageLimit      `json:"limit,omitempty" jsonschema:"the page size of local documents: default 100; larger than 10000 is clamped to 10000"`
 	Cursor        cursorArg      `json:"cursor,omitempty" jsonschema:"the next_cursor of the previous page, to continue after it"`
 	Foreign       collectionName `json:"foreign" jsonschema:"the foreign collection, whose documents are joined"`
@@ -22,7 +22,8 @@ type joinArgs struct {
 	EdgeType      edgeType       `json:"edge_type,omitempty" jsonschema:"join by edges: the type of the edges that lead to the foreign documents (instead of local_field and foreign_field)"`
 	Direction     direction      `json:"direction,omitempty" jsonschema:"join by edges: out (the default) follows edges from the local document, in follows edges into it"`
 	ForeignFilter filterArg      `json:"foreign_filter,omitempty" jsonschema:"a filter the joined documents must also match (see filter)"`
-	ForeignSelect []fieldPath    `json:"foreign_select,omitempty" jsonschema:"dotted paths to keep in each joined document (default: the whole document; [] keeps none of it: {}, the ids only)"`
+	ForeignSelect []fieldPath    `json:"foreign_select,omitempty" jsonschema:"dotted paths to keep in each joined document, vectors included (default: the whole document, vectors left out; []: no document, the ids only)"`
+	Vectors       vectorsArg     `json:"vectors,omitempty" jsonschema:"return vectors in full, in the local and the joined documents: by default each is left out, in place, as {\"$omitted\": \"vector\", \"dims\": <its dimension>} (a select naming its path returns it too)"`
 	ForeignLimit  pageLimit      `json:"foreign_limit,omitempty" jsonschema:"the most joined documents per local document: default 100; larger than 10000 is clamped to 10000; more is true when more joined"`
 	Explain       bool           `json:"explain,omitempty" jsonschema:"add the join's plan to the reply"`
 }
@@ -69,14 +70,15 @@ func (p *Plugin) join(ctx context.Context, _ *mcp.CallToolRequest, in joinArgs) 
 		return nil, engineFailure(err, fieldAt("/collection"))
 	}
 	out := joinReply{Rows: make([]joinRowReply, 0, len(res.Rows)), Limit: limit}
+	local, foreign := shapeOf(in.Select, in.Vectors), shapeOf(in.ForeignSelect, in.Vectors)
 	for _, row := range res.Rows {
-		d, err := replyOf(row.Doc, true)
+		d, err := replyOf(row.Doc, local)
 		if err != nil {
 			return nil, err
 		}
 		r := joinRowReply{docReply: d, Joined: make([]docReply, 0, len(row.Joined)), More: row.More}
 		for _, j := range row.Joined {
-			jd, err := replyOf(j, true)
+			jd, err := replyOf(j, foreign)
 			if err != nil {
 				return nil, err
 			}

@@ -23,7 +23,8 @@ type pageArgs struct {
 	Desc       bool           `json:"desc,omitempty" jsonschema:"reverse the order"`
 	Limit      pageLimit      `json:"limit,omitempty" jsonschema:"the page size: default 100; larger than 10000 is clamped to 10000"`
 	Cursor     cursorArg      `json:"cursor,omitempty" jsonschema:"the next_cursor of the previous page, to continue after it"`
-	Select     []fieldPath    `json:"select,omitempty" jsonschema:"dotted paths to keep in each document (default: the whole document; [] keeps none of it: {}, the ids only)"`
+	Select     []fieldPath    `json:"select,omitempty" jsonschema:"dotted paths to keep in each document, vectors included (default: the whole document, vectors left out; []: no document, the ids only)"`
+	Vectors    vectorsArg     `json:"vectors,omitempty"`
 	Explain    bool           `json:"explain,omitempty" jsonschema:"add the query plan to the reply"`
 }
 
@@ -64,8 +65,9 @@ func (p *Plugin) page(ctx context.Context, _ *mcp.CallToolRequest, in pageArgs) 
 		})
 	}
 	out := pageReply{Docs: make([]docReply, 0, len(res.Docs)), Limit: limit, Plan: planOf(res.Plan, in.Explain)}
+	shape := shapeOf(in.Select, in.Vectors)
 	for _, d := range res.Docs {
-		r, err := replyOf(d, true)
+		r, err := replyOf(d, shape)
 		if err != nil {
 			return nil, err
 		}

@@ -80,7 +80,7 @@ A large result is paged through the ` + "`result`" + ` tool (see the README).
 An argument given empty is never read as not given. Leaving an optional
 argument out (or giving ` + "`null`" + ` where its type allows null) gives its default;
 a value that is given means exactly what it says, or is refused with
-` + "`bad_params`" + `: ` + "`select: []`" + ` keeps no field (each ` + "`doc`" + ` is ` + "`{}`" + `, the ids only);
+` + "`bad_params`" + `: ` + "`select: []`" + ` keeps no field (no ` + "`doc`" + ` at all, the ids only);
 ` + "`set_schema`" + ` ` + "`fields: []`" + ` declares an empty schema and ` + "`fields: null`" + ` removes
 the declaration; a list that narrows what a query reads (` + "`types`" + `, ` + "`collections`" + `,
 ` + "`fields`" + `) needs at least one item, since none would select nothing; an empty

@@ -86,7 +86,8 @@ type searchArgs struct {
 	Text       *textSource    `json:"text,omitempty" jsonschema:"the text source: {query, index?, fields?, ...} (its properties say more), ranked by BM25 over the collection's text index (create_text_index)"`
 	RRFK       rrfKArg        `json:"rrf_k,omitempty" jsonschema:"RRF's k, at least 1 (default 60): larger flattens the difference between ranks"`
 	MMR        *mmrArg        `json:"mmr,omitempty" jsonschema:"MMR's λ in [0, 1], the weight of relevance against diversity (1: relevance order; 0.5 balances); needs a vector source"`
-	Select     []fieldPath    `json:"select,omitempty" jsonschema:"dotted paths to keep in each document (default: the whole document; [] keeps none of it: {}, the ids only)"`
+	Select     []fieldPath    `json:"select,omitempty" jsonschema:"dotted paths to keep in each document, vectors included (default: the whole document, vectors left out; []: no document, the ids only)"`
+	Vectors    vectorsArg     `json:"vectors,omitempty"`
 	Limit      pageLimit      `json:"limit,omitempty" jsonschema:"the number of hits: default 10; larger than 10000 is clamped to 10000"`
 	Explain    bool           `json:"explain,omitempty" jsonschema:"add each hit's rank and score in each source, and the filter's plan"`
 }
@@ -153,8 +154,9 @@ func (p *Plugin) search(ctx context.Context, _ *mcp.CallToolRequest, in searchAr
 	if in.Explain && f != nil {
 		out.Plan = planOf(res.Plan, true)
 	}
+	shape := shapeOf(in.Select, in.Vectors)
 	for _, h := range res.Hits {
-		d, err := replyOf(h.Doc, true)
+		d, err := replyOf(h.Doc, shape)
 		if err != nil {
 			return nil, err
 		}

@@ -85,7 +85,8 @@ type phraseSearchArgs struct {
 	Fields     fieldList      `json:"fields,omitempty" jsonschema:"search only these of the index's fields (default: all)"`
 	Slop       slop           `json:"slop,omitempty" jsonschema:"how many extra words may stand between the phrase's words, in all (default 0: the exact phrase)"`
 	Filter     filterArg      `json:"filter,omitempty"`
-	Select     []fieldPath    `json:"select,omitempty" jsonschema:"dotted paths to keep in each document (default: the whole document; [] keeps none of it: {}, the ids only)"`
+	Select     []fieldPath    `json:"select,omitempty" jsonschema:"dotted paths to keep in each document, vectors included (default: the whole document, vectors left out; []: no document, the ids only)"`
+	Vectors    vectorsArg     `json:"vectors,omitempty"`
 	Limit      pageLimit      `json:"limit,omitempty" jsonschema:"the page size: default 100; larger than 10000 is clamped to 10000"`
 	Cursor     cursorArg      `json:"cursor,omitempty" jsonschema:"the next_cursor of the previous page, to continue after it"`
 }
@@ -132,8 +133,9 @@ func (p *Plugin) phraseSearch(ctx context.Context, _ *mcp.CallToolRequest, in ph
 		})
 	}
 	out := phraseReply{Hits: make([]phraseHit, 0, len(res.Hits)), Limit: limit}
+	shape := shapeOf(in.Select, in.Vectors)
 	for _, h := range res.Hits {
-		r, err := replyOf(h.Doc, true)
+		r, err := replyOf(h.Doc, shape)
 		if err != nil {
 			return nil, err
 		}

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/mcpkit/mcpkit/pkg/docstore"
@@ -148,6 +150,7 @@ var argTypeSchemas = map[reflect.Type]*jsonschema.Schema{
 	reflect.TypeFor[collectionList](): listSchema(nameSchema("a collection: 1 to 256 bytes without NUL")),
 	reflect.TypeFor[fieldType]():      {Type: "string", Enum: fieldTypes},
 	reflect.TypeFor[loadMode]():       {Type: "string", Enum: loadModes},
+	reflect.TypeFor[vectorsArg]():     {Type: "boolean", Description: vectorsHelp},
 }
 
 // addTool adds a tool whose input schema is derived from In with the
@@ -200,19 +203,165 @@ type docReply struct {
 	Doc      json.RawMessage `json:"doc,omitempty"`
 }
 
-// replyOf returns d as a docReply, with its value when withDoc is set.
-func replyOf(d docstore.Doc, withDoc bool) (docReply, error) {
+// docShape is how a tool returns documents. By default a document comes
+// whole but for its vectors: an embedding is hundreds of numbers that an
+// agent pays for on every hit and rarely reads, so each is left in place as
+// an omitted-vector marker.
+type docShape struct {
+	// vectors returns vector values in full (the vectors argument, or a
+	// select, which returns exactly the paths it names).
+	vectors bool
+	// idsOnly leaves the document out: its id and revision only (select
+	// [], and the single writes' replies).
+	idsOnly bool
+}
+
+// shapeOf is the shape a tool's select and vectors arguments ask for.
+func shapeOf(sel []fieldPath, vectors vectorsArg) docShape {
+	return docShape{vectors: bool(vectors) || sel != nil, idsOnly: sel != nil && len(sel) == 0}
+}
+
+// replyOf returns d as a docReply in shape.
+func replyOf(d docstore.Doc, shape docShape) (docReply, error) {
 	id, err := docstore.ToJSON(d.ID)
 	if err != nil {
 		return docReply{}, fmt.Errorf("write a document id as JSON: %w", err)
 	}
 	r := docReply{ID: id, Revision: d.Revision}
-	if withDoc {
-		if r.Doc, err = docstore.ToJSON(d.Value); err != nil {
-			return docReply{}, fmt.Errorf("write document %s as JSON: %w", id, err)
-		}
+	if shape.idsOnly {
+		return r, nil
+	}
+	v := d.Value
+	if !shape.vectors {
+		v, _ = omitVectors(v)
+	}
+	if r.Doc, err = docstore.ToJSON(v); err != nil {
+		return docReply{}, fmt.Errorf("write document %s as JSON: %w", id, err)
 	}
 	return r, nil
+}
+
+// The omitted-vector marker, {"$omitted": "vector", "dims": 384}: what a
+// returned document holds in place of a vector that was left out. A write
+// refuses a document holding one (refuseOmitted), so that a document read
+// and stored back cannot erase the vector it stood for.
+const (
+	omittedKey  = "$omitted"
+	omittedDims = "dims"
+)
+
+// vectorsArg is the vectors argument of the tools that return documents.
+type vectorsArg bool
+
+// vectorsHelp describes the vectors argument.
+const vectorsHelp = `return vectors in full: by default each vector in a returned document is left out, in place, as {"$omitted": "vector", "dims": <its dimension>} (a select naming its path returns it too). A document holding that marker cannot be written back: get it with vectors first`
+
+// omitVectors returns v with each vector, at any depth, replaced by its
+// marker, and whether there was one; the maps and arrays that hold none
+// are shared, not copied.
+func omitVectors(v docstore.Value) (docstore.Value, bool) {
+	switch v.Kind() {
+	case docstore.KindVector:
+		x, _ := v.Vector()
+		return docstore.Map(docstore.Field{Key: omittedKey, Value: docstore.Text("vector")},
+			docstore.Field{Key: omittedDims, Value: docstore.Int(int64(len(x)))}), true
+	case docstore.KindArray:
+		items, _ := v.Array()
+		var out []docstore.Value // a copy of items from the first change
+		for i, item := range items {
+			if w, changed := omitVectors(item); changed {
+				if out == nil {
+					out = slices.Clone(items)
+				}
+				out[i] = w
+			}
+		}
+		if out == nil {
+			return v, false
+		}
+		return docstore.Array(out...), true
+	case docstore.KindMap:
+		fields, _ := v.Fields()
+		var out []docstore.Field
+		for i, f := range fields {
+			if w, changed := omitVectors(f.Value); changed {
+				if out == nil {
+					out = slices.Clone(fields)
+				}
+				out[i].Value = w
+			}
+		}
+		if out == nil {
+			return v, false
+		}
+		return docstore.Map(out...), true
+	}
+	return v, false
+}
+
+// refuseOmitted fails with bad_params at the JSON Pointer of the first
+// omitted-vector marker in v, the argument at path: storing it would
+// replace the stored vector with the marker. Any map with a "$omitted"
+// member counts, so that a marker an agent has edited is caught too.
+func refuseOmitted(v docstore.Value, path, effect string) error {
+	at, found := omittedAt(v)
+	if !found {
+		return nil
+	}
+	return &mcpcore.ParamError{Path: path + at, Reason: `holds {"$omitted": ...}, the marker of a vector left out of a returned document, not the vector: ` + effect +
+		`. Read the document again with "vectors": true (or a select naming this field) and use that, or leave the field out (a patch keeps the fields it does not name)`}
+}
+
+// omittedAt returns the JSON Pointer, relative to v, of the first map in v
+// with a "$omitted" member.
+func omittedAt(v docstore.Value) (string, bool) {
+	switch v.Kind() {
+	case docstore.KindArray:
+		items, _ := v.Array()
+		for i, item := range items {
+			if at, found := omittedAt(item); found {
+				return "/" + strconv.Itoa(i) + at, true
+			}
+		}
+	case docstore.KindMap:
+		fields, _ := v.Fields()
+		for _, f := range fields {
+			if f.Key == omittedKey {
+				return "", true
+			}
+		}
+		for _, f := range fields {
+			if at, found := omittedAt(f.Value); found {
+				return "/" + pointerToken.Replace(f.Key) + at, true
+			}
+		}
+	}
+	return "", false
+}
+
+// pointerToken escapes a JSON Pointer reference token (RFC 6901).
+var pointerToken = strings.NewReplacer("~", "~0", "/", "~1")
+
+// value converts a document or a patch, refusing an omitted-vector marker.
+func (a docArg) value(path string) (docstore.Value, error) {
+	return a.refusingOmitted(path, "writing it would erase the stored vector")
+}
+
+// value converts a value to compare with (compare_and_set's
+// expect_value), refusing an omitted-vector marker: it would never equal
+// the stored vector.
+func (a valueArg) value(path string) (docstore.Value, error) {
+	return a.refusingOmitted(path, "it never equals the stored vector")
+}
+
+// refusingOmitted converts the argument at path and refuses an
+// omitted-vector marker in it, saying what the marker would do.
+func (a jsonArg) refusingOmitted(path, effect string) (docstore.Value, error) {
+	v, err := a.value(path)
+	if err != nil {
+		return v, err
+	}
+	return v, refuseOmitted(v, path, effect)
 }
 
 // planReply is how a query found its documents, returned with explain.

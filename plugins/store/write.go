@@ -65,7 +65,7 @@ var opKinds = sync.OnceValue(func() map[docstore.OpKind]opKind {
 	return map[docstore.OpKind]opKind{
 		docstore.OpStore:         {decodeOp[storeArgs](), placeAt("/doc"), writtenResult},
 		docstore.OpInsert:        {decodeOp[insertArgs](), placeAt("/doc"), writtenResult},
-		docstore.OpPatch:         {decodeOp[patchArgs](), placeAt("/patch"), func(r docstore.OpResult) (any, error) { return replyOf(r.Doc, true) }},
+		docstore.OpPatch:         {decodeOp[patchArgs](), placeAt("/patch"), func(r docstore.OpResult) (any, error) { return replyOf(r.Doc, docShape{}) }},
 		docstore.OpDelete:        {decodeOp[deleteArgs](), placeAt("/id"), func(r docstore.OpResult) (any, error) { return deleteReply{Deleted: r.Done}, nil }},
 		docstore.OpCompareAndSet: {decodeOp[casArgs](), placeAt("/doc"), writtenResult},
 		docstore.OpLink:          {decodeOp[linkArgs](), fieldAt("/props"), func(r docstore.OpResult) (any, error) { return linkReply{Created: r.Done}, nil }},
