@@ -2,9 +2,12 @@ package test
 
 import (
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // searchNotes stores four notes with 2-dimensional vectors in collection
@@ -36,6 +39,37 @@ var searchE2E = []struct{ args, want string }{
 		`{"hits":[{"id":1,"revision":1,"doc":{},"score":0.01639344262295082,"mmr":0.4000000059604645},{"id":3,"revision":3,"doc":{},"score":0.015873015873015872,"mmr":0.3160000145435333},{"id":2,"revision":2,"doc":{},"score":0.016129032258064516,"mmr":-0.18000000715255737}],"vector_mode":"approximate","limit":3}`},
 }
 
+// vectorsLeftOut checks, on searchNotes' notes, that a search returns no
+// vector by default (each in place as its marker), returns it with
+// vectors: true, and that storing back a document read with the marker is
+// refused, naming the marker's path and how to get the vector, with the
+// stored vector intact.
+func vectorsLeftOut(t *testing.T, cs *mcp.ClientSession, call func(tool, args string) string) {
+	t.Helper()
+	query := `{"collection": "notes", "vector": {"vector": [1, 0]}, "limit": 1%s}`
+	if got, want := call("search", fmt.Sprintf(query, "")), `{"hits":[{"id":1,"revision":1,"doc":{"emb":{"$omitted":"vector","dims":2},"lang":"en"},"score":0.01639344262295082}],"vector_mode":"exact","limit":1}`; got != want {
+		t.Fatalf("search by default = %s\nwant %s", got, want)
+	}
+	full := `{"emb":{"$vector":[0.8,0.6]},"lang":"en"}`
+	if got, want := call("search", fmt.Sprintf(query, `, "vectors": true`)), `{"hits":[{"id":1,"revision":1,"doc":`+full+`,"score":0.01639344262295082}],"vector_mode":"exact","limit":1}`; got != want {
+		t.Fatalf("search with vectors = %s\nwant %s", got, want)
+	}
+	var fetched struct {
+		Doc json.RawMessage `json:"doc"`
+	}
+	if err := json.Unmarshal([]byte(call("get", `{"collection": "notes", "id": 1}`)), &fetched); err != nil {
+		t.Fatal(err)
+	}
+	res := callTool(t, cs, "store", json.RawMessage(`{"collection": "notes", "id": 1, "doc": `+string(fetched.Doc)+`}`))
+	want := `invalid argument /doc/emb: holds {"$omitted": ...}, the marker of a vector left out of a returned document, not the vector: writing it would erase the stored vector. Read the document again with "vectors": true`
+	if got := resultText(res); !res.IsError || !strings.HasPrefix(got, want) {
+		t.Fatalf("store of a document read with its vector left out: isError %v, %s\nwant %s...", res.IsError, got, want)
+	}
+	if got := call("get", `{"collection": "notes", "id": 1, "vectors": true}`); got != `{"id":1,"revision":1,"doc":`+full+`}` {
+		t.Fatalf("note 1 after the refused store = %s, want its vector intact", got)
+	}
+}
+
 // TestStoreSearchE2E: `mcpkit store FILE` serves create_index type
 // "vector" and search over stdio in both eras; a second process over the
 // same file, and a store loaded from the first one's dump
@@ -57,6 +91,7 @@ func TestStoreSearchE2E(t *testing.T) {
 				}
 			}
 			check("first process")
+			vectorsLeftOut(t, cs, call)
 			res := callTool(t, cs, "search", json.RawMessage(`{"collection": "notes", "vector": {"vector": [1, 0, 0]}}`))
 			if !res.IsError || !strings.Contains(resultText(res), "/vector/vector: the query vector has 3 dimensions, not 2") {
 				t.Fatalf("a vector of the wrong dimension: %s", resultText(res))

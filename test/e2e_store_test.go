@@ -56,17 +56,18 @@ func TestStoreE2E(t *testing.T) {
 				t.Fatalf("store = %s", got)
 			}
 			storeCall(t, cs, "insert_auto", `{"collection": "c", "doc": {"n": 2}}`)
-			if got := storeCall(t, cs, "get", `{"collection": "c", "id": "a"}`); got != `{"id":"a","revision":1,"doc":`+doc+`}` {
+			if got := storeCall(t, cs, "get", `{"collection": "c", "id": "a", "vectors": true}`); got != `{"id":"a","revision":1,"doc":`+doc+`}` {
 				t.Fatalf("get = %s", got)
 			}
+			omitted := strings.Replace(doc, `{"$vector":[0.5]}`, `{"$omitted":"vector","dims":1}`, 1) // the default shape
 			page := storeCall(t, cs, "page", `{"collection": "c", "filter": {"n": {"$gte": 1}}, "explain": true}`)
-			if !strings.HasPrefix(page, `{"docs":[{"id":1,"revision":2,"doc":{"n":2}},{"id":"a","revision":1,"doc":`+doc+`}],"next_cursor":null,"limit":100,"plan":`) {
+			if !strings.HasPrefix(page, `{"docs":[{"id":1,"revision":2,"doc":{"n":2}},{"id":"a","revision":1,"doc":`+omitted+`}],"next_cursor":null,"limit":100,"plan":`) {
 				t.Fatalf("page = %s", page)
 			}
 			cs.Close() // the process exits at EOF and releases the file
 
 			cs, _ = serveStore(t, era, path)
-			if got := storeCall(t, cs, "get", `{"collection": "c", "id": "a"}`); got != `{"id":"a","revision":1,"doc":`+doc+`}` {
+			if got := storeCall(t, cs, "get", `{"collection": "c", "id": "a", "vectors": true}`); got != `{"id":"a","revision":1,"doc":`+doc+`}` {
 				t.Fatalf("get in a second process = %s", got)
 			}
 			if got := storeCall(t, cs, "count", `{"collection": "c"}`); got != `{"count":2}` {
