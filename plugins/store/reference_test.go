@@ -88,6 +88,9 @@ string (` + "`cursor`" + `, ` + "`order_by`" + `, ` + "`index`" + `, ` + "`path`
 minimum (` + "`limit: 0`" + `, ` + "`vector.k: 0`" + `, ` + "`vector.ef: 0`" + `) are refused.
 
 `)
+	if err := renderShapes(&b); err != nil {
+		return nil, err
+	}
 	byName := map[string]*mcp.Tool{}
 	for _, tool := range tools {
 		byName[tool.Name] = tool
@@ -151,6 +154,71 @@ minimum (` + "`limit: 0`" + `, ` + "`vector.k: 0`" + `, ` + "`vector.ef: 0`" + `
 		return nil, fmt.Errorf("tools missing from toolOrder: %v", byName)
 	}
 	return b.Bytes(), nil
+}
+
+// defaultResults says, per tool, what it returns by default, why, and how
+// to ask for more: an agent pays for every byte of a result.
+var defaultResults = map[string][3]string{
+	"store":                 {"`{id, revision}`", "the document is what the caller sent; the revision is what it needs next (`compare_and_set`)", "`get`"},
+	"insert_auto":           {"`{id, revision}`", "the new id is the one thing the caller does not know", "`get`"},
+	"get":                   {"`{id, revision, doc}`, vectors as markers", "the document is what was asked for; its embeddings rarely are", "`vectors: true`"},
+	"patch":                 {"`{id, revision, doc}`, the merged document, vectors as markers", "a merge can surprise (null deletes, objects merge): the result shows it", "`get` with `vectors: true`"},
+	"compare_and_set":       {"`{id, revision}`; on a mismatch the error carries `revision` and `exists`", "enough to retry without reading again", "`get`"},
+	"delete":                {"`{deleted}`", "whether there was a document", "—"},
+	"page":                  {"`{docs: [{id, revision, doc}], next_cursor, limit}`, 100 documents, vectors as markers", "`next_cursor` continues; `limit` says the page size used when the request was clamped", "`select` (fewer fields; `[]`: ids only), `vectors: true`, `explain`"},
+	"count":                 {"`{count}`", "—", "`explain`"},
+	"delete_where":          {"`{deleted}`, the number deleted", "the ids are gone: listing them would cost a page", "`explain`"},
+	"list_collections":      {"per collection: name, count, indexes, schema, and the text, vector and geo indexes when it has them", "what an agent needs to query a store it has not seen, in one call", "`get_schema`"},
+	"create_index":          {"`{created, index}` (or `{created, vector}`)", "the definition as stored: a default metric or name filled in", "—"},
+	"create_scalar_index":   {"`{created, index}`", "the name it was given (the field's)", "—"},
+	"create_compound_index": {"`{created, index}`", "the name it was given (the fields joined by +)", "—"},
+	"set_schema":            {"`{collection, fields}`, the schema as declared", "confirms what later writes are checked against", "`get_schema`"},
+	"get_schema":            {"`{fields}`; `null` when none is declared", "—", "`list_collections`"},
+	"backup":                {"`{path, bytes}`", "the file is the result", "—"},
+	"dump":                  {"`{path, documents, bytes}`, or with no path `{data, documents, bytes}`, the dump itself", "a dump is lossless (vectors included): it is what `load` reads", "—"},
+	"load":                  {"`{collections, documents}`", "counts of what was loaded", "—"},
+	"create_text_index":     {"`{created, index}`", "the definition with its defaults (language)", "—"},
+	"phrase_search":         {"`{hits: [{id, revision, doc, field, positions, matches}], next_cursor, limit}`, 100 hits, vectors as markers", "where the phrase occurs, to quote it", "`select` (`[]`: no doc), `vectors: true`"},
+	"search":                {"`{hits: [{id, revision, doc, score, mmr?}], vector_mode, limit}`, 10 hits, vectors as markers", "an embedding is hundreds of numbers per hit that the agent does not read: without them a hit is its text fields and a few bytes more", "`select` (`[]`: no doc), `vectors: true`, `explain` (each source's rank and score, the plan)"},
+	"create_geo_index":      {"`{created, index}`", "the name it was given (the field's)", "—"},
+	"geo":                   {"`{hits: [{id, revision, doc, point, distance_m?}], next_cursor, limit}`, 100 hits, vectors as markers", "`point` is the document's point in one form ({lat, lon}), whatever form it is stored in and whatever `select` keeps", "`select` (`[]`: no doc), `vectors: true`, `explain`"},
+	"link":                  {"`{created}`", "whether the edge is new", "—"},
+	"unlink":                {"`{removed}`", "whether there was an edge", "—"},
+	"neighbors":             {"`{edges: [{type, from, to, props?}], next_cursor, limit}`, no documents", "the edges are what was asked; documents cost a read and bytes each", "`with_docs` (each neighbour's `{id, revision, doc}`, vectors as markers), `select`, `vectors: true`"},
+	"in_neighbors":          {"as `neighbors`, the edges into the document", "as `neighbors`", "as `neighbors`"},
+	"traverse":              {"`{nodes: [{collection, id, depth, via?}], truncated, edges_read}`, no documents", "the shape of the graph; `via` is the edge that reached the node", "`with_docs`, `select`, `vectors: true`"},
+	"join":                  {"`{rows: [{id, revision, doc, joined: [{id, revision, doc}], more}], next_cursor, limit}`, vectors as markers", "each row with what it joins, in one call", "`select` and `foreign_select` (`[]`: no doc), `vectors: true`, `explain`"},
+	"write":                 {"`{results: [...]}`, each operation's own tool result (`{id, revision}` for a store)", "one small result per operation, in order: no document echoed back", "`get`, `page`"},
+}
+
+// renderShapes writes the table of defaultResults, in toolOrder.
+func renderShapes(b *bytes.Buffer) error {
+	b.WriteString(`## What the tools return
+
+Results are compact JSON, sized for an agent that pays for every byte.
+Documents come whole but for their vectors: each vector, at any depth, is
+left out in place as ` + "`{\"$omitted\": \"vector\", \"dims\": 384}`" + ` (its
+dimension), since an embedding is hundreds of numbers an agent rarely reads.
+` + "`vectors: true`" + ` returns them, and so does a ` + "`select`" + `, which returns exactly the paths
+it names. A document holding the marker cannot be written back:
+` + "`store`, `insert_auto`, `patch`, `compare_and_set`" + ` (and ` + "`write`" + `'s operations) refuse
+it with ` + "`bad_params`" + ` at its JSON Pointer (a map with a ` + "`\"$omitted\"`" + ` member is
+reserved for it), so a document read and stored back never loses its
+vector. ` + "`select: []`" + ` returns no ` + "`doc`" + ` at all: the ids and revisions, with the
+tool's own fields (score, distance, depth, edges).
+
+| tool | returns by default | why | for more |
+|---|---|---|---|
+`)
+	for _, name := range toolOrder {
+		r, ok := defaultResults[name]
+		if !ok {
+			return fmt.Errorf("defaultResults lacks %q", name)
+		}
+		fmt.Fprintf(b, "| `%s` | %s | %s | %s |\n", name, r[0], r[1], r[2])
+	}
+	b.WriteString("\n")
+	return nil
 }
 
 // sortedArgs lists a schema's properties in its propertyOrder (the
