@@ -23,7 +23,7 @@ type joinArgs struct {
 	Direction     direction      `json:"direction,omitempty" jsonschema:"join by edges: out (the default) follows edges from the local document, in follows edges into it"`
 	ForeignFilter filterArg      `json:"foreign_filter,omitempty" jsonschema:"a filter the joined documents must also match (see filter)"`
 	ForeignSelect []fieldPath    `json:"foreign_select,omitempty" jsonschema:"dotted paths to keep in each joined document, vectors included (default: the whole document, vectors left out; []: no document, the ids only)"`
-	Vectors       vectorsArg     `json:"vectors,omitempty" jsonschema:"return vectors in full, in the local and the joined documents: by default each is left out, in place, as {\"$omitted\": \"vector\", \"dims\": <its dimension>} (a select naming its path returns it too)"`
+	Vectors       vectorsArg     `json:"vectors,omitempty"`
 	ForeignLimit  pageLimit      `json:"foreign_limit,omitempty" jsonschema:"the most joined documents per local document: default 100; larger than 10000 is clamped to 10000; more is true when more joined"`
 	Explain       bool           `json:"explain,omitempty" jsonschema:"add the join's plan to the reply"`
 }

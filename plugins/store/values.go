@@ -254,7 +254,7 @@ const (
 type vectorsArg bool
 
 // vectorsHelp describes the vectors argument.
-const vectorsHelp = `return vectors in full: by default each vector in a returned document is left out, in place, as {"$omitted": "vector", "dims": <its dimension>} (a select naming its path returns it too). A document holding that marker cannot be written back: get it with vectors first`
+const vectorsHelp = `return vectors in full (default: each left out, in place, as {"$omitted": "vector", "dims": n}, which writes refuse)`
 
 // omitVectors returns v with each vector, at any depth, replaced by its
 // marker, and whether there was one; the maps and arrays that hold none
