@@ -43,7 +43,7 @@ func TestLiveLateOverview(t *testing.T) {
 		t.Helper()
 		var got []string
 		for {
-			r, err := l.Receive(t.Context(), sc, info.Handle, LiveReceive{MaxFrames: 16, MaxBytes: 1 << 20, Wait: 500 * time.Millisecond})
+			r, err := l.Receive(t.Context(), sc, info.Handle, LiveReceive{MaxFrames: 16, MaxBytes: 1 << 20, Wait: 2 * time.Second})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -55,7 +55,7 @@ func TestLiveLateOverview(t *testing.T) {
 			}
 		}
 	}
-	delay <- 1500 * time.Millisecond
+	delay <- 1200 * time.Millisecond
 	late, err := l.Open(t.Context(), sc, target, "")
 	if err != nil || late.Overview != nil {
 		t.Fatalf("late open: %v %+v", err, late)
