@@ -433,7 +433,7 @@ wait:
 			h.held = &b
 			l.mu.Unlock()
 			return &LimitError{Limit: "max_bytes", Max: bounds.MaxBytes, Actual: size,
-				Detail: fmt.Sprintf("the next frame is %d bytes, more than max_bytes: it stays queued; receive it with max_bytes of at least %d", size, size)}
+				Detail: fmt.Sprintf("the next frame is never cut and stays queued: receive it with max_bytes of at least %d", size)}
 		}
 		add(b)
 	}
