@@ -423,10 +423,57 @@ func TestRespAdminSnapshotThroughTool(t *testing.T) {
 		t.Fatalf("dbsize %d", v.Int)
 	}
 
-	// The live tool reaches the same gateway with the same token.
-	out, isErr = call(t, cs, "resp_management_live", map[string]any{"action": "open", "query": "keyspace=false"})
-	if isErr || !strings.Contains(string(out), `"type":"overview"`) {
+	// The live tool reaches the same gateway with the same token, narrowed
+	// to commandstats: open returns the overview, receive does not repeat
+	// it, and a delta carries the moved counters of cmdstat_set only.
+	out, isErr = call(t, cs, "resp_management_live", map[string]any{"action": "open", "query": "keyspace=false&interval_ms=100", "sections": []string{"commandstats"}})
+	var open struct {
+		Handle   string `json:"handle"`
+		Overview struct {
+			Value struct {
+				Type string                    `json:"type"`
+				Info map[string]map[string]any `json:"info"`
+			} `json:"value"`
+		} `json:"overview"`
+	}
+	if err := json.Unmarshal(out, &open); isErr || err != nil || open.Overview.Value.Type != "overview" || len(open.Overview.Value.Info) != 1 || open.Overview.Value.Info["commandstats"] == nil {
 		t.Fatalf("live open: %s", out)
+	}
+	redisDo(t, g.redis, "SET", "live:tool", "1")
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		out, isErr = call(t, cs, "resp_management_live", map[string]any{"action": "receive", "handle": open.Handle, "max_bytes": 1024, "wait_ms": 1000})
+		var r struct {
+			Frames []struct {
+				Value struct {
+					Type    string                    `json:"type"`
+					Changed map[string]map[string]any `json:"changed"`
+				} `json:"value"`
+			} `json:"frames"`
+		}
+		if err := json.Unmarshal(out, &r); isErr || err != nil {
+			t.Fatalf("live receive: %s", out)
+		}
+		var set map[string]any
+		for _, f := range r.Frames {
+			if f.Value.Type != "info_delta" {
+				t.Fatalf("live receive (the overview is not repeated): %s", out)
+			}
+			if c, ok := f.Value.Changed["commandstats.cmdstat_set"]; ok {
+				set = c
+			}
+		}
+		if set != nil {
+			if set["calls"] == nil || set["failed_calls"] != nil {
+				t.Fatalf("cmdstat_set delta (the moved counters only): %v", set)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no cmdstat_set delta: %s", out)
+		}
+	}
+	if out, isErr := call(t, cs, "resp_management_live", map[string]any{"action": "open", "sections": []string{"nosuchsection"}}); !isErr || !strings.Contains(string(out), "bad_params") {
+		t.Fatalf("unknown section: %s", out)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"github.com/mcpkit/mcpkit/internal/resptest"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -35,7 +36,7 @@ func TestRespSurface(t *testing.T) {
 		NextCursor *string `json:"next_cursor"`
 	}
 	var names []string
-	args := map[string]any{"prefix": "config|", "limit": 2}
+	args := map[string]any{"prefix": "config|", "limit": 2, "detail": "full"}
 	for page := 0; ; page++ {
 		p, isErr := callAs[commandsPage](t, cs, "resp_commands", args)
 		if isErr || page > 10 {
@@ -57,6 +58,29 @@ func TestRespSurface(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(names, " "), "config|get") || !strings.Contains(strings.Join(names, " "), "config|set") {
 		t.Fatalf("config subcommands: %v", names)
+	}
+
+	// The default form is compact: plain JSON, what an agent needs to
+	// write the command, a whole page of 25 inline.
+	type compactPage struct {
+		Commands []struct {
+			Name, Summary, Syntax, Group, Since string
+			Arity                               int64
+			Flags                               []string
+		} `json:"commands"`
+		NextCursor *string `json:"next_cursor"`
+	}
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "resp_commands", Arguments: map[string]any{}})
+	if err != nil || res.IsError {
+		t.Fatalf("resp_commands default: %v %+v", err, res)
+	}
+	if b, _ := json.Marshal(res.StructuredContent); len(b) > 16<<10 || strings.Contains(string(b), `"encoding"`) || strings.Contains(string(b), `"result_id"`) {
+		t.Fatalf("resp_commands default page: %d bytes: %.300s", len(b), b)
+	}
+	get, isErr := callAs[compactPage](t, cs, "resp_commands", map[string]any{"prefix": "get", "limit": 5})
+	if isErr || len(get.Commands) != 5 || get.Commands[0].Name != "get" || get.Commands[0].Syntax != "GET key" || get.Commands[0].Arity != 2 ||
+		get.Commands[0].Group != "string" || get.Commands[0].Since == "" || get.Commands[0].Summary == "" || !slices.Contains(get.Commands[0].Flags, "readonly") {
+		t.Fatalf("resp_commands prefix get: %+v", get)
 	}
 
 	for _, uri := range []string{"resp://capabilities", "resp://commands"} {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -128,11 +130,14 @@ func (ls *liveStream) takeDropped() int64 {
 // "keyspace" frames for keyspace notifications (PSUBSCRIBE on a connection
 // of its own; the server's notify-keyspace-events decides what it sends),
 // "monitor" frames (admin, monitor=true; MONITOR on a connection of its
-// own) and "dropped" frames counting what did not fit. The subscriptions
-// are acknowledged before the overview is read: every change after the
-// overview frame is seen. Each frame has "type", "seq" and "time". The client
-// sends nothing; the connection ends when the client closes it, a write
-// stalls past WriteTimeout, or the gateway closes.
+// own) and "dropped" frames counting what did not fit. sections= narrows
+// the overview's INFO and the deltas to some sections, and deltas=fields
+// sends only the changed pairs of an entry such as cmdstat_get: both are
+// opt-in, so that a client of the original format keeps it. The
+// subscriptions are acknowledged before the overview is read: every change
+// after the overview frame is seen. Each frame has "type", "seq" and
+// "time". The client sends nothing; the connection ends when the client
+// closes it, a write stalls past WriteTimeout, or the gateway closes.
 func getLive(s *Server, w http.ResponseWriter, r *http.Request, c caller) error {
 	req, err := liveRequestOf(r, c)
 	if err != nil {
@@ -153,7 +158,7 @@ func getLive(s *Server, w http.ResponseWriter, r *http.Request, c caller) error 
 	if err != nil {
 		return err
 	}
-	overview, prev, err := s.overview(r.Context())
+	overview, prev, err := s.overview(r.Context(), req.sections)
 	if err != nil {
 		return err
 	}
@@ -167,7 +172,7 @@ func getLive(s *Server, w http.ResponseWriter, r *http.Request, c caller) error 
 	defer ws.CloseNow()
 	overview["type"] = "overview"
 	overview["limits"] = map[string]any{"queue_frames": s.opts.Live.QueueFrames, "max_frame_bytes": s.opts.Live.MaxFrameBytes, "interval_ms": req.interval}
-	s.pumpLive(ws, overview, prev, sources, time.Duration(req.interval)*time.Millisecond)
+	s.pumpLive(ws, overview, prev, sources, req)
 	return nil
 }
 
@@ -175,6 +180,10 @@ func getLive(s *Server, w http.ResponseWriter, r *http.Request, c caller) error 
 type liveRequest struct {
 	interval          int // ms between info_delta frames
 	keyspace, monitor bool
+	// sections are the INFO sections to carry, lowercase (nil: all).
+	sections []string
+	// fieldDeltas sends only the changed pairs of a k=v entry.
+	fieldDeltas bool
 }
 
 // liveRequestOf checks a /api/live request's parameters and the caller's
@@ -195,13 +204,42 @@ func liveRequestOf(r *http.Request, c caller) (liveRequest, error) {
 	if err != nil {
 		return liveRequest{}, err
 	}
+	sections, err := sectionsParam(r)
+	if err != nil {
+		return liveRequest{}, err
+	}
+	deltas := r.URL.Query().Get("deltas")
+	if deltas != "" && deltas != "entries" && deltas != "fields" {
+		return liveRequest{}, badRequest("deltas=%q: want entries or fields", deltas)
+	}
 	if monitor {
 		auditMark(r, "monitor", "")
 	}
 	if monitor && c.role < RoleAdmin {
 		return liveRequest{}, forbidden("monitor=true needs role admin; the token has %s", c.role)
 	}
-	return liveRequest{interval: interval, keyspace: keyspace, monitor: monitor}, nil
+	return liveRequest{interval: interval, keyspace: keyspace, monitor: monitor, sections: sections, fieldDeltas: deltas == "fields"}, nil
+}
+
+// sectionsParam reads sections= (comma-separated INFO section names,
+// case-insensitive); whether the target has them is checked against its
+// INFO (see [Server.overview]).
+func sectionsParam(r *http.Request) ([]string, error) {
+	v, ok := r.URL.Query()["sections"]
+	if !ok {
+		return nil, nil
+	}
+	var out []string
+	for _, name := range strings.Split(strings.Join(v, ","), ",") {
+		name = strings.ToLower(strings.TrimSpace(name))
+		if name == "" {
+			return nil, badRequest("sections=%q: want INFO section names separated by commas", strings.Join(v, ","))
+		}
+		if !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out, nil
 }
 
 // liveSources subscribes, each on a connection of its own, to what req
@@ -227,9 +265,9 @@ func (s *Server) liveSources(ctx context.Context, req liveRequest) ([]*liveSourc
 }
 
 // pumpLive sends the overview, then the frames of the INFO deltas (every
-// interval) and of the sources, on ws until the client closes it, a write
-// stalls, or the gateway closes.
-func (s *Server) pumpLive(ws *websocket.Conn, overview, prev map[string]any, sources []*liveSource, interval time.Duration) {
+// req.interval) and of the sources, on ws until the client closes it, a
+// write stalls, or the gateway closes.
+func (s *Server) pumpLive(ws *websocket.Conn, overview, prev map[string]any, sources []*liveSource, req liveRequest) {
 	ws.SetReadLimit(1024)
 	// peer ends when the client closes or sends anything. It must not
 	// derive from s.life: the library drops the connection when a read's
@@ -244,7 +282,7 @@ func (s *Server) pumpLive(ws *websocket.Conn, overview, prev map[string]any, sou
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
-	wg.Go(func() { s.liveInfo(ctx, ls, prev, interval) })
+	wg.Go(func() { s.liveInfo(ctx, ls, prev, req) })
 	for _, src := range sources {
 		wg.Go(func() { src.forward(ctx, ls) })
 	}
@@ -281,8 +319,9 @@ func (s *Server) pumpLive(ws *websocket.Conn, overview, prev map[string]any, sou
 }
 
 // overview reads what the first live frame carries, and INFO flattened for
-// the deltas.
-func (s *Server) overview(ctx context.Context) (map[string]any, map[string]any, error) {
+// the deltas; with sections, INFO is narrowed to them, and a name the
+// target's INFO ALL has no header for is a bad request naming those it has.
+func (s *Server) overview(ctx context.Context, sections []string) (map[string]any, map[string]any, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.CommandTimeout)
 	defer cancel()
 	rs, err := s.pool.run(ctx, []string{"INFO", "ALL"}, []string{"DBSIZE"}, []string{"CONFIG", "GET", "notify-keyspace-events"})
@@ -294,12 +333,46 @@ func (s *Server) overview(ctx context.Context) (map[string]any, map[string]any, 
 			return nil, nil, targetError([]string{"INFO", "DBSIZE", "CONFIG GET"}[i], v)
 		}
 	}
-	info := parseInfo(string(rs[0].Str))
+	if have := infoSections(string(rs[0].Str)); len(sections) > 0 {
+		for _, name := range sections {
+			if !slices.Contains(have, name) {
+				return nil, nil, badRequest("sections=%s: %q is not an INFO section of the target (it has %s)", strings.Join(sections, ","), name, strings.Join(have, ", "))
+			}
+		}
+	}
+	info := only(parseInfo(string(rs[0].Str)), sections)
 	notify := ""
 	if len(rs[2].Elems) == 2 {
 		notify = string(rs[2].Elems[1].Str)
 	}
 	return map[string]any{"info": info, "dbsize": rs[1].Int, "keyspace_notifications": notify}, flatten(info), nil
+}
+
+// infoSections lists the section headers of INFO's text, lowercase, in
+// order: empty sections included (Keyspace on an empty server), which
+// [parseInfo] leaves out.
+func infoSections(text string) []string {
+	var out []string
+	for _, line := range strings.Split(text, "\n") {
+		if name, ok := strings.CutPrefix(strings.TrimRight(line, "\r"), "#"); ok {
+			out = append(out, strings.ToLower(strings.TrimSpace(name)))
+		}
+	}
+	return out
+}
+
+// only narrows info to sections (all of it when sections is empty).
+func only(info Info, sections []string) Info {
+	if len(sections) == 0 {
+		return info
+	}
+	out := Info{}
+	for _, name := range sections {
+		if fields, ok := info[name]; ok {
+			out[name] = fields
+		}
+	}
+	return out
 }
 
 // flatten maps "section.field" to INFO's values.
@@ -313,10 +386,13 @@ func flatten(info Info) map[string]any {
 	return out
 }
 
-// liveInfo sends an "info_delta" frame every interval when INFO changed:
-// "changed" (section.field to its new value) and "removed".
-func (s *Server) liveInfo(ctx context.Context, ls *liveStream, prev map[string]any, interval time.Duration) {
-	t := time.NewTicker(interval)
+// liveInfo sends an "info_delta" frame every req.interval when INFO (its
+// req.sections) changed: "changed" (section.field to its new value) and
+// "removed" (the keys gone). With req.fieldDeltas, an entry of k=v pairs
+// that was there before changes by the pairs that moved only, and a pair
+// gone is removed as section.field.pair.
+func (s *Server) liveInfo(ctx context.Context, ls *liveStream, prev map[string]any, req liveRequest) {
+	t := time.NewTicker(time.Duration(req.interval) * time.Millisecond)
 	defer t.Stop()
 	for {
 		select {
@@ -334,24 +410,57 @@ func (s *Server) liveInfo(ctx context.Context, ls *liveStream, prev map[string]a
 			ls.push(map[string]any{"type": "error", "source": "info", "message": err.Error()})
 			continue
 		}
-		cur := flatten(parseInfo(string(v.Str)))
-		changed := map[string]any{}
-		var removed []string
-		for k, val := range cur {
-			if old, ok := prev[k]; !ok || !reflect.DeepEqual(old, val) {
-				changed[k] = val
-			}
-		}
-		for k := range prev {
-			if _, ok := cur[k]; !ok {
-				removed = append(removed, k)
-			}
-		}
+		cur := flatten(only(parseInfo(string(v.Str)), req.sections))
+		changed, removed := infoDelta(prev, cur, req.fieldDeltas)
 		prev = cur
 		if len(changed) > 0 || len(removed) > 0 {
 			ls.push(map[string]any{"type": "info_delta", "changed": changed, "removed": removed})
 		}
 	}
+}
+
+// infoDelta compares two flattened INFOs: what changed or appeared, and
+// the keys that are gone. With fields, an entry of k=v pairs (an object in
+// both) changes by its moved pairs only.
+func infoDelta(prev, cur map[string]any, fields bool) (map[string]any, []string) {
+	changed := map[string]any{}
+	var removed []string
+	for k, val := range cur {
+		old, ok := prev[k]
+		if !ok {
+			changed[k] = val
+			continue
+		}
+		oldObj, wasObj := old.(map[string]any)
+		obj, isObj := val.(map[string]any)
+		if !fields || !wasObj || !isObj {
+			if !reflect.DeepEqual(old, val) {
+				changed[k] = val
+			}
+			continue
+		}
+		moved := map[string]any{}
+		for pk, pv := range obj {
+			if ov, ok := oldObj[pk]; !ok || !reflect.DeepEqual(ov, pv) {
+				moved[pk] = pv
+			}
+		}
+		for pk := range oldObj {
+			if _, ok := obj[pk]; !ok {
+				removed = append(removed, k+"."+pk)
+			}
+		}
+		if len(moved) > 0 {
+			changed[k] = moved
+		}
+	}
+	for k := range prev {
+		if _, ok := cur[k]; !ok {
+			removed = append(removed, k)
+		}
+	}
+	slices.Sort(removed)
+	return changed, removed
 }
 
 // liveSource is a connection of its own on which the target pushes

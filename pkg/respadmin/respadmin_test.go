@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -701,6 +702,97 @@ func TestReadsAndRefusalsAudited(t *testing.T) {
 	for _, secret := range []string{viewerTok, operatorTok, adminTok, "not-a-token-0123456789", "s3cret-pass"} {
 		if bytes.Contains(b, []byte(secret)) {
 			t.Fatalf("a credential in the audit file: %s", b)
+		}
+	}
+}
+
+// TestLiveSectionsAndFieldDeltas: sections= narrows the overview and the
+// deltas to the INFO sections named (an unknown one is a 400 naming the
+// target's), deltas=fields sends only the pairs of a cmdstat entry that
+// moved, and without them the feed is the original one (whole entries,
+// every section).
+func TestLiveSectionsAndFieldDeltas(t *testing.T) {
+	g := startGateway(t, true, nil)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	dial := func(query string) (*websocket.Conn, *http.Response, error) {
+		return websocket.Dial(ctx, strings.Replace(g.url, "http", "ws", 1)+"/api/live"+query,
+			&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + viewerTok}}})
+	}
+	for _, q := range []string{"?sections=commandstats,nosuchsection", "?sections=", "?deltas=some"} {
+		_, res, err := dial(q)
+		if err == nil || res.StatusCode != 400 {
+			t.Fatalf("%s: %v %v", q, err, res)
+		}
+		if b, _ := io.ReadAll(res.Body); q == "?sections=commandstats,nosuchsection" && (!strings.Contains(string(b), `\"nosuchsection\" is not an INFO section`) || !strings.Contains(string(b), "keyspace")) {
+			t.Fatalf("%s: %s", q, b)
+		}
+	}
+	frame := func(c *websocket.Conn, want string) map[string]any {
+		t.Helper()
+		for {
+			_, b, err := c.Read(ctx)
+			if err != nil {
+				t.Fatalf("read %s: %v", want, err)
+			}
+			var m map[string]any
+			json.Unmarshal(b, &m)
+			if m["type"] == want {
+				return m
+			}
+		}
+	}
+	// Keyspace is a section even on an empty server (its header alone).
+	g.rdb.FlushAll(ctx)
+	narrow, _, err := dial("?sections=Commandstats,keyspace&deltas=fields&keyspace=false&interval_ms=100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer narrow.CloseNow()
+	whole, _, err := dial("?keyspace=false&interval_ms=100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer whole.CloseNow()
+	ov := frame(narrow, "overview")
+	if info := ov["info"].(map[string]any); len(info) != 1 || info["commandstats"] == nil {
+		t.Fatalf("narrow overview info: %v", info)
+	}
+	if info := frame(whole, "overview")["info"].(map[string]any); info["server"] == nil || info["memory"] == nil {
+		t.Fatalf("whole overview info: %v", info)
+	}
+	// The narrow feed: nothing of the other sections; cmdstat_set whole
+	// when it is new, then by its moved pairs only (calls, usec), never the
+	// counters that stayed (failed_calls, rejected_calls).
+	setDelta := func() map[string]any {
+		t.Helper()
+		for {
+			d := frame(narrow, "info_delta")
+			changed := d["changed"].(map[string]any)
+			for k := range changed {
+				if !strings.HasPrefix(k, "commandstats.") && !strings.HasPrefix(k, "keyspace.") {
+					t.Fatalf("narrow delta outside its sections: %v", d)
+				}
+			}
+			if set, ok := changed["commandstats.cmdstat_set"].(map[string]any); ok {
+				return set
+			}
+		}
+	}
+	g.rdb.Set(ctx, "fd:k", "v", 0)
+	calls := setDelta()["calls"].(float64)
+	g.rdb.Set(ctx, "fd:k", "w", 0)
+	if set := setDelta(); set["calls"] != calls+1 || set["usec"] == nil || set["failed_calls"] != nil || set["rejected_calls"] != nil {
+		t.Fatalf("field delta of cmdstat_set after %v calls: %v", calls, set)
+	}
+	// The original feed: whole entries.
+	for {
+		d := frame(whole, "info_delta")
+		if set, ok := d["changed"].(map[string]any)["commandstats.cmdstat_set"].(map[string]any); ok {
+			if set["failed_calls"] == nil || set["rejected_calls"] == nil {
+				t.Fatalf("whole delta of cmdstat_set: %v", set)
+			}
+			break
 		}
 	}
 }

@@ -76,7 +76,9 @@ func (s *Server) routeTable() []*route {
 		{method: "GET", path: "/api/live", role: RoleViewer, summary: "WebSocket: overview, INFO deltas, keyspace notifications, MONITOR (admin)",
 			params: []param{q("interval_ms", "integer", "INFO delta period, 100..60000 (default 1000)"),
 				q("keyspace", "boolean", "subscribe to keyspace notifications (default true)"),
-				q("monitor", "boolean", "stream MONITOR lines (admin; default false)")}, get: getLive},
+				q("monitor", "boolean", "stream MONITOR lines (admin; default false)"),
+				q("sections", "string", "comma-separated INFO sections the overview and the deltas carry, e.g. commandstats,clients (default: all; an unknown one is a 400)"),
+				q("deltas", "string", "entries (default): a changed INFO entry whole; fields: of an entry of k=v pairs (cmdstat_get, db0), only the pairs that changed")}, get: getLive},
 	}
 }
 

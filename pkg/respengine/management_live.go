@@ -21,9 +21,10 @@ const (
 	// its reader stops reading (the server's own queue then decides: the
 	// gateway drops and counts).
 	liveQueueFrames = 1024
-	// LiveFrameBytes bounds one received frame, so that any frame fits in
-	// the least max_bytes even as base64; a larger one ends the handle with
-	// an error (it is never cut).
+	// LiveFrameBytes bounds one received frame; a larger one ends the
+	// handle with an error (it is never cut). A frame larger than a
+	// receive's max_bytes stays queued, and that receive fails with a
+	// LimitError naming its size.
 	LiveFrameBytes = 768 << 10
 )
 
@@ -35,7 +36,7 @@ type LiveInfo struct {
 	Busy     bool   `json:"busy" jsonschema:"a receive is running or queued (exempt from idle expiry)"`
 	IdleMS   int64  `json:"idle_ms"`
 	Closed   bool   `json:"closed" jsonschema:"the server closed the WebSocket (frames may still be queued)"`
-	Overview *Body  `json:"overview,omitempty" jsonschema:"open: the initial overview frame when it arrived within a second (receive returns it too)"`
+	Overview *Body  `json:"overview,omitempty" jsonschema:"open: the initial overview frame when it arrived within a second (then receive does not repeat it; else the first receive returns it first)"`
 }
 
 // LiveListReply is list's result.
@@ -108,6 +109,9 @@ type liveHandle struct {
 	busy     int
 	lastUsed time.Time
 	held     *Body // a frame taken from frames that max_bytes left for the next receive
+	// overviewSent: open returned the overview, so that receive does not
+	// repeat it; else the first receive after it arrived returns it first.
+	overviewSent bool
 }
 
 // NewLive returns an empty set of handles whose idle reaper runs until
@@ -143,6 +147,13 @@ func (l *Live) info(h *liveHandle) LiveInfo {
 	busy, last, queued := h.busy > 0, h.lastUsed, len(h.frames)
 	if h.held != nil {
 		queued++
+	}
+	select {
+	case <-h.first:
+		if !h.overviewSent && h.overview != nil {
+			queued++
+		}
+	default:
 	}
 	l.mu.Unlock()
 	closed := false
@@ -214,6 +225,9 @@ func (l *Live) Open(ctx context.Context, sc Scope, t *Target, query string) (Liv
 		if ctx.Err() != nil {
 			return LiveInfo{}, ctx.Err()
 		}
+		if res != nil && res.StatusCode == http.StatusBadRequest {
+			return LiveInfo{}, liveArgError(errorMessage(res))
+		}
 		if res != nil && res.StatusCode != http.StatusSwitchingProtocols {
 			return LiveInfo{}, errorf(ErrRefused, "the management API answered the live request with HTTP %d: %s", res.StatusCode, errorMessage(res))
 		}
@@ -241,10 +255,23 @@ func (l *Live) Open(ctx context.Context, sc Scope, t *Target, query string) (Liv
 	select {
 	case <-h.first:
 		info.Overview = h.overview
+		l.mu.Lock()
+		h.overviewSent = h.overview != nil
+		l.mu.Unlock()
 	case <-time.After(time.Second):
 	case <-ctx.Done():
 	}
 	return info, nil
+}
+
+// liveArgError is the error for a live request the management API found
+// bad (HTTP 400): an argument error, on sections when the gateway named
+// that parameter, else on the query string.
+func liveArgError(msg string) error {
+	if strings.Contains(msg, ": sections=") {
+		return &ArgError{Arg: "sections", Reason: msg}
+	}
+	return &ArgError{Arg: "query", Reason: msg}
 }
 
 // errorMessage reads a refusal's {"error": {"message"}} (or its status
@@ -262,8 +289,9 @@ func errorMessage(res *http.Response) string {
 	return http.StatusText(res.StatusCode)
 }
 
-// read receives frames into h.frames until the WebSocket ends or ctx
-// does; a full queue stops reading (backpressure on the server).
+// read receives frames until the WebSocket ends or ctx does: the first
+// (the overview) into h.overview, the others into h.frames; a full queue
+// stops reading (backpressure on the server).
 func (h *liveHandle) read(ctx context.Context) {
 	defer close(h.done)
 	firstDone := false
@@ -283,6 +311,7 @@ func (h *liveHandle) read(ctx context.Context) {
 			h.overview = &b
 			firstDone = true
 			close(h.first)
+			continue
 		}
 		select {
 		case h.frames <- b:
@@ -316,7 +345,7 @@ func bodySize(b Body) int64 {
 // LiveReceive are the bounds of one receive.
 type LiveReceive struct {
 	MaxFrames int           // at least 1
-	MaxBytes  int64         // at least LiveFrameBytes, so that any frame fits
+	MaxBytes  int64         // at least 1: a larger first frame fails the receive, queued
 	Wait      time.Duration // for the first frame; 0 returns at once
 	// IncludeOverview also returns the retained initial overview frame.
 	IncludeOverview bool
@@ -358,7 +387,10 @@ func (l *Live) Receive(ctx context.Context, sc Scope, id string, in LiveReceive)
 		}
 	}
 	if err := l.collect(ctx, h, in, &out); err != nil {
-		l.closeHandle(h, websocket.StatusNormalClosure, "receive cancelled")
+		var le *LimitError
+		if !errors.As(err, &le) {
+			l.closeHandle(h, websocket.StatusNormalClosure, "receive cancelled")
+		}
 		return LiveReceiveReply{}, err
 	}
 	return out, nil
@@ -367,7 +399,9 @@ func (l *Live) Receive(ctx context.Context, sc Scope, id string, in LiveReceive)
 // collect moves h's frames into out within bounds, by the receive that holds
 // h's gate: it waits up to bounds.Wait for the first frame, then takes what
 // is queued without waiting; a frame that would overrun bounds.MaxBytes is
-// held for the next receive. It fails only when ctx ends while it waits.
+// held for the next receive. A first frame larger than bounds.MaxBytes is
+// held too, and collect fails with a [LimitError] naming its size: a frame
+// is never cut. Otherwise it fails only when ctx ends while it waits.
 func (l *Live) collect(ctx context.Context, h *liveHandle, bounds LiveReceive, out *LiveReceiveReply) error {
 	timer := time.NewTimer(bounds.Wait)
 	defer timer.Stop()
@@ -375,19 +409,33 @@ func (l *Live) collect(ctx context.Context, h *liveHandle, bounds LiveReceive, o
 		out.Frames = append(out.Frames, b)
 		out.Bytes += bodySize(b)
 	}
-	if b, ok := l.take(h); ok {
-		add(b)
-	} else {
+	b, ok := l.take(h)
+wait:
+	for !ok {
 		select {
-		case b := <-h.frames:
-			add(b)
+		case f := <-h.frames:
+			b, ok = f, true
+		case <-l.overviewDue(h):
+			b, ok = l.take(h)
 		case <-h.done:
+			b, ok = l.take(h)
+			break wait
 		case <-timer.C:
 			out.TimedOut = true
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+	}
+	if ok {
+		if size := bodySize(b); size > bounds.MaxBytes {
+			l.mu.Lock()
+			h.held = &b
+			l.mu.Unlock()
+			return &LimitError{Limit: "max_bytes", Max: bounds.MaxBytes, Actual: size,
+				Detail: fmt.Sprintf("the next frame is never cut and stays queued: receive it with max_bytes of at least %d", size)}
+		}
+		add(b)
 	}
 	for len(out.Frames) < bounds.MaxFrames {
 		b, ok := l.take(h)
@@ -422,12 +470,20 @@ func (l *Live) collect(ctx context.Context, h *liveHandle, bounds LiveReceive, o
 	return nil
 }
 
-// take returns h's held frame, else a queued one, without waiting; only the
-// receive holding h's gate takes frames.
+// take returns h's held frame, else the overview when it arrived and open
+// did not return it, else a queued one, without waiting; only the receive
+// holding h's gate takes frames.
 func (l *Live) take(h *liveHandle) (Body, bool) {
 	l.mu.Lock()
 	b := h.held
 	h.held = nil
+	if b == nil && !h.overviewSent {
+		select {
+		case <-h.first:
+			b, h.overviewSent = h.overview, true // nil when the WebSocket ended first
+		default:
+		}
+	}
 	l.mu.Unlock()
 	if b != nil {
 		return *b, true
@@ -438,6 +494,18 @@ func (l *Live) take(h *liveHandle) (Body, bool) {
 	default:
 		return Body{}, false
 	}
+}
+
+// overviewDue returns what closes when h's overview arrives, while it is
+// still to be returned by a receive (open did not return it); else nil,
+// which never fires.
+func (l *Live) overviewDue(h *liveHandle) <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if h.overviewSent {
+		return nil
+	}
+	return h.first
 }
 
 // closeHandle removes h, closes its WebSocket (a close frame with code),

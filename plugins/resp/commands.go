@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/mcpkit/mcpkit/internal/fastpath"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
 	"github.com/mcpkit/mcpkit/pkg/respengine"
@@ -22,18 +23,33 @@ type CommandsArgs struct {
 	Prefix string `json:"prefix,omitempty" jsonschema:"only commands whose name starts with it, case-insensitive (subcommands are named like config|get)"`
 	Cursor string `json:"cursor,omitempty" jsonschema:"next_cursor of the previous page"`
 	Limit  int    `json:"limit,omitempty" jsonschema:"commands per page (default 25, at most 200)"`
+	Detail string `json:"detail,omitempty" jsonschema:"compact (default): per command name, summary, syntax (the arguments by name), arity, flags, group, since, as plain JSON; full: the lossless COMMAND INFO entry and COMMAND DOCS map (key specs, tips, argument tree, history)"`
 }
+
+// The values of the commands tool's detail argument.
+const (
+	DetailCompact = "compact"
+	DetailFull    = "full"
+)
 
 // The commands tool's results are the engine's.
 type (
-	CommandEntry  = respengine.CommandEntry
-	CommandsReply = respengine.CommandsReply
+	CommandEntry         = respengine.CommandEntry
+	CommandsReply        = respengine.CommandsReply
+	CompactCommand       = respengine.CompactCommand
+	CompactCommandsReply = respengine.CompactCommandsReply
 )
 
 func (p *Plugin) addCommands() error {
-	mcpcore.AddTool(p.host, &mcp.Tool{Name: "commands",
+	schema, err := jsonschema.For[CommandsArgs](nil)
+	if err != nil {
+		return fmt.Errorf("commands schema: %w", err)
+	}
+	schema.Properties["detail"].Enum = []any{DetailCompact, DetailFull}
+	mcpcore.AddTool(p.host, &mcp.Tool{Name: "commands", InputSchema: schema,
 		Description: "The target's live command registry (COMMAND LIST, INFO and DOCS), subcommands (config|get) and module commands included: " +
-			"a page of commands sorted by name, each with its COMMAND INFO entry and COMMAND DOCS map; filter by name prefix, follow next_cursor until null.",
+			"a page of commands sorted by name, each by default as {name, summary, syntax, arity, flags, group, since} in plain JSON; " +
+			"detail: \"full\" returns each command's lossless COMMAND INFO entry and COMMAND DOCS map instead. Filter by name prefix, follow next_cursor until null.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true}},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in CommandsArgs) (any, error) {
 			return p.commandsPage(ctx, in)
@@ -41,8 +57,25 @@ func (p *Plugin) addCommands() error {
 	return nil
 }
 
-// commandsPage returns one page of a target's registry.
-func (p *Plugin) commandsPage(ctx context.Context, in CommandsArgs) (CommandsReply, error) {
+// commandsPage returns one page of a target's registry, in the form
+// in.Detail names: a CompactCommandsReply by default, a CommandsReply for
+// "full".
+func (p *Plugin) commandsPage(ctx context.Context, in CommandsArgs) (any, error) {
+	if in.Detail != "" && in.Detail != DetailCompact && in.Detail != DetailFull {
+		return nil, &mcpcore.ParamError{Path: "/detail", Reason: fmt.Sprintf("%q is not %s or %s", in.Detail, DetailCompact, DetailFull)}
+	}
+	page, err := p.registryPage(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	if in.Detail == DetailFull {
+		return page, nil
+	}
+	return page.Compact(), nil
+}
+
+// registryPage returns one page of a target's registry, in the lossless form.
+func (p *Plugin) registryPage(ctx context.Context, in CommandsArgs) (CommandsReply, error) {
 	name := in.Target
 	if name == "" {
 		name = p.cfg.defaultTarget

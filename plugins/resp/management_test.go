@@ -290,7 +290,8 @@ func TestManagementLive(t *testing.T) {
 			t.Fatalf("receive: %+v", r)
 		}
 	}
-	if !strings.Contains(frames[0], `"type":"overview"`) || !strings.Contains(strings.Join(frames, "\n"), `"channel":"__keyspace@0__:lk"`) {
+	// open returned the overview: receive does not repeat it.
+	if strings.Contains(strings.Join(frames, "\n"), `"type":"overview"`) || !strings.Contains(strings.Join(frames, "\n"), `"channel":"__keyspace@0__:lk"`) {
 		t.Fatalf("frames: %v", frames)
 	}
 	if r := decode[LiveReceiveReply](t, live(map[string]any{"action": "receive", "handle": open.Handle, "include_overview": true, "wait_ms": 0})); r.Overview == nil {
@@ -329,6 +330,96 @@ func TestManagementLive(t *testing.T) {
 	// Monitor needs admin on the gateway: this token is admin, so it opens.
 	if r := live(map[string]any{"action": "open", "query": "monitor=true"}); r.IsError {
 		t.Fatalf("monitor: %v", r.StructuredContent)
+	}
+}
+
+// TestManagementLiveShape: what the live feed costs an agent. The first
+// receive does not repeat the overview open returned; sections narrow the
+// overview and the deltas (an unknown one is a bad_params on /sections);
+// a delta carries the moved counters of a cmdstat entry, not the whole
+// entry; max_bytes takes small pages, and a frame larger than max_bytes
+// fails the receive with kind limit naming its size and stays queued.
+func TestManagementLiveShape(t *testing.T) {
+	m := startMgmt(t, "", nil)
+	live := func(args map[string]any) *mcp.CallToolResult {
+		t.Helper()
+		return m.call(nil, "resp_management_live", args)
+	}
+	if r := failure(t, live(map[string]any{"action": "open", "sections": []string{"commandstats", "nosuchsection"}}), mcpcore.KindBadParams); !strings.Contains(fmt.Sprint(r.Error), "/sections") || !strings.Contains(fmt.Sprint(r.Error), "nosuchsection") {
+		t.Fatalf("unknown section: %+v", r)
+	}
+	if r := failure(t, live(map[string]any{"action": "open", "sections": []string{"stats;x"}}), mcpcore.KindBadParams); !strings.Contains(fmt.Sprint(r.Error), "/sections/0") {
+		t.Fatalf("bad section name: %+v", r)
+	}
+	m.exec(cmd("SET", "shape:k", "0"))
+	open := decode[LiveInfo](t, live(map[string]any{"action": "open", "sections": []string{"commandstats"}, "query": "keyspace=false&interval_ms=100"}))
+	var ov struct {
+		Type string                    `json:"type"`
+		Info map[string]map[string]any `json:"info"`
+	}
+	if b, _ := json.Marshal(open.Overview.Value); json.Unmarshal(b, &ov) != nil || ov.Type != "overview" || len(ov.Info) != 1 || ov.Info["commandstats"]["cmdstat_set"] == nil {
+		t.Fatalf("overview: %s", b)
+	}
+	m.exec(cmd("SET", "shape:k", "1"))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r := decode[LiveReceiveReply](t, live(map[string]any{"action": "receive", "handle": open.Handle, "max_bytes": 1024, "wait_ms": 2000}))
+		var set map[string]any
+		for _, f := range r.Frames {
+			var d struct {
+				Type    string                    `json:"type"`
+				Changed map[string]map[string]any `json:"changed"`
+			}
+			b, _ := json.Marshal(f.Value)
+			if json.Unmarshal(b, &d) != nil || d.Type != "info_delta" || r.Bytes > 1024 {
+				t.Fatalf("frame %s (receive of %d bytes)", b, r.Bytes)
+			}
+			for k := range d.Changed {
+				if !strings.HasPrefix(k, "commandstats.") {
+					t.Fatalf("delta outside commandstats: %s", b)
+				}
+			}
+			if c, ok := d.Changed["commandstats.cmdstat_set"]; ok {
+				set = c
+			}
+		}
+		if set != nil {
+			if set["calls"] == nil || set["usec"] == nil || set["failed_calls"] != nil || set["rejected_calls"] != nil {
+				t.Fatalf("cmdstat_set delta: %v", set)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no cmdstat_set delta")
+		}
+	}
+	if r := decode[LiveReceiveReply](t, live(map[string]any{"action": "receive", "handle": open.Handle, "include_overview": true, "wait_ms": 0})); r.Overview == nil {
+		t.Fatal("overview not retained")
+	}
+	failure(t, live(map[string]any{"action": "receive", "handle": open.Handle, "max_bytes": 1023}), mcpcore.KindBadParams)
+
+	// A keyspace frame of a 3000-byte key does not fit in max_bytes 1024:
+	// the receive fails naming its size, and the frame stays queued.
+	big := decode[LiveInfo](t, live(map[string]any{"action": "open", "query": "interval_ms=60000"}))
+	key := strings.Repeat("k", 3000)
+	m.exec(cmd("SET", key, "v"))
+	var refusal errReply
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		res := live(map[string]any{"action": "receive", "handle": big.Handle, "max_bytes": 1024, "wait_ms": 2000})
+		if res.IsError {
+			refusal = failure(t, res, mcpcore.KindLimit)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no refusal")
+		}
+	}
+	if b, _ := json.Marshal(refusal); !strings.Contains(string(b), "max_bytes") || !strings.Contains(string(b), "stays queued") {
+		t.Fatalf("refusal: %s", b)
+	}
+	r := decode[LiveReceiveReply](t, live(map[string]any{"action": "receive", "handle": big.Handle, "max_bytes": 8192, "max_frames": 1, "wait_ms": 0}))
+	if b, _ := json.Marshal(r.Frames); len(r.Frames) != 1 || !strings.Contains(string(b), key) || r.Bytes <= 1024 || r.Bytes > 8192 {
+		t.Fatalf("the frame after the refusal: %d frames, %d bytes", len(r.Frames), r.Bytes)
 	}
 }
 

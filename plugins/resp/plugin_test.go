@@ -589,12 +589,13 @@ type commandsReply struct {
 }
 
 // TestCommands: the live registry, subcommands included, filtered by
-// prefix and paged by cursor in name order; the resources.
+// prefix and paged by cursor in name order, in the lossless form that
+// detail "full" asks for; the resources.
 func TestCommands(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
 	e := connect(t, targetAt(s, ""), "")
 	var names []string
-	args := map[string]any{"prefix": "CONFIG", "limit": 2}
+	args := map[string]any{"prefix": "CONFIG", "limit": 2, "detail": "full"}
 	for page := 0; ; page++ {
 		res := e.call(nil, "resp_commands", args)
 		r := decode[commandsReply](t, res)
@@ -624,8 +625,8 @@ func TestCommands(t *testing.T) {
 		}
 		return res.Contents[0].Text
 	}
-	var page commandsReply
-	if err := json.Unmarshal([]byte(read("resp://commands")), &page); err != nil || len(page.Commands) != DefaultCommandsLimit || page.NextCursor == nil {
+	var page CompactCommandsReply
+	if err := json.Unmarshal([]byte(read("resp://commands")), &page); err != nil || len(page.Commands) != DefaultCommandsLimit || page.NextCursor == nil || page.Commands[0].Syntax == "" {
 		t.Fatalf("resp://commands: %v %+v", err, page.NextCursor)
 	}
 	var caps Capabilities
