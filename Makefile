@@ -36,7 +36,7 @@ test: deps build ## lint, then every test of every module with the race detector
 # workload benchmarks (one operation is a durable batch of 1,000 documents:
 # BENCHTIME=3000x would write millions), which compare builds of the engine
 # by hand: go test -bench 'PutMany|Queries|TextIngest|HNSWIngest' -benchtime 20x ./pkg/docstore/
-bench: build ## benchmarks against their peers, with ratios (bench-resp and bench-store apart)
+bench: build ## benchmarks against their peers, with ratios (bench-resp, bench-store and bench-agent apart)
 	$(GO) test -run '^$$' -bench . -skip '^(BenchmarkRespSidecar|BenchmarkRespSessions|BenchmarkStore.*|BenchmarkAgent|BenchmarkPutMany|BenchmarkQueries|BenchmarkTextIngest|BenchmarkHNSWIngest)$$' -benchtime $(BENCHTIME) $(PKGS)
 
 # bench-resp runs once; RUNS=5 runs it five times and takes the verdict as
