@@ -72,6 +72,9 @@ type agentSample struct {
 	// Content and Structured are the bytes of result the client received,
 	// summed over the job's calls (see resultBytes).
 	Content, Structured int
+	// First is the job's first result, as resultJSON gives it, for the
+	// log: what the bytes are made of.
+	First string
 }
 
 // Bytes is all the result bytes of the sample.
@@ -190,6 +193,18 @@ func agentTables(medians map[string]map[string]agentSample, servers []string, ve
 		fmt.Fprintf(&b, "%-8s  %-16s  %9.1f  %9.1f  %7.2f  %6s  %8d  %8d  %7.2f  %s\n", v.Job, v.Peer,
 			float64(v.Mine.Took)/1e6, float64(v.PeerSample.Took)/1e6, v.Speed(), "≥ "+strconv.FormatFloat(v.MinSpeed, 'f', 0, 64)+"×",
 			v.Mine.Bytes(), v.PeerSample.Bytes(), float64(v.Mine.Bytes())/float64(v.PeerSample.Bytes()), verdict)
+	}
+	b.WriteString("the first result of each job on each server, as [content, structuredContent] (cut at 240 bytes):\n")
+	for _, job := range agentJobs {
+		for _, name := range servers {
+			if s, ok := medians[job][name]; ok {
+				first := s.First
+				if len(first) > 240 {
+					first = strings.ToValidUTF8(first[:240], "") + "…"
+				}
+				fmt.Fprintf(&b, "%s / %s: %s\n", job, name, first)
+			}
+		}
 	}
 	return strings.TrimRight(b.String(), "\n")
 }
@@ -383,7 +398,7 @@ func (c *agentConn) job(b *testing.B, ops int, calls []agentCall) (agentSample, 
 	for i, call := range calls {
 		results[i] = c.call(b, call.tool, call.args)
 	}
-	s := agentSample{Took: time.Since(start), Ops: ops, Calls: len(calls)}
+	s := agentSample{Took: time.Since(start), Ops: ops, Calls: len(calls), First: resultJSON(b, results[0])}
 	for _, res := range results {
 		content, structured, err := resultBytes(res)
 		if err != nil {
@@ -673,13 +688,14 @@ func TestAgentVerdicts(t *testing.T) {
 		switch {
 		case strings.HasPrefix(line, "job"):
 			width = n
-		case n == 1: // the line between the tables
+		case n == 1: // the lines after each table
 			width = 0
+		case width == 0: // the first results
 		case n != width:
 			t.Errorf("%d cells where the header has %d: %q", n, width, line)
 		}
 	}
-	if len(lines) != 1+8+1+1+3 { // eight rows: get has mcpkit alone
+	if len(lines) != 1+8+1+1+3+1+8 { // eight rows: get has mcpkit alone
 		t.Errorf("tables of %d lines:\n%s", len(lines), strings.Join(lines, "\n"))
 	}
 }
