@@ -55,9 +55,11 @@ bench-store: ## the document store against its peers: SQLite (ingest, get, index
 	cd test && MCPKIT_REQUIRE_POSTGRES=1 $(GO) test -run '^$$' -bench '^BenchmarkStore' -benchtime 1x -timeout 30m .
 
 # bench-agent installs its peers from npm (pinned versions, into a
-# temporary directory) and runs its own rounds: one run of the benchmark.
+# temporary directory) and runs its own rounds: one run of the benchmark,
+# with -v so that its tables are printed whole (go test keeps ten lines of
+# a passing benchmark's log otherwise).
 bench-agent: build ## an agent's jobs (notes stored and searched, Redis SET/GET, batches of 128) through mcpkit and through server-memory and two Redis MCP servers from npm: time and result bytes
-	cd test && $(GO) test -run '^$$' -bench '^BenchmarkAgent$$' -benchtime 1x -timeout 20m .
+	cd test && $(GO) test -v -run '^$$' -bench '^BenchmarkAgent$$' -benchtime 1x -timeout 20m .
 
 # bench-report runs bench, bench-resp, bench-store and bench-agent with `go test -v` output
 # (test/cmd/benchreport); a target that fails on a missed target is
