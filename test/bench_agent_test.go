@@ -298,7 +298,7 @@ func BenchmarkAgent(b *testing.B) {
 	}
 	verdicts := agentVerdicts(medians, "mcpkit")
 	b.Logf("an agent's jobs over MCP stdio, one go-sdk client, median of %d interleaved rounds (bytes: each result's content\n"+
-		"and structuredContent as JSON; %s):\n%s", agentRounds, agentPeerVersions(b, peers), agentTables(medians, []string{"mcpkit", "server-memory", "server-redis", "gongrzhe-redis"}, verdicts))
+		"and structuredContent as JSON; %s):\n%s", agentRounds, agentPeerVersions(peers), agentTables(medians, []string{"mcpkit", "server-memory", "server-redis", "gongrzhe-redis"}, verdicts))
 	for _, v := range verdicts {
 		for _, m := range v.Misses() {
 			b.Error(m)
@@ -338,7 +338,7 @@ func installAgentPeers(b *testing.B) map[string]string {
 
 // agentPeerVersions names each peer's version and the MCP TypeScript SDK
 // version npm resolved for it (the packages pin it with a caret range).
-func agentPeerVersions(b *testing.B, scripts map[string]string) string {
+func agentPeerVersions(scripts map[string]string) string {
 	var parts []string
 	for _, p := range agentPeerPackages {
 		pkg := filepath.Dir(filepath.Dir(scripts[p.Name]))
