@@ -11,7 +11,7 @@ BENCHTIME ?= 3000x
 RUNS ?= 1
 TEST_FLAGS ?= -race -timeout 15m
 
-.PHONY: help build run test deps bench bench-resp bench-resp-sessions bench-store bench-report conformance fuzz lint clean image image-test release
+.PHONY: help build run test deps bench bench-resp bench-resp-sessions bench-store bench-agent bench-report conformance fuzz lint clean image image-test release
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -36,8 +36,8 @@ test: deps build ## lint, then every test of every module with the race detector
 # workload benchmarks (one operation is a durable batch of 1,000 documents:
 # BENCHTIME=3000x would write millions), which compare builds of the engine
 # by hand: go test -bench 'PutMany|Queries|TextIngest|HNSWIngest' -benchtime 20x ./pkg/docstore/
-bench: build ## benchmarks against their peers, with ratios (bench-resp and bench-store apart)
-	$(GO) test -run '^$$' -bench . -skip '^(BenchmarkRespSidecar|BenchmarkRespSessions|BenchmarkStore.*|BenchmarkPutMany|BenchmarkQueries|BenchmarkTextIngest|BenchmarkHNSWIngest)$$' -benchtime $(BENCHTIME) $(PKGS)
+bench: build ## benchmarks against their peers, with ratios (bench-resp, bench-store and bench-agent apart)
+	$(GO) test -run '^$$' -bench . -skip '^(BenchmarkRespSidecar|BenchmarkRespSessions|BenchmarkStore.*|BenchmarkAgent|BenchmarkPutMany|BenchmarkQueries|BenchmarkTextIngest|BenchmarkHNSWIngest)$$' -benchtime $(BENCHTIME) $(PKGS)
 
 # bench-resp runs once; RUNS=5 runs it five times and takes the verdict as
 # the medians (scripts/bench-resp-median.sh), which is how its targets are judged.
@@ -54,11 +54,18 @@ bench-resp-sessions: build ## mcpkit resp under 8 concurrent sessions, on one pr
 bench-store: ## the document store against its peers: SQLite (ingest, get, indexed queries, reopen), chromem-go (vectors), bleve (text), bare pgx on PostgreSQL
 	cd test && MCPKIT_REQUIRE_POSTGRES=1 $(GO) test -run '^$$' -bench '^BenchmarkStore' -benchtime 1x -timeout 30m .
 
-# bench-report runs the three targets above with `go test -v` output
+# bench-agent installs its peers from npm (pinned versions, into a
+# temporary directory) and runs its own rounds: one run of the benchmark,
+# with -v so that its tables are printed whole (go test keeps ten lines of
+# a passing benchmark's log otherwise).
+bench-agent: build ## an agent's jobs (notes stored and searched, Redis SET/GET, batches of 128) through mcpkit and through server-memory and two Redis MCP servers from npm: time and result bytes
+	cd test && $(GO) test -v -run '^$$' -bench '^BenchmarkAgent$$' -benchtime 1x -timeout 20m .
+
+# bench-report runs bench, bench-resp, bench-store and bench-agent with `go test -v` output
 # (test/cmd/benchreport); a target that fails on a missed target is
 # reported, not fatal. BENCH_PUBLISH=1 also rewrites docs/benchmarks.md.
 bench-report: ## every benchmark into bench-report/report.md with PNG plots (BENCH_PUBLISH=1: also docs/benchmarks.md)
-	cd test && $(GO) run ./cmd/benchreport -C .. -out bench-report $(if $(BENCH_PUBLISH),-publish docs) bench bench-resp bench-store
+	cd test && $(GO) run ./cmd/benchreport -C .. -out bench-report $(if $(BENCH_PUBLISH),-publish docs) bench bench-resp bench-store bench-agent
 
 conformance: build ## every server scenario of the MCP conformance suite, both eras, against mcpkit and the go-sdk's example server side by side
 	cd test && MCPKIT_CONFORMANCE_PEER=1 $(GO) test -count=1 -run '^TestConformance$$' -v -timeout 20m .

@@ -1,6 +1,6 @@
 // Command benchreport runs the project's benchmarks and writes a report
 // of them: `make bench-report` runs it. It runs each make target named on
-// its command line (bench, bench-resp, bench-store) with `go test -v`
+// its command line (bench, bench-resp, bench-store, bench-agent) with `go test -v`
 // output, keeps each target's output in the report directory, and writes
 // there report.md, one table per area (mcpkit's figure, the peer's, their
 // ratio, the target and whether it is met), with PNG plots of the ratios

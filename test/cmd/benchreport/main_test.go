@@ -15,8 +15,9 @@ import (
 // running, others that did not build; the section of pkg/mcpcore, which
 // did not build in that run, and BenchmarkRespAdmin's result lines, now
 // with p95 metrics, come from -v runs of their own), and `make bench-resp`
-// and `make bench-store` (-v output, with targets missed and met).
-var fixtureTargets = []string{"bench", "bench-resp", "bench-store"}
+// and `make bench-store` and `make bench-agent` (-v output, with targets
+// missed and met).
+var fixtureTargets = []string{"bench", "bench-resp", "bench-store", "bench-agent"}
 
 // report runs benchreport -from over the fixture in a temporary
 // repository and returns the repository's root.
@@ -113,6 +114,14 @@ func checkTables(t *testing.T, dir string) {
 		"| get by random id | 29,256 ops/s | SQLite: 12,670 ops/s | 2.31 | ratio ≥ 1.00 | met |",
 		// A figure found by a pattern in a cell.
 		"recall@10 1.000",
+		// The agent's jobs: a time ratio target for twice the peer's
+		// rate, byte counts against the fastest peer, and the logged
+		// table of every job on every server shown whole.
+		"| ingest 2,000 notes, calls of 100: wall time | 191 ms | server-memory: 224 ms | 0.85 | ratio ≤ 0.50 | **missed** |",
+		"| ingest 2,000 notes, calls of 100: result bytes | 150,886 B | server-memory: 666,440 B | 0.23 | ratio ≤ 1.00 | met |",
+		"| GET 1,000 keys, one call each: result bytes | 319,000 B | the faster Redis peer: 49,000 B | 6.51 | ratio ≤ 1.00 | **missed** |",
+		"| job / server | ops | calls | time ms | ops/s | bytes | content B | structured B |\n|---|---|---|---|---|---|---|---|\n| ingest / mcpkit | 2000 | 20 | 190.9 | 10476 | 150886 | 81733 | 69153 |",
+		"| batch128 / gongrzhe-redis | 1280 | 1280 | 681.6 | 1878 | 75520 | 75520 | 0 |\n\n",
 		// The problems: packages that did not build or stopped, failed
 		// benchmarks.
 		"- `github.com/mcpkit/mcpkit/cmd/mcpkit`: the tests did not build",
@@ -156,7 +165,7 @@ func checkPlots(t *testing.T, dir string) {
 		}
 	}
 	want := []string{"ratios-core.png", "ratios-resp.png", "latency-resp.png", "ratios-store.png", "latency-store.png",
-		"ratios-store-postgres.png", "latency-store-postgres.png", "ratios-actions.png", "ratios-oauth.png", "latency-oauth.png"}
+		"ratios-store-postgres.png", "latency-store-postgres.png", "ratios-actions.png", "ratios-oauth.png", "latency-oauth.png", "ratios-agent.png"}
 	if !slices.Equal(linked, want) {
 		t.Errorf("plots linked %v, want %v", linked, want)
 	}
@@ -188,7 +197,7 @@ func checkPublished(t *testing.T, stale string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(pngs) != 10 || slices.Contains(pngs, filepath.Join(stale, "benchmarks", "ratios-gone.png")) {
+	if len(pngs) != 11 || slices.Contains(pngs, filepath.Join(stale, "benchmarks", "ratios-gone.png")) {
 		t.Errorf("docs/benchmarks holds %v", pngs)
 	}
 }

@@ -225,3 +225,23 @@ func cell(lines []string, header, row, col string) (string, bool) {
 	}
 	return "", false
 }
+
+// table finds, in lines, the table whose header row starts with header
+// (its first cell) and returns its rows split into cells, the header
+// first, up to the first line of fewer than two cells; nil when absent.
+func table(lines []string, header string) [][]string {
+	var rows [][]string
+	for _, line := range lines {
+		cells := columns.Split(strings.TrimSpace(line), -1)
+		switch {
+		case rows == nil && cells[0] == header && len(cells) > 1:
+			rows = append(rows, cells)
+		case rows == nil:
+		case len(cells) < 2:
+			return rows
+		default:
+			rows = append(rows, cells)
+		}
+	}
+	return rows
+}

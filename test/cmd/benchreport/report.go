@@ -62,7 +62,7 @@ func (f *Figures) Ratio() (float64, bool) {
 // the ratio for rates, its inverse for times.
 func (f *Figures) Speed() (float64, bool) {
 	r, ok := f.Ratio()
-	if !ok || r == 0 {
+	if !ok || r == 0 || f.Row.Kind == Size {
 		return 0, false
 	}
 	if f.Row.Kind == Time {
@@ -76,6 +76,9 @@ type AreaFigures struct {
 	Area
 	Rows []Figures
 	Logs []string // what its benchmarks logged
+	// Tables are the logged tables it shows whole (Area.Tables found),
+	// each as rows of cells, the header first.
+	Tables [][][]string
 	// Plots are the PNG files drawn for it (names within the report's
 	// directory).
 	Plots []Plot
@@ -91,6 +94,11 @@ func Evaluate(out *Output, areas []Area) []AreaFigures {
 		af := AreaFigures{Area: a}
 		for _, row := range a.Rows {
 			af.Rows = append(af.Rows, evaluate(out, row))
+		}
+		for _, t := range a.Tables {
+			if rows := table(out.logs("", t.Bench), t.Header); rows != nil {
+				af.Tables = append(af.Tables, rows)
+			}
 		}
 		for _, b := range a.Benches {
 			for _, line := range out.logs("", b) {
@@ -168,6 +176,8 @@ func format(k Kind, v float64, per string) string {
 		return thousands(v) + " " + per
 	case Fraction:
 		return strconv.FormatFloat(v, 'f', 2, 64)
+	case Size:
+		return thousands(v) + " B"
 	}
 	sign := ""
 	if v < 0 {
@@ -238,7 +248,7 @@ func Render(w io.Writer, m Machine, out *Output, areas []AreaFigures, imgDir str
 	var b strings.Builder
 	b.WriteString("# mcpkit benchmarks\n\n")
 	fmt.Fprintf(&b, "Written by `make bench-report` on %s, which runs every benchmark of the project "+
-		"(`make bench`, `make bench-resp`, `make bench-store`); `make bench-report BENCH_PUBLISH=1` also "+
+		"(`make bench`, `make bench-resp`, `make bench-store`, `make bench-agent`); `make bench-report BENCH_PUBLISH=1` also "+
 		"refreshes this page (docs/benchmarks.md and its plots).\n\n", m.Date)
 	b.WriteString("| machine | |\n|---|---|\n")
 	for _, kv := range [][2]string{{"CPU", m.CPU}, {"cores", strconv.Itoa(m.Cores)}, {"memory", m.Memory},
@@ -323,6 +333,9 @@ func Render(w io.Writer, m Machine, out *Output, areas []AreaFigures, imgDir str
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", cellText(f.Row.Name), mine, cellText(peer), ratio, target, met)
 		}
 		b.WriteString("\n")
+		for _, t := range a.Tables {
+			writeTable(&b, t)
+		}
 		for _, p := range a.Plots {
 			fmt.Fprintf(&b, "![%s](%s)\n\n", p.Alt, imgDir+p.File)
 		}
@@ -353,6 +366,27 @@ func Render(w io.Writer, m Machine, out *Output, areas []AreaFigures, imgDir str
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeTable writes rows (the header first) as a Markdown table.
+func writeTable(b *strings.Builder, rows [][]string) {
+	line := func(cells []string) {
+		b.WriteString("|")
+		for i := range rows[0] {
+			c := ""
+			if i < len(cells) {
+				c = cellText(cells[i])
+			}
+			b.WriteString(" " + c + " |")
+		}
+		b.WriteString("\n")
+	}
+	line(rows[0])
+	b.WriteString(strings.Repeat("|---", len(rows[0])) + "|\n")
+	for _, r := range rows[1:] {
+		line(r)
+	}
+	b.WriteString("\n")
 }
 
 // cellText escapes what would break a Markdown table cell.

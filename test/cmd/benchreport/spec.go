@@ -3,6 +3,7 @@ package main
 import (
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -18,6 +19,9 @@ const (
 	// Fraction figures are plain numbers, such as a ratio: higher is
 	// better.
 	Fraction
+	// Size figures are bytes: lower is better. They are not speeds, so
+	// the ratio plot leaves them out.
+	Size
 )
 
 // Measure locates one figure in the output: a metric the benchmark
@@ -130,7 +134,15 @@ type Area struct {
 	Rows    []Row
 	// Benches are the top-level benchmarks whose logs the area shows.
 	Benches []string
+	// Tables are tables the benchmarks logged that the area shows whole,
+	// as Markdown tables, after its own.
+	Tables []LoggedTable
 }
+
+// LoggedTable is a table a benchmark logged: Bench's log lines from the
+// header row whose first cell is Header to the first line of fewer than
+// two cells.
+type LoggedTable struct{ Bench, Header string }
 
 // ns, µs and ms scale printed numbers to seconds.
 const (
@@ -174,6 +186,7 @@ func Areas() []Area {
 		vector   = "BenchmarkStoreVector"
 		pgBench  = "BenchmarkStorePostgres"
 		pgHybrid = "BenchmarkStorePostgresHybrid"
+		agent    = "BenchmarkAgent"
 	)
 	// sidecarRow is a batch size of BenchmarkRespSidecar's logged table.
 	sidecarRow := func(batch string, checks ...Check) Row {
@@ -223,6 +236,19 @@ func Areas() []Area {
 		return Row{Name: name, Kind: Time, Mine: mine, Peer: peer, PeerName: direct, Quantiles: []Quantile{{"p50", mine, peer},
 			{"p95", metric(bench, "gateway-p95-µs", us), metric(bench, "direct-p95-µs", us)}}}
 	}
+	// agentRows are a job's rows of BenchmarkAgent's verdict table: its
+	// time and its result bytes against the best peer that does it (the
+	// fastest; the table names it), neither more than the peer's, and
+	// the time at most maxTime of the peer's.
+	agentRows := func(job, name, peer string, maxTime float64) []Row {
+		return []Row{{Name: name + ": wall time", Kind: Time,
+			Mine: logged(agent, "job", job, "mcpkit ms", ms), Peer: logged(agent, "job", job, "peer ms", ms),
+			PeerName: peer, Checks: []Check{{Of: OfRatio, Op: "≤", Limit: maxTime}}}, {
+			Name: name + ": result bytes", Kind: Size,
+			Mine: logged(agent, "job", job, "mcpkit B", 0), Peer: logged(agent, "job", job, "peer B", 0),
+			PeerName: peer, Checks: []Check{{Of: OfRatio, Op: "≤", Limit: 1}}}}
+	}
+	const redisPeer = "the faster Redis peer"
 	return []Area{{
 		ID: "core", Title: "Core: framing and transports", Command: "make bench",
 		About: "A no-op `tools/call` through `bin/mcpkit` against the same tool served by the MCP Go SDK alone " +
@@ -358,5 +384,25 @@ func Areas() []Area {
 		About: "A `tools/call` on `/mcp` with an OAuth access token against the same call with a static bearer token, " +
 			"on one server accepting both: the OAuth records in process, in Redis, and in Redis read on every call.",
 		Rows: []Row{oauthRow("memory"), oauthRow("redis"), oauthRow("redis-uncached")},
+	}, {
+		ID: "agent", Title: "An agent's jobs against the MCP servers agents install today", Command: "make bench-agent",
+		About: "The same jobs through mcpkit and through @modelcontextprotocol/server-memory 2026.8.31, " +
+			"@modelcontextprotocol/server-redis 2025.4.25 and @gongrzhe/server-redis-mcp 1.0.0 (installed from npm by the " +
+			"benchmark), all over stdio from one go-sdk client, rounds alternating the servers, each figure a median of five: " +
+			"2,000 short notes stored in calls of 100 (mcpkit's `write`, server-memory's `create_entities`) and searched 100 " +
+			"times (`search` over a text index, `search_nodes`); 1,000 keys SET, then GET, one call each (`resp_execute`, the " +
+			"Redis servers' `set` and `get`); 10 batches of 128 SETs (one `resp_execute` each; the Redis servers take one key " +
+			"a call, so 128 calls a batch). Result bytes are the JSON of each result's content and structuredContent as the " +
+			"client received them. Each job is compared with the fastest peer that does it (named in the table below); " +
+			"the ingest's target is twice server-memory's rate.",
+		Benches: []string{agent},
+		Tables:  []LoggedTable{{agent, "job / server"}},
+		Rows: slices.Concat(
+			agentRows("ingest", "ingest 2,000 notes, calls of 100", "server-memory", 0.5),
+			agentRows("search", "search them, 100 queries", "server-memory", 1),
+			agentRows("set", "SET 1,000 keys, one call each", redisPeer, 1),
+			agentRows("get", "GET 1,000 keys, one call each", redisPeer, 1),
+			agentRows("batch128", "10 batches of 128 SETs", redisPeer, 1),
+		),
 	}}
 }
