@@ -3,6 +3,10 @@ package kv
 import (
 	"context"
 	"fmt"
+	"os"
+	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/mcpkit/mcpkit/internal/pgtest"
@@ -119,6 +123,85 @@ func TestPostgresRoundTrips(t *testing.T) {
 	})
 }
 
+// TestPostgresPrefetchRanges: the ranges announced by PrefetchRanges come
+// in one round trip with the keys on either side of each, so that finding
+// the block before each range (a Seek then a Prev) and walking each to its
+// end take none; a range longer than a page is read whole all the same,
+// its rest fetched as the walk goes.
+func TestPostgresPrefetchRanges(t *testing.T) {
+	db, d := openPG(t)
+	err := db.Update(func(tx Tx) error {
+		b, err := tx.CreateBucketIfNotExists([]byte("b"))
+		if err != nil {
+			return err
+		}
+		for i := 0; i < 3000; i += 2 { // even keys only: a range's ends fall between keys
+			if err := b.Put(pgKey(i), []byte("v")); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// walk returns the key before lo and the keys of [lo, hi), as the
+	// document store's index scans read them.
+	walk := func(b Bucket, lo, hi []byte) (before []byte, keys []string) {
+		c := b.Cursor()
+		k, _ := c.Seek(lo)
+		if pk, _ := c.Prev(); pk != nil {
+			before = pk
+		}
+		for k, _ = c.Seek(lo); k != nil && string(k) < string(hi); k, _ = c.Next() {
+			keys = append(keys, string(k))
+		}
+		return before, keys
+	}
+	want := func(lo, hi int) (keys []string) {
+		for i := lo + lo%2; i < min(hi, 3000); i += 2 {
+			keys = append(keys, string(pgKey(i)))
+		}
+		return keys
+	}
+	ranges := [][2]int{{0, 9}, {101, 151}, {301, 351}, {2991, 4000}}
+	kr := make([]Range, len(ranges))
+	for i, r := range ranges {
+		kr[i] = Range{Lo: pgKey(r[0]), Hi: pgKey(r[1])}
+	}
+	err = db.View(func(tx Tx) error {
+		b := tx.Bucket([]byte("b"))
+		b.Get(pgKey(0)) // begins the View: its round trip is not the prefetch's
+		before := d.trips.Load()
+		PrefetchRanges(b, kr)
+		for i, r := range ranges {
+			pk, keys := walk(b, kr[i].Lo, kr[i].Hi)
+			if !slices.Equal(keys, want(r[0], r[1])) {
+				return fmt.Errorf("range %v: %q", r, keys)
+			}
+			if wantBefore := r[0] - 1 - (r[0]-1)%2; r[0] > 0 && string(pk) != string(pgKey(wantBefore)) {
+				return fmt.Errorf("range %v: the key before is %q", r, pk)
+			}
+		}
+		if got := d.trips.Load() - before; got != 1 {
+			return fmt.Errorf("%d ranges prefetched and walked in %d round trips, want 1", len(ranges), got)
+		}
+		// A range longer than a page: read whole, the rest fetched as it goes.
+		long := Range{Lo: pgKey(400), Hi: pgKey(400 + 2*rangeRows + 500)}
+		PrefetchRanges(b, []Range{long})
+		if _, keys := walk(b, long.Lo, long.Hi); !slices.Equal(keys, want(400, 400+2*rangeRows+500)) {
+			return fmt.Errorf("the long range: %d keys", len(keys))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, ok := RoundTrips(db); !ok || n != d.trips.Load() {
+		t.Errorf("RoundTrips: %d, %v", n, ok)
+	}
+}
+
 // TestPostgresProbe: a transaction that puts many keys it never read asks
 // for each bucket's last key first (one round trip), inserts the keys
 // after it and upserts the others, which overwrite.
@@ -211,5 +294,37 @@ func TestPostgresLargeCommit(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPostgresStatementsDocumented: docs/postgres.md lists every statement
+// the backend sends, as it sends them.
+func TestPostgresStatementsDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../../../docs/postgres.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	for _, line := range strings.Split(string(doc), "\n") {
+		if s, ok := strings.CutPrefix(line, "    "); ok {
+			listed[s] = true
+		}
+	}
+	st := reflect.ValueOf(newPGStatements(pgTables{meta: "mcpkit_NAME_meta", buckets: "mcpkit_NAME_buckets", kv: "mcpkit_NAME_kv"}))
+	for i := range st.NumField() {
+		f := st.Field(i)
+		var sqls []string
+		if f.Kind() == reflect.Slice {
+			for j := range f.Len() {
+				sqls = append(sqls, f.Index(j).String())
+			}
+		} else {
+			sqls = append(sqls, f.String())
+		}
+		for _, sql := range sqls {
+			if !listed[sql] {
+				t.Errorf("%s is not listed in docs/postgres.md: %s", st.Type().Field(i).Name, sql)
+			}
+		}
 	}
 }

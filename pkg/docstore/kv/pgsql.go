@@ -36,6 +36,10 @@ type pgStatements struct {
 	pageAsc, pageDesc, pageLast, count, countExcept string
 	// getMany reads the keys $2 (an array) of bucket $1 (kv.Prefetch).
 	getMany string
+	// getRanges reads up to $4 keys of each range [$2[i], $3[i]) of bucket
+	// $1, and the key on either side, tagged with the range's ordinal
+	// (kv.PrefetchRanges).
+	getRanges string
 	// scan streams a bucket in key order (Backup); orphans counts the keys
 	// of no bucket in $1 (Check).
 	scan, orphans string
@@ -69,11 +73,15 @@ func newPGStatements(t pgTables) pgStatements {
 			`(SELECT k, v FROM {kv} WHERE b = $1 AND k >= $2 ORDER BY k LIMIT 1) AS p ON true WHERE m.id = 1`),
 		bucketsIfMoved: r.Replace(`SELECT id, name, seq FROM {buckets} WHERE (SELECT bgen <> $1 OR sgen <> $2 FROM {meta} WHERE id = 1)`),
 
-		pageAsc:     r.Replace(`SELECT k, v FROM {kv} WHERE b = $1 AND k >= $2 ORDER BY k LIMIT $3`),
-		pageDesc:    r.Replace(`SELECT k, v FROM {kv} WHERE b = $1 AND k < $2 ORDER BY k DESC LIMIT $3`),
-		pageLast:    r.Replace(`SELECT k, v FROM {kv} WHERE b = $1 ORDER BY k DESC LIMIT $2`),
-		count:       r.Replace(`SELECT count(*) FROM {kv} WHERE b = $1`),
-		getMany:     r.Replace(`SELECT k, v FROM {kv} WHERE b = $1 AND k = ANY($2::bytea[])`),
+		pageAsc:  r.Replace(`SELECT k, v FROM {kv} WHERE b = $1 AND k >= $2 ORDER BY k LIMIT $3`),
+		pageDesc: r.Replace(`SELECT k, v FROM {kv} WHERE b = $1 AND k < $2 ORDER BY k DESC LIMIT $3`),
+		pageLast: r.Replace(`SELECT k, v FROM {kv} WHERE b = $1 ORDER BY k DESC LIMIT $2`),
+		count:    r.Replace(`SELECT count(*) FROM {kv} WHERE b = $1`),
+		getMany:  r.Replace(`SELECT k, v FROM {kv} WHERE b = $1 AND k = ANY($2::bytea[])`),
+		getRanges: r.Replace(`SELECT r.i, p.k, p.v FROM unnest($2::bytea[], $3::bytea[]) WITH ORDINALITY AS r (lo, hi, i) CROSS JOIN LATERAL (` +
+			`(SELECT k, v FROM {kv} WHERE b = $1 AND k < r.lo ORDER BY k DESC LIMIT 1) UNION ALL ` +
+			`(SELECT k, v FROM {kv} WHERE b = $1 AND k >= r.lo AND k < r.hi ORDER BY k LIMIT $4) UNION ALL ` +
+			`(SELECT k, v FROM {kv} WHERE b = $1 AND k >= r.hi ORDER BY k LIMIT 1)) AS p`),
 		countExcept: r.Replace(`SELECT count(*) FROM {kv} WHERE b = $1 AND NOT (k = ANY($2::bytea[]))`),
 		scan:        r.Replace(`SELECT k, v FROM {kv} WHERE b = $1 ORDER BY k`),
 		orphans:     r.Replace(`SELECT count(*) FROM {kv} WHERE NOT (b = ANY($1::bigint[]))`),

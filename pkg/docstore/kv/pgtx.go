@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -637,4 +638,47 @@ func (t *pgTx) failRead(err error) {
 		t.askRerun()
 	}
 	panic(&pgFailure{err: t.d.fail("read", err)})
+}
+
+// rangeFound is what fetchRanges found for one range: the key before it
+// and the key after it (nil: none), how many rows of its own, and the
+// last of them.
+type rangeFound struct {
+	before, after, last []byte
+	n                   int
+}
+
+// fetchedRanges are the rows of fetchRanges, and what each range found.
+type fetchedRanges struct {
+	items    []item
+	perRange []rangeFound
+}
+
+// fetchRanges reads, in one statement, up to limit rows of each range
+// [los[i], his[i]) of bucket id and the key on either side of each.
+func (t *pgTx) fetchRanges(id int64, los, his [][]byte, limit int) fetchedRanges {
+	out := fetchedRanges{perRange: make([]rangeFound, len(los))}
+	t.read(t.d.sql.getRanges, []any{id, los, his, limit}, func(rows pgx.Rows) error {
+		var i int64
+		var k, v []byte
+		_, err := pgx.ForEachRow(rows, []any{&i, &k, &v}, func() error {
+			if i < 1 || int(i) > len(los) {
+				return fmt.Errorf("kv: range %d of %d", i, len(los))
+			}
+			f := &out.perRange[i-1]
+			switch {
+			case bytes.Compare(k, los[i-1]) < 0:
+				f.before = k
+			case bytes.Compare(k, his[i-1]) >= 0:
+				f.after = k
+			default:
+				f.n++
+				f.last = k
+			}
+			out.items = append(out.items, item{k: k, v: v})
+			return nil
+		})
+		return err
+	})
+	return out
 }
