@@ -298,8 +298,21 @@ func covers(p indexPlan, f *Filter) bool {
 // candidates returns the id keys, in id order, of the documents an index
 // plan selects (each once).
 func (r *reader) candidates(p indexPlan) ([][]byte, error) {
-	ib := indexEntries(r.tx, r.col.Name, p.def.Name)
 	var ids [][]byte
+	err := r.eachCandidate(p, func(id []byte) { ids = append(ids, id) })
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(ids, bytes.Compare)
+	return slices.CompactFunc(ids, bytes.Equal), nil
+}
+
+// eachCandidate calls fn with the id key of each entry an index plan
+// selects, range by range (an id may come more than once when ranges
+// overlap). The keys stay valid until the transaction ends.
+func (r *reader) eachCandidate(p indexPlan, fn func(id []byte)) error {
+	ib := indexEntries(r.tx, r.col.Name, p.def.Name)
+	ib.prefetch(p.ranges)
 	var err error
 	for _, kr := range p.ranges {
 		serr := scanEntries(ib, kr, nil, false, func(k []byte) bool {
@@ -307,15 +320,14 @@ func (r *reader) candidates(p indexPlan) ([][]byte, error) {
 			if id, err = entryID(p.def, k); err != nil {
 				return false
 			}
-			ids = append(ids, id) // entries stay valid until the transaction ends
+			fn(id)
 			return true
 		})
 		if err = cmp.Or(err, serr); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	slices.SortFunc(ids, bytes.Compare)
-	return slices.CompactFunc(ids, bytes.Equal), nil
+	return nil
 }
 
 // fetcher reads the collection's documents by id key through one cursor:

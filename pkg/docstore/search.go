@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/mcpkit/mcpkit/pkg/docstore/kv"
 )
 
 // SearchQuery is a hybrid search of one collection: the documents a filter
@@ -226,12 +228,12 @@ func (s *Store) Search(ctx context.Context, coll string, q SearchQuery) (SearchR
 			}
 		}
 		var vranked, tranked []Ranked
+		var src graphSource // the graph's copy in memory, if any
 		if q.Vector != nil {
 			n := window
 			if q.Vector.K > 0 {
 				n = q.Vector.K
 			}
-			var src graphSource
 			if q.Vector.Approximate {
 				src = s.cachedGraph(coll, vecs)
 			}
@@ -246,9 +248,10 @@ func (s *Store) Search(ctx context.Context, coll string, q SearchQuery) (SearchR
 		order := fuseRRF(k, vranked, tranked)
 		var mmr []float64
 		if q.MMR != nil {
-			order, mmr = vecs.mmr(qvec, *q.MMR, order[:min(len(order), window)], limit)
+			order, mmr = vecs.mmr(qvec, *q.MMR, order[:min(len(order), window)], limit, src)
 		}
 		order = order[:min(len(order), limit)]
+		kv.Prefetch(r.docs, fusedKeys(order))
 		out.Hits = make([]SearchHit, 0, len(order))
 		for i, f := range order {
 			d, err := r.loadKey(f.key)
@@ -264,6 +267,15 @@ func (s *Store) Search(ctx context.Context, coll string, q SearchQuery) (SearchR
 		return nil
 	})
 	return out, err
+}
+
+// fusedKeys returns the doc keys of fs, in order.
+func fusedKeys(fs []*fused) [][]byte {
+	keys := make([][]byte, len(fs))
+	for i, f := range fs {
+		keys[i] = f.key
+	}
+	return keys
 }
 
 // textArgError places a text source's invalid error under "text".
@@ -309,10 +321,7 @@ func (s keySet) pass() func(idKey []byte) bool {
 func (r *reader) allowedSet(f *Filter) (keySet, Plan, error) {
 	set := keySet{}
 	if p, ok := r.bestIndex(f); ok && covers(p, f) {
-		ids, err := r.candidates(p)
-		for _, k := range ids {
-			set[string(k)] = struct{}{}
-		}
+		err := r.eachCandidate(p, func(id []byte) { set[string(id)] = struct{}{} })
 		return set, Plan{Index: p.def.Name, Ranges: len(p.ranges)}, err
 	}
 	plan, err := r.matching(f, nil, false, func(k []byte, _ Doc) bool {
@@ -371,7 +380,7 @@ func (v *vectors) ranked(q []float32, vq VectorQuery, allowed keySet, n int, src
 // documents' vectors and q (a document without a vector is similar to
 // nothing); ties go to the earlier candidate. It returns the picks and
 // their MMR scores.
-func (v *vectors) mmr(q []float32, lambda float64, pool []*fused, limit int) ([]*fused, []float64) {
+func (v *vectors) mmr(q []float32, lambda float64, pool []*fused, limit int, src graphSource) ([]*fused, []float64) {
 	unit := func(x []float32) []float32 {
 		if x == nil || v.def.Metric == MetricCosine {
 			return x // stored normalised
@@ -390,13 +399,10 @@ func (v *vectors) mmr(q []float32, lambda float64, pool []*fused, limit int) ([]
 		return out
 	}
 	qu := unit(q)
-	g := v.graph()
-	vecs := make([][]float32, len(pool))
+	vecs := v.vectorsOf(fusedKeys(pool), src)
 	rel := make([]float64, len(pool))
-	for i, f := range pool {
-		if slot, ok := v.slotOf(f.key); ok {
-			vecs[i] = unit(g.vec(slot))
-		}
+	for i := range pool {
+		vecs[i] = unit(vecs[i])
 		if vecs[i] != nil && qu != nil {
 			rel[i] = float64(dot(qu, vecs[i]))
 		}
