@@ -250,6 +250,20 @@ func indexEntries(tx kv.Tx, coll, index string) entrySet {
 	return entrySet{b: tx.Bucket(indexBucket(coll, index))}
 }
 
+// prefetch announces that the entries of ranges are about to be read
+// whole (kv.PrefetchRanges): on PostgreSQL their blocks come in one round
+// trip rather than a few per range.
+func (s entrySet) prefetch(ranges []keyRange) {
+	if len(ranges) < 2 {
+		return // one range: the cursor's pages do as well
+	}
+	krs := make([]kv.Range, 0, len(ranges))
+	for _, r := range ranges {
+		krs = append(krs, kv.Range{Lo: r.lo, Hi: r.hi})
+	}
+	kv.PrefetchRanges(s.b, krs)
+}
+
 // findEntryBlock returns, through the cursor c on a bucket of blocks, the key
 // and contents of the block that holds e or would: the last block whose
 // first entry is at most e, else the first block; nil when there is none.

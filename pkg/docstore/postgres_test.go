@@ -2,6 +2,7 @@ package docstore
 
 import (
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/mcpkit/mcpkit/internal/pgtest"
@@ -31,4 +32,82 @@ func openPostgres(t *testing.T, url string) kv.DB {
 	}
 	t.Cleanup(func() { db.Close() })
 	return db
+}
+
+// TestPostgresSearchRoundTrips: a hybrid search on PostgreSQL (a filter of
+// several index ranges, approximate vectors, text, MMR) asks the server for
+// what it reads in a few round trips, not one per candidate, range or
+// posting page: the filter's ranges come in one (kv.PrefetchRanges), the
+// terms' postings in two, MMR's vectors and the hits' documents in one
+// each. Its hits are those of the same store in memory.
+func TestPostgresSearchRoundTrips(t *testing.T) {
+	const n, dim = 3000, 8
+	ctx := t.Context()
+	words := []string{"solar", "battery", "wind", "grid", "storage", "panel", "cell", "power"}
+	docs := make([]Doc, n)
+	for i := range docs {
+		v := make([]float32, dim)
+		for j := range v {
+			v[j] = float32((i*7+j*13)%97) + 1
+		}
+		text := ""
+		for w := range 4 {
+			text += words[(i*(w+3)+w)%len(words)] + " "
+		}
+		docs[i] = Doc{ID: Int(int64(i + 1)), Value: Map(Field{Key: "g", Value: Int(int64(i % 20))},
+			Field{Key: "t", Value: Text(text)}, Field{Key: "v", Value: Vector(v)})}
+	}
+	even := make([]Value, 10)
+	for i := range even {
+		even[i] = Int(int64(2 * i))
+	}
+	filter, err := ParseFilter(Map(Field{Key: "g", Value: Map(Field{Key: "$in", Value: Array(even...)})}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lambda := 0.7
+	q := SearchQuery{Filter: filter, Vector: &VectorQuery{Vector: []float32{3, 1, 4, 1, 5, 9, 2, 6}, Approximate: true},
+		Text: &TextQuery{Query: "solar battery"}, MMR: &lambda, Limit: 10}
+	hits := map[string][]string{}
+	for _, backend := range []string{"memory", "postgres"} {
+		s := openStore(t, backend)
+		if _, err := s.SetVector(ctx, "c", VectorDef{Field: "v", Dimension: dim}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.CreateIndex(ctx, "c", IndexDef{Name: "g", Fields: []string{"g"}}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.CreateTextIndex(ctx, "c", TextIndexDef{Name: "t", Fields: []string{"t"}}, nil); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < n; i += 1000 {
+			if _, err := s.PutMany(ctx, "c", docs[i:i+1000]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range 2 { // the second search of a state builds the graph's copy in memory
+			if _, err := s.Search(ctx, "c", q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		before, _ := kv.RoundTrips(s.db)
+		res, err := s.Search(ctx, "c", q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if backend == "postgres" {
+			after, _ := kv.RoundTrips(s.db)
+			// The filter's ranges (the View's first read), the vector
+			// field's meta keys and the count of its free slots, the text
+			// index's statistics with the terms' tails, the postings, MMR's
+			// slots, the hits' documents.
+			if trips := after - before; trips > 7 {
+				t.Errorf("a hybrid search took %d round trips, want at most 7", trips)
+			}
+		}
+		hits[backend] = textHitIDs(res)
+	}
+	if len(hits["memory"]) != 10 || !slices.Equal(hits["memory"], hits["postgres"]) {
+		t.Errorf("hits: memory %v, postgres %v", hits["memory"], hits["postgres"])
+	}
 }

@@ -248,8 +248,13 @@ func openVectors(tx kv.Tx, col *collection) (*vectors, error) {
 			return nil, err
 		}
 	}
+	kv.Prefetch(v.meta, vectorMetaKeys) // every search reads them: one round trip on PostgreSQL
 	return v, nil
 }
+
+// vectorMetaKeys are the keys of a vector field's meta bucket: its random
+// id and write generation (version), its number of slots, its entry point.
+var vectorMetaKeys = [][]byte{[]byte("id"), []byte("gen"), []byte("n"), []byte("e")}
 
 func u32key(n uint32) []byte { return binary.BigEndian.AppendUint32(nil, n) }
 
@@ -485,6 +490,40 @@ func (v *vectors) writeSlot(slot uint32, idKey []byte, vec []float32) error {
 	}
 	v.owned[n] = true
 	return nil
+}
+
+// vectorsOf returns the stored vectors of the documents keys (nil for one
+// without), from src when it is not nil (the graph's copy in memory) and
+// otherwise from v. It asks the backend for the slots, then for the
+// blocks, in one read each (kv.Prefetch), not one per document: on
+// PostgreSQL a read is a round trip.
+func (v *vectors) vectorsOf(keys [][]byte, src graphSource) [][]float32 {
+	kv.Prefetch(v.ids, keys)
+	slots := make([]uint32, len(keys))
+	has := make([]bool, len(keys))
+	for i, k := range keys {
+		slots[i], has[i] = v.slotOf(k)
+	}
+	if src == nil {
+		src = v
+		var blocks [][]byte
+		seen := map[uint32]bool{}
+		for i, slot := range slots {
+			n := slot / uint32(v.per)
+			if has[i] && !seen[n] && (int(n) >= len(v.blockCache) || v.blockCache[n].raw == nil) {
+				seen[n] = true
+				blocks = append(blocks, u32key(n))
+			}
+		}
+		kv.Prefetch(v.blocks, blocks)
+	}
+	out := make([][]float32, len(keys))
+	for i, slot := range slots {
+		if has[i] {
+			out[i] = src.vec(slot)
+		}
+	}
+	return out
 }
 
 // slotOf returns the slot of the document idKey, if it has one.
