@@ -160,3 +160,42 @@ func TestGoReadingFault(t *testing.T) {
 		t.Errorf("a fault on a reading goroutine: %v, want ErrDamaged", err)
 	}
 }
+
+// TestOpenWritesNothing: opening a store of the current layout (read-write)
+// and closing it leaves its file as it was: the catalog is read in a read
+// transaction, so an open costs no commit.
+func TestOpenWritesNothing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "store.db")
+	s, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateIndex(t.Context(), "c", IndexDef{Name: "n", Fields: []string{"n"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Put(t.Context(), "c", Int(1), j(t, `{"n": 1}`)); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		s, err := Open(path, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Get(t.Context(), "c", Int(1)); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+	}
+	after, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(before, after) {
+		t.Error("opening the store and closing it changed its file")
+	}
+}

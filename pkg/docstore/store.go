@@ -250,7 +250,28 @@ func (s *Store) usable(ctx context.Context) error {
 	return ctx.Err()
 }
 
+// loadCatalog reads the catalog in a read transaction when the store is
+// of the current layout (every open but the first and an upgrade's):
+// opening writes nothing, so it costs no commit (on a file, a sync).
+// Otherwise it creates or upgrades the layout in a write transaction.
 func (s *Store) loadCatalog() error {
+	current := false
+	err := s.db.View(func(tx kv.Tx) error {
+		current = false // a View may run again (kv.Options.ViewsMayRerun)
+		m := tx.Bucket([]byte(metaBucket))
+		if m == nil || string(m.Get([]byte(layoutKey))) != strconv.Itoa(storeLayout) {
+			return nil
+		}
+		cat, err := readCatalogFrom(m)
+		if err != nil {
+			return err
+		}
+		s.cat, s.catEpoch, current = cat, tx.Epoch(), true
+		return nil
+	})
+	if err != nil || current {
+		return err
+	}
 	return s.db.Update(func(tx kv.Tx) error {
 		m, err := tx.CreateBucketIfNotExists([]byte(metaBucket))
 		if err != nil {
