@@ -259,6 +259,15 @@ func BenchmarkStoreSQLite(b *testing.B) {
 // duration of each call.
 func measureStoreSides(b *testing.B, sides [2]storeSide, n int, op func(s storeSide, i int) error) [2]respRounds {
 	b.Helper()
+	r := measureStoreEach(b, sides[:], n, op)
+	return [2]respRounds{r[0], r[1]}
+}
+
+// measureStoreEach is measureStoreSides for any number of sides, which
+// take turns by chunks in a rotating order, so that each is measured in
+// the same conditions as the others.
+func measureStoreEach(b *testing.B, sides []storeSide, n int, op func(s storeSide, i int) error) []respRounds {
+	b.Helper()
 	for _, s := range sides {
 		for i := range n / 10 {
 			if err := op(s, i); err != nil {
@@ -266,11 +275,11 @@ func measureStoreSides(b *testing.B, sides [2]storeSide, n int, op func(s storeS
 			}
 		}
 	}
-	var rounds [2]respRounds
+	rounds := make([]respRounds, len(sides))
 	const chunk = 100
 	for lo := 0; lo < n; lo += chunk {
-		for j := range 2 {
-			i := (j + lo/chunk) % 2
+		for j := range sides {
+			i := (j + lo/chunk) % len(sides)
 			for k := lo; k < min(n, lo+chunk); k++ {
 				start := time.Now()
 				if err := op(sides[i], k); err != nil {
