@@ -113,10 +113,13 @@ var (
 	loadModes  = []any{string(docstore.LoadRefuse), string(docstore.LoadReplace), string(docstore.LoadMerge)}
 )
 
+// maxNameChars is the most characters nameSchema allows.
+const maxNameChars = 256
+
 // nameSchema is a collection's or an index's name: 1 to 256 bytes without
 // NUL (the length in characters is checked here, in bytes by the engine).
 func nameSchema(description string) *jsonschema.Schema {
-	return &jsonschema.Schema{Type: "string", MinLength: jsonschema.Ptr(1), MaxLength: jsonschema.Ptr(256), Description: description}
+	return &jsonschema.Schema{Type: "string", MinLength: jsonschema.Ptr(1), MaxLength: jsonschema.Ptr(maxNameChars), Description: description}
 }
 
 // listSchema is an optional list that restricts a query to its items: null

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcpkit/mcpkit/pkg/docstore"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
 )
 
@@ -136,5 +137,52 @@ func TestWriteLimit(t *testing.T) {
 	e2.ok("write", ops(10_000))
 	if _, err := connectWith(t, Config{}, json.RawMessage(`{"write_ops": 0}`)); err == nil {
 		t.Fatal("write_ops 0 was accepted")
+	}
+}
+
+// TestWritePlainOps: the operations write converts directly (plainWrite)
+// give what the general path (each tool's validation and decoding) gives,
+// errors included; every other form takes the general path.
+func TestWritePlainOps(t *testing.T) {
+	long := strings.Repeat("c", maxNameChars)
+	for raw, plain := range map[string]bool{
+		`{"op": "store", "collection": "notes", "id": "n1", "doc": {"text": "a b", "n": 1, "f": 1.0}}`: true,
+		`{"doc": {"v": {"$vector": [0.5, 1]}}, "id": -42, "collection": "notes", "op": "store"}`:       true,
+		`{"op": "store", "collection": "notes", "id": 0, "doc": {}}`:                                   true,
+		`{"op": "store", "collection": "notes", "id": 9223372036854775807, "doc": {}}`:                 true,
+		`{"op": "store", "collection": "` + long + `", "id": "x", "doc": {}}`:                          true,
+		`{"op": "store", "collection": "notes", "id": "", "doc": {}}`:                                  true, // refused by the engine, as on the general path
+		`{"op": "store", "collection": "notes", "id": "n1", "doc": {"x": {"$omitted": "vector"}}}`:     true,
+		`{"op": "store", "collection": "notes", "id": "n1", "doc": {"b": {"$bytes": "!"}}}`:            true,
+		`{"op": "insert_auto", "collection": "log", "doc": {"e": [1, 2]}}`:                             true,
+		`{"op": "store", "collection": "` + long + `c", "id": "x", "doc": {}}`:                         false,
+		`{"op": "store", "collection": "", "id": "x", "doc": {}}`:                                      false,
+		`{"op": "store", "collection": "n\u00f6tes", "id": "x", "doc": {}}`:                            false,
+		`{"op": "store", "collection": "notes", "id": "\u0041", "doc": {}}`:                            false,
+		`{"op": "store", "collection": "notes", "id": 1.0, "doc": {}}`:                                 false,
+		`{"op": "store", "collection": "notes", "id": 1e3, "doc": {}}`:                                 false,
+		`{"op": "store", "collection": "notes", "id": 99999999999999999999, "doc": {}}`:                false,
+		`{"op": "store", "collection": "notes", "id": true, "doc": {}}`:                                false,
+		`{"op": "store", "collection": "notes", "doc": {}}`:                                            false,
+		`{"op": "store", "collection": "notes", "id": 1, "doc": [1]}`:                                  false,
+		`{"op": "store", "collection": "notes", "id": 1}`:                                              false,
+		`{"op": "store", "collection": 7, "id": 1, "doc": {}}`:                                         false,
+		`{"op": "store", "collection": "notes", "id": 1, "doc": {}, "extra": 1}`:                       false,
+		`{"op": "store", "op": "insert_auto", "collection": "notes", "id": 1, "doc": {}}`:              false,
+		`{"op": "store", "collection": "a", "collection": "b", "id": 1, "doc": {}}`:                    false,
+		`{"op": "insert_auto", "collection": "log", "id": 1, "doc": {}}`:                               false,
+		`{"op": "patch", "collection": "notes", "id": 1, "patch": {}}`:                                 false,
+		`{"op": "st\u006fre", "collection": "notes", "id": 1, "doc": {}}`:                              false,
+		`{"\u006fp": "store", "collection": "notes", "id": 1, "doc": {}}`:                              true,
+	} {
+		if _, ok := plainWrite([]byte(raw)); ok != plain {
+			t.Errorf("plainWrite(%s) took it: %v, want %v", raw, ok, plain)
+		}
+		got, gotErr := decodeWriteOp(json.RawMessage(raw))
+		want, wantErr := decodeOpFully(json.RawMessage(raw))
+		if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) || got.Kind != want.Kind || got.Collection != want.Collection ||
+			!docstore.Equal(got.ID, want.ID) || !docstore.Equal(got.Doc, want.Doc) {
+			t.Errorf("%s:\ndecoded %+v, %v\nin full %+v, %v", raw, got, gotErr, want, wantErr)
+		}
 	}
 }
