@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -109,6 +110,90 @@ func (p *Plugin) addWriteTool() {
 
 type writeArgs struct {
 	Ops opList `json:"ops" jsonschema:"the operations, applied in order: each {op, ...the arguments of the tool op names}"`
+}
+
+// writeArgsFull is writeArgs without its own decoder: what the host's
+// general path (validation against the input schema, strict decoding)
+// decodes.
+type writeArgsFull writeArgs
+
+// writeArgsDecoder is the host's general path for write's arguments.
+var writeArgsDecoder = sync.OnceValue(func() *mcpcore.ArgDecoder[writeArgsFull] {
+	s, err := inputSchema[writeArgs]()
+	if err != nil {
+		panic(fmt.Sprintf("store: write: the input schema: %v", err)) // a programming error, caught by every test
+	}
+	d, err := mcpcore.NewArgDecoder[writeArgsFull](s)
+	if err != nil {
+		panic(fmt.Sprintf("store: write: %v", err))
+	}
+	return d
+})
+
+// DecodeArguments implements fastpath.ArgumentsDecoder. Arguments of the
+// plain form {"ops": [...]} whose every operation is an object with one
+// op member, a plain string naming an operation, are taken apart in one
+// scan (the host has checked that raw is valid JSON), each operation kept
+// as its JSON for decodeWriteOp, which validates it as its tool's
+// arguments: the input schema asks nothing more of them. That spares a
+// large batch the general path's tree of every document and its
+// validation. Anything else takes the general path, which says what is
+// wrong.
+func (a *writeArgs) DecodeArguments(raw json.RawMessage) error {
+	if ops, ok := plainOps(raw); ok {
+		a.Ops = ops
+		return nil
+	}
+	in, err := writeArgsDecoder().Decode(raw)
+	a.Ops = in.Ops
+	return err
+}
+
+// plainOps returns the operations of write's arguments in the plain form
+// DecodeArguments describes, as a copy of their JSON.
+func plainOps(raw []byte) (opList, bool) {
+	var list []byte
+	m := jsonscan.NewMembers(raw)
+	for m.Next() {
+		if !jsonscan.KeyIs(m.Key, "ops") || list != nil {
+			return nil, false
+		}
+		list = m.Value
+	}
+	if m.End() < 0 || list == nil {
+		return nil, false
+	}
+	list = bytes.Clone(list)
+	ops := opList{}
+	e := jsonscan.NewElements(list)
+	for e.Next() {
+		if _, ok := plainOpName(e.Value); !ok {
+			return nil, false
+		}
+		ops = append(ops, opArg{jsonArg{e.Value}})
+	}
+	return ops, e.End() >= 0
+}
+
+// plainOpName returns the op of an operation, the JSON object raw, when
+// it has one op member, a plain string naming an operation write knows.
+func plainOpName(raw []byte) (docstore.OpKind, bool) {
+	var name []byte
+	m := jsonscan.NewMembers(raw)
+	for m.Next() {
+		if jsonscan.KeyIs(m.Key, "op") {
+			if name != nil {
+				return "", false
+			}
+			name = m.Value
+		}
+	}
+	s, ok := plainString(name)
+	if m.End() < 0 || !ok {
+		return "", false
+	}
+	_, known := opKinds()[docstore.OpKind(s)]
+	return docstore.OpKind(s), known
 }
 
 // writeResults is write's result: one result per operation, in order.

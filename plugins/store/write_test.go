@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcpkit/mcpkit/internal/fastpath"
+	"github.com/mcpkit/mcpkit/internal/fastpath/fastpathtest"
 	"github.com/mcpkit/mcpkit/pkg/docstore"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
 )
@@ -185,4 +187,63 @@ func TestWritePlainOps(t *testing.T) {
 			t.Errorf("%s:\ndecoded %+v, %v\nin full %+v, %v", raw, got, gotErr, want, wantErr)
 		}
 	}
+}
+
+// writeArgInputs are arguments of write, plain and not.
+var writeArgInputs = []string{
+	`{"ops": [{"op": "store", "collection": "c", "id": 1, "doc": {}}, {"op": "delete", "collection": "c", "id": 1}]}`,
+	`{"ops": []}`,
+	`{"ops": null}`,
+	`{"ops": {}}`,
+	`{"ops": [1]}`,
+	`{"ops": [[]]}`,
+	`{"ops": [{}]}`,
+	`{"ops": [{"op": null}]}`,
+	`{"ops": [{"op": 1}]}`,
+	`{"ops": [{"op": "upsert"}]}`,
+	`{"ops": [{"op": "store", "op": "upsert"}]}`,
+	`{"ops": [{"op": "upsert", "op": "store"}]}`,
+	`{"ops": [{"op": "st\u006fre", "collection": "c", "id": 1, "doc": {}}]}`,
+	`{"ops": [{"\u006fp": "store", "collection": "c", "id": 1, "doc": {}}]}`,
+	`{"ops": [{"op": "store"}], "extra": 1}`,
+	`{"ops": [{"op": "store"}], "ops": []}`,
+	`{"Ops": [{"op": "store"}]}`,
+	`{}`,
+}
+
+// TestWriteArgsDecoder: write's own decoder refuses what the input schema
+// refuses, and decodes every input as the host's general path does.
+func TestWriteArgsDecoder(t *testing.T) {
+	schema, err := inputSchema[writeArgs]()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fastpathtest.RefusesAsSchema(t, schema, func() fastpath.ArgumentsDecoder { return new(writeArgs) }, writeArgInputs...)
+	plain := 0
+	for _, in := range writeArgInputs {
+		var got writeArgs
+		gotErr := got.DecodeArguments(json.RawMessage(in))
+		want, wantErr := writeArgsDecoder().Decode(json.RawMessage(in))
+		if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) || len(got.Ops) != len(want.Ops) {
+			t.Errorf("%s: decoded %v, %v; the general path %v, %v", in, got.Ops, gotErr, want.Ops, wantErr)
+			continue
+		}
+		for i := range got.Ops {
+			if !jsonEqual(got.Ops[i].raw, want.Ops[i].raw) {
+				t.Errorf("%s: operation %d is %s, the general path's %s", in, i, got.Ops[i].raw, want.Ops[i].raw)
+			}
+		}
+		if _, ok := plainOps([]byte(in)); ok {
+			plain++
+		}
+	}
+	if plain != 3 {
+		t.Errorf("%d inputs in the plain form, want 3", plain)
+	}
+}
+
+// jsonEqual reports whether a and b are the same JSON value.
+func jsonEqual(a, b []byte) bool {
+	var x, y any
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && fmt.Sprint(x) == fmt.Sprint(y)
 }
