@@ -214,9 +214,10 @@ on to ` + "`compare_and_set`" + ` reads the document it chose (Elasticsearch's h
 carry no version unless asked, for the same reason), while on short notes
 the revision is a tenth of every hit. Scores (` + "`score`, `mmr`" + `, ` + "`explain`" + `'s
 source scores) are written in the shortest form that reads back as the same
-float32: they only order hits, float32's seven digits tell apart the RRF
-scores of every two ranks up to the 10,000th, and vector and MMR scores are
-float32 arithmetic whose float64 form is noise (an RRF score 1/61 is
+float32: they only order hits (the hits' order is the ranking, whatever
+their scores print), float32's seven digits tell apart the RRF scores of
+every two ranks up to the 10,000th at the default ` + "`rrf_k`" + `, and vector and MMR
+scores are float32 arithmetic whose float64 form is noise (an RRF score 1/61 is
 ` + "`0.016393442`" + `, not ` + "`0.01639344262295082`" + `; an MMR score ` + "`0.4`" + `, not
 ` + "`0.4000000059604645`" + `). Where the defaults are echoed (` + "`limit`" + `, ` + "`vector_mode`" + `,
 ` + "`next_cursor: null`" + `), it is once a call, not once a hit, and says what the

@@ -224,10 +224,10 @@ func (d docReply) hit() hitDoc { return hitDoc{ID: d.ID, Doc: d.Doc} }
 
 // score is a score as search returns it (fused, MMR, or a source's): in
 // the shortest form that reads back as the same float32, within float32's
-// normal range. Scores only order hits, and float32's seven digits tell
-// apart every two ranks' RRF scores up to the 10,000th; MMR and vector
-// scores are float32 arithmetic, whose float64 form (0.4000000059604645)
-// is noise. An RRF score 1/61 is 0.016393442, not 0.01639344262295082.
+// normal range. Scores only order hits (the order of the hits is the
+// ranking), and float32's seven digits tell apart every two ranks' RRF
+// scores up to the 10,000th at the default k; MMR and vector scores are
+// float32 arithmetic, whose float64 form (0.4000000059604645) is noise. An RRF score 1/61 is 0.016393442, not 0.01639344262295082.
 type score float64
 
 // MarshalJSON writes s as float32 (float64 beyond float32's normal range).
