@@ -281,7 +281,7 @@ const maxPlainIDDigits = 19
 // (printable ASCII without escapes, which is what their schemas count),
 // collection 1 to 256 characters, id a plain string or an integer
 // literal, doc an object. The tool's input schema accepts every such
-// operation (raw is valid JSON: the host has decoded the call's
+// operation (raw is valid JSON: the host has checked the call's
 // arguments), so it needs no validation, and converting its arguments as
 // the tool does gives what the general path gives. ok is false for every
 // other form (a repeated member, an escape, another op, ...), which
