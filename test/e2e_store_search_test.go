@@ -32,11 +32,11 @@ func searchNotes(t *testing.T, call func(tool, args string) string) {
 // select: [] of a missing field).
 var searchE2E = []struct{ args, want string }{
 	{`{"collection": "notes", "vector": {"vector": [1, 0]}, "select": ["none"]}`,
-		`{"hits":[{"id":1,"revision":1,"doc":{},"score":0.01639344262295082},{"id":2,"revision":2,"doc":{},"score":0.016129032258064516},{"id":3,"revision":3,"doc":{},"score":0.015873015873015872},{"id":4,"revision":4,"doc":{},"score":0.015625}],"vector_mode":"exact","limit":10}`},
+		`{"hits":[{"id":1,"doc":{},"score":0.016393442},{"id":2,"doc":{},"score":0.016129032},{"id":3,"doc":{},"score":0.015873017},{"id":4,"doc":{},"score":0.015625}],"vector_mode":"exact","limit":10}`},
 	{`{"collection": "notes", "vector": {"vector": [1, 0], "approximate": true}, "filter": {"lang": "fr"}, "select": ["lang"], "rrf_k": 1}`,
-		`{"hits":[{"id":3,"revision":3,"doc":{"lang":"fr"},"score":0.5},{"id":4,"revision":4,"doc":{"lang":"fr"},"score":0.3333333333333333}],"vector_mode":"approximate","limit":10}`},
+		`{"hits":[{"id":3,"doc":{"lang":"fr"},"score":0.5},{"id":4,"doc":{"lang":"fr"},"score":0.33333334}],"vector_mode":"approximate","limit":10}`},
 	{`{"collection": "notes", "vector": {"vector": [1, 0], "approximate": true}, "mmr": 0.5, "limit": 3, "select": ["none"]}`,
-		`{"hits":[{"id":1,"revision":1,"doc":{},"score":0.01639344262295082,"mmr":0.4000000059604645},{"id":3,"revision":3,"doc":{},"score":0.015873015873015872,"mmr":0.3160000145435333},{"id":2,"revision":2,"doc":{},"score":0.016129032258064516,"mmr":-0.18000000715255737}],"vector_mode":"approximate","limit":3}`},
+		`{"hits":[{"id":1,"doc":{},"score":0.016393442,"mmr":0.4},{"id":3,"doc":{},"score":0.015873017,"mmr":0.316},{"id":2,"doc":{},"score":0.016129032,"mmr":-0.18}],"vector_mode":"approximate","limit":3}`},
 }
 
 // vectorsLeftOut checks, on searchNotes' notes, that a search returns no
@@ -47,11 +47,11 @@ var searchE2E = []struct{ args, want string }{
 func vectorsLeftOut(t *testing.T, cs *mcp.ClientSession, call func(tool, args string) string) {
 	t.Helper()
 	query := `{"collection": "notes", "vector": {"vector": [1, 0]}, "limit": 1%s}`
-	if got, want := call("search", fmt.Sprintf(query, "")), `{"hits":[{"id":1,"revision":1,"doc":{"emb":{"$omitted":"vector","dims":2},"lang":"en"},"score":0.01639344262295082}],"vector_mode":"exact","limit":1}`; got != want {
+	if got, want := call("search", fmt.Sprintf(query, "")), `{"hits":[{"id":1,"doc":{"emb":{"$omitted":"vector","dims":2},"lang":"en"},"score":0.016393442}],"vector_mode":"exact","limit":1}`; got != want {
 		t.Fatalf("search by default = %s\nwant %s", got, want)
 	}
 	full := `{"emb":{"$vector":[0.8,0.6]},"lang":"en"}`
-	if got, want := call("search", fmt.Sprintf(query, `, "vectors": true`)), `{"hits":[{"id":1,"revision":1,"doc":`+full+`,"score":0.01639344262295082}],"vector_mode":"exact","limit":1}`; got != want {
+	if got, want := call("search", fmt.Sprintf(query, `, "vectors": true`)), `{"hits":[{"id":1,"doc":`+full+`,"score":0.016393442}],"vector_mode":"exact","limit":1}`; got != want {
 		t.Fatalf("search with vectors = %s\nwant %s", got, want)
 	}
 	var fetched struct {

@@ -123,8 +123,19 @@ type occurrence struct {
 
 // indexDoc analyzes doc for def.
 func indexDoc(def TextIndexDef, an analyzer, doc Value) docText {
+	var a textAnalysis
+	return a.index(def, an, doc)
+}
+
+// textAnalysis analyzes documents one after another, reusing the memory
+// of their words: a batch's analysis allocates only what it returns.
+type textAnalysis struct{ occ []occurrence }
+
+// index analyzes doc for def, as indexDoc does.
+func (a *textAnalysis) index(def TextIndexDef, an analyzer, doc Value) docText {
 	out := docText{lens: make([]int, len(def.Fields))}
-	var occ []occurrence
+	occ := a.occ[:0]
+	defer func() { a.occ = occ[:0] }()
 	for f, path := range def.Fields {
 		pos, n0 := 0, len(occ)
 		textValues(doc, path, func(text string) {
@@ -141,6 +152,7 @@ func indexDoc(def TextIndexDef, an analyzer, doc Value) docText {
 	// term keeps them so.
 	slices.SortStableFunc(occ, func(a, b occurrence) int { return strings.Compare(a.term, b.term) })
 	out.has = len(occ) > 0
+	out.terms, out.payloads = make([]string, 0, len(occ)), make([][]byte, 0, len(occ))
 	var head []byte
 	for _, l := range out.lens {
 		head = binary.AppendUvarint(head, uint64(l))
@@ -228,35 +240,20 @@ func applyText(b kv.Bucket, def TextIndexDef, changes []docChange) error {
 	an := newAnalyzer(def)
 	olds, news := make([]docText, len(changes)), make([]docText, len(changes))
 	inParallel(len(changes), 64, func(lo, hi int) {
+		var a textAnalysis
 		for i, c := range changes[lo:hi] {
 			if c.HadOld {
-				olds[lo+i] = indexDoc(def, an, c.Old)
+				olds[lo+i] = a.index(def, an, c.Old)
 			}
 			if c.HasNew {
-				news[lo+i] = indexDoc(def, an, c.New)
+				news[lo+i] = a.index(def, an, c.New)
 			}
 		}
 	})
-	ops := map[string][]termOp{}
+	ops := termOps(changes, olds, news)
 	dDocs, dTotal := int64(0), make([]int64, len(def.Fields))
-	for i, c := range changes {
+	for i := range changes {
 		old, cur := olds[i], news[i]
-		for i, j := 0, 0; i < len(old.terms) || j < len(cur.terms); {
-			switch {
-			case j == len(cur.terms) || (i < len(old.terms) && old.terms[i] < cur.terms[j]):
-				ops[old.terms[i]] = append(ops[old.terms[i]], termOp{c.IDKey, nil})
-				i++
-			case i == len(old.terms) || cur.terms[j] < old.terms[i]:
-				ops[cur.terms[j]] = append(ops[cur.terms[j]], termOp{c.IDKey, cur.payloads[j]})
-				j++
-			default:
-				if !bytes.Equal(old.payloads[i], cur.payloads[j]) {
-					ops[cur.terms[j]] = append(ops[cur.terms[j]], termOp{c.IDKey, cur.payloads[j]})
-				}
-				i++
-				j++
-			}
-		}
 		for _, d := range [...]struct {
 			dt   docText
 			sign int64
@@ -291,6 +288,49 @@ func applyText(b kv.Bucket, def TextIndexDef, changes []docChange) error {
 		st.total[f] = uint64(int64(st.total[f]) + d)
 	}
 	return b.Put([]byte(textStatsKey), st.encode())
+}
+
+// termOps returns, per term, the changes of its postings that changes
+// make (olds and news are their documents' old and new analyses): a
+// posting set where a document gains the term or its payload changes,
+// deleted where it loses the term. The ops of all the terms share one
+// array, sized by a first pass, rather than each growing its own.
+func termOps(changes []docChange, olds, news []docText) map[string][]termOp {
+	// each calls fn with every term op of the changes, in order.
+	each := func(fn func(term string, op termOp)) {
+		for n, c := range changes {
+			old, cur := olds[n], news[n]
+			for i, j := 0, 0; i < len(old.terms) || j < len(cur.terms); {
+				switch {
+				case j == len(cur.terms) || (i < len(old.terms) && old.terms[i] < cur.terms[j]):
+					fn(old.terms[i], termOp{c.IDKey, nil})
+					i++
+				case i == len(old.terms) || cur.terms[j] < old.terms[i]:
+					fn(cur.terms[j], termOp{c.IDKey, cur.payloads[j]})
+					j++
+				default:
+					if !bytes.Equal(old.payloads[i], cur.payloads[j]) {
+						fn(cur.terms[j], termOp{c.IDKey, cur.payloads[j]})
+					}
+					i++
+					j++
+				}
+			}
+		}
+	}
+	counts, total := map[string]int{}, 0
+	each(func(term string, _ termOp) {
+		counts[term]++
+		total++
+	})
+	all := make([]termOp, 0, total)
+	ops := make(map[string][]termOp, len(counts))
+	for t, n := range counts {
+		ops[t] = all[len(all) : len(all) : len(all)+n]
+		all = all[:len(all)+n]
+	}
+	each(func(term string, op termOp) { ops[term] = append(ops[term], op) })
+	return ops
 }
 
 // dropText deletes col's text indexes.

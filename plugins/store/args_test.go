@@ -93,9 +93,9 @@ func TestEmptyMeansWhatItSays(t *testing.T) {
 		for _, tc := range []struct{ tool, args, want string }{
 			{"page", `{"collection": "c", "select": []}`, `{"docs":[{"id":1,"revision":1},{"id":2,"revision":2}],"next_cursor":null,"limit":100}`},
 			{"page", `{"collection": "c", "select": null, "limit": 1}`, `{"docs":[{"id":1,"revision":1,"doc":{"t":"a b","n":1,"loc":{"lat":1,"lon":2}}}],"next_cursor":"`},
-			{"search", `{"collection": "c", "text": {"query": "b"}, "select": []}`, `{"hits":[{"id":1,"revision":1,"score":`},
-			{"phrase_search", `{"collection": "c", "phrase": "a c", "select": []}`, `{"hits":[{"id":2,"revision":2,"field":"t","positions":[0,1],"matches":1}]`},
-			{"geo", `{"collection": "c", "near": {"lat": 1, "lon": 2, "radius_m": 10}, "select": [], "limit": 1}`, `{"hits":[{"id":1,"revision":1,"point":{"lat":1,"lon":2},"distance_m":0}]`},
+			{"search", `{"collection": "c", "text": {"query": "b"}, "select": []}`, `{"hits":[{"id":1,"score":`},
+			{"phrase_search", `{"collection": "c", "phrase": "a c", "select": []}`, `{"hits":[{"id":2,"field":"t","positions":[0,1],"matches":1}]`},
+			{"geo", `{"collection": "c", "near": {"lat": 1, "lon": 2, "radius_m": 10}, "select": [], "limit": 1}`, `{"hits":[{"id":1,"point":{"lat":1,"lon":2},"distance_m":0}]`},
 			{"neighbors", `{"collection": "c", "id": 1, "with_docs": true, "select": []}`, `{"edges":[{"type":"e","from":{"collection":"c","id":1},"to":{"collection":"c","id":2},"doc":{"id":2,"revision":2}}]`},
 			{"traverse", `{"collection": "c", "id": 1, "with_docs": true, "select": []}`, `{"nodes":[{"collection":"c","id":1,"depth":0,"doc":{"id":1,"revision":1}}`},
 			{"join", `{"collection": "c", "foreign": "c", "edge_type": "e", "select": [], "foreign_select": [], "limit": 1}`, `{"rows":[{"id":1,"revision":1,"joined":[{"id":2,"revision":2}],"more":false}]`},

@@ -38,7 +38,7 @@ const pointHelp = `a point: {"lat": <degrees>, "lon": <degrees>}, a GeoJSON-orde
 func (p *Plugin) addGeoTools() {
 	addTool(p, &mcp.Tool{Name: "create_geo_index", Description: "Create a geo index on a point field, named after the field unless name is given: each document's field holds " + pointHelp + `. A document without the field (or with null) is not indexed; a write whose field holds anything else is refused (bad_params), as is the index over documents that already do. Builds it over the existing documents in one transaction (sending progress notifications when the request has a progress token). Returns {created, index: {name, field}}: created is false when an identical index exists; an index of that name on another field fails with index_exists. The geo tool queries it.`,
 		Annotations: &mcp.ToolAnnotations{IdempotentHint: true, OpenWorldHint: new(false)}}, p.createGeoIndex, mcpcore.ToolOptions{Timeout: buildTimeout})
-	addTool(p, &mcp.Tool{Name: "geo", Description: `Find the documents of a collection whose point (in a geo index, see create_geo_index) lies within a radius of a point or inside a bounding box, optionally also matching a filter. Give exactly one of near {lat, lon, radius_m} (great-circle distance on the mean-radius Earth, haversine; hits nearest first, each with distance_m) and box {south, west, north, east} (hits in id order; west > east crosses the antimeridian, e.g. {"south": -25, "west": 170, "north": -10, "east": -170} spans Fiji and Tonga; north 90 reaches the pole). Example: {"collection": "shops", "near": {"lat": 48.8566, "lon": 2.3522, "radius_m": 2000}, "filter": {"open": true}, "limit": 5}. Returns {hits: [{id, revision, doc, point: {lat, lon}, distance_m?}], next_cursor, limit}: pass next_cursor back (same query) for the next page; null after the last. limit defaults to 100 and is clamped to 10000. explain adds the plan: {index, cells (S2 cells covering the region), candidates (index entries read), in_region, examined (documents read)}.`,
+	addTool(p, &mcp.Tool{Name: "geo", Description: `Find the documents of a collection whose point (in a geo index, see create_geo_index) lies within a radius of a point or inside a bounding box, optionally also matching a filter. Give exactly one of near {lat, lon, radius_m} (great-circle distance on the mean-radius Earth, haversine; hits nearest first, each with distance_m) and box {south, west, north, east} (hits in id order; west > east crosses the antimeridian, e.g. {"south": -25, "west": 170, "north": -10, "east": -170} spans Fiji and Tonga; north 90 reaches the pole). Example: {"collection": "shops", "near": {"lat": 48.8566, "lon": 2.3522, "radius_m": 2000}, "filter": {"open": true}, "limit": 5}. Returns {hits: [{id, doc, point: {lat, lon}, distance_m?}], next_cursor, limit} (no revision: get returns it): pass next_cursor back (same query) for the next page; null after the last. limit defaults to 100 and is clamped to 10000. explain adds the plan: {index, cells (S2 cells covering the region), candidates (index entries read), in_region, examined (documents read)}.`,
 		Annotations: readOnly()}, p.geo)
 }
 
@@ -107,7 +107,7 @@ type geoPoint struct {
 
 // geoHit is one hit of geo.
 type geoHit struct {
-	docReply
+	hitDoc
 	Point geoPoint `json:"point"`
 	// DistanceM is the distance to near's centre in metres (near only).
 	DistanceM *float64 `json:"distance_m,omitempty"`
@@ -160,7 +160,7 @@ func (p *Plugin) geo(ctx context.Context, _ *mcp.CallToolRequest, in geoArgs) (a
 		if err != nil {
 			return nil, err
 		}
-		hit := geoHit{docReply: d, Point: geoPoint{Lat: h.Point.Lat, Lon: h.Point.Lon}}
+		hit := geoHit{hitDoc: d.hit(), Point: geoPoint{Lat: h.Point.Lat, Lon: h.Point.Lon}}
 		if in.Near != nil {
 			hit.DistanceM = &h.Distance
 		}

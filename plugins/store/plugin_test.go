@@ -74,9 +74,21 @@ func tryConnect(t *testing.T, cfg Config, core ...func(*mcpcore.Limits)) (*env, 
 // nil for the defaults).
 func connectWith(t *testing.T, cfg Config, limits json.RawMessage, core ...func(*mcpcore.Limits)) (*env, error) {
 	t.Helper()
+	p := new(Plugin)
+	cs, srv, err := serve(t, p, cfg, limits, core...)
+	if err != nil {
+		return nil, err
+	}
+	return &env{t: t, srv: srv, plugin: p, cs: cs, files: cfg.FilesDir}, nil
+}
+
+// serve serves p with cfg, its own limits (nil for the defaults) and the
+// prefix "", to one client session, both closed at the end of tb.
+func serve(tb testing.TB, p *Plugin, cfg Config, limits json.RawMessage, core ...func(*mcpcore.Limits)) (*mcp.ClientSession, *mcpcore.Server, error) {
+	tb.Helper()
 	raw, err := json.Marshal(cfg)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	c := mcpcore.DefaultConfig()
 	for _, f := range core {
@@ -84,12 +96,7 @@ func connectWith(t *testing.T, cfg Config, limits json.RawMessage, core ...func(
 	}
 	prefix := ""
 	c.Plugins = map[string]mcpcore.PluginConfig{"store": {Prefix: &prefix, Config: raw, Limits: limits}}
-	p := new(Plugin)
-	cs, srv, err := mcptest.Connect(t, mcpcore.Options{Config: c, Instances: []mcpcore.Instance{{Name: "store", Plugin: p, Limits: Limits()}}})
-	if err != nil {
-		return nil, err
-	}
-	return &env{t: t, srv: srv, plugin: p, cs: cs, files: cfg.FilesDir}, nil
+	return mcptest.Connect(tb, mcpcore.Options{Config: c, Instances: []mcpcore.Instance{{Name: "store", Plugin: p, Limits: Limits()}}})
 }
 
 // call calls tool with args, raw JSON (so that the test controls ints and

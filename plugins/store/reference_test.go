@@ -178,10 +178,10 @@ var defaultResults = map[string][3]string{
 	"dump":                  {"`{path, documents, bytes}`, or with no path `{data, documents, bytes}`, the dump itself", "a dump is lossless (vectors included): it is what `load` reads", "—"},
 	"load":                  {"`{collections, documents}`", "counts of what was loaded", "—"},
 	"create_text_index":     {"`{created, index}`", "the definition with its defaults (language)", "—"},
-	"phrase_search":         {"`{hits: [{id, revision, doc, field, positions, matches}], next_cursor, limit}`, 100 hits, vectors as markers", "where the phrase occurs, to quote it", "`select` (`[]`: no doc), `vectors: true`"},
-	"search":                {"`{hits: [{id, revision, doc, score, mmr?}], vector_mode, limit}`, 10 hits, vectors as markers", "an embedding is hundreds of numbers per hit that the agent does not read: without them a hit is its text fields and a few bytes more", "`select` (`[]`: no doc), `vectors: true`, `explain` (each source's rank and score, the plan)"},
+	"phrase_search":         {"`{hits: [{id, doc, field, positions, matches}], next_cursor, limit}`, 100 hits, vectors as markers", "where the phrase occurs, to quote it", "`select` (`[]`: no doc), `vectors: true`"},
+	"search":                {"`{hits: [{id, doc, score, mmr?}], vector_mode, limit}`, 10 hits, vectors as markers, scores as float32", "an embedding is hundreds of numbers per hit that the agent does not read: without them, and without a revision, a hit is its text fields and a few bytes more", "`select` (`[]`: no doc), `vectors: true`, `explain` (each source's rank and score, the plan)"},
 	"create_geo_index":      {"`{created, index}`", "the name it was given (the field's)", "—"},
-	"geo":                   {"`{hits: [{id, revision, doc, point, distance_m?}], next_cursor, limit}`, 100 hits, vectors as markers", "`point` is the document's point in one form ({lat, lon}), whatever form it is stored in and whatever `select` keeps", "`select` (`[]`: no doc), `vectors: true`, `explain`"},
+	"geo":                   {"`{hits: [{id, doc, point, distance_m?}], next_cursor, limit}`, 100 hits, vectors as markers", "`point` is the document's point in one form ({lat, lon}), whatever form it is stored in and whatever `select` keeps", "`select` (`[]`: no doc), `vectors: true`, `explain`"},
 	"link":                  {"`{created}`", "whether the edge is new", "—"},
 	"unlink":                {"`{removed}`", "whether there was an edge", "—"},
 	"neighbors":             {"`{edges: [{type, from, to, props?}], next_cursor, limit}`, no documents", "the edges are what was asked; documents cost a read and bytes each", "`with_docs` (each neighbour's `{id, revision, doc}`, vectors as markers), `select`, `vectors: true`"},
@@ -204,8 +204,24 @@ it names. A document holding the marker cannot be written back:
 ` + "`store`, `insert_auto`, `patch`, `compare_and_set`" + ` (and ` + "`write`" + `'s operations) refuse
 it with ` + "`bad_params`" + ` at its JSON Pointer (a map with a ` + "`\"$omitted\"`" + ` member is
 reserved for it), so a document read and stored back never loses its
-vector. ` + "`select: []`" + ` returns no ` + "`doc`" + ` at all: the ids and revisions, with the
+vector. ` + "`select: []`" + ` returns no ` + "`doc`" + ` at all: the ids (and revisions), with the
 tool's own fields (score, distance, depth, edges).
+
+A hit of ` + "`search`, `phrase_search` or `geo`" + ` is ` + "`{id, doc}`" + ` and the tool's own fields,
+without the revision that ` + "`get`, `page`, `join`" + ` and ` + "`with_docs`" + ` return with each
+document: an agent reads hits to choose among them, and the one that goes
+on to ` + "`compare_and_set`" + ` reads the document it chose (Elasticsearch's hits
+carry no version unless asked, for the same reason), while on short notes
+the revision is a tenth of every hit. Scores (` + "`score`, `mmr`" + `, ` + "`explain`" + `'s
+source scores) are written in the shortest form that reads back as the same
+float32: they only order hits (the hits' order is the ranking, whatever
+their scores print), float32's seven digits tell apart the RRF scores of
+every two ranks up to the 10,000th at the default ` + "`rrf_k`" + `, and vector and MMR
+scores are float32 arithmetic whose float64 form is noise (an RRF score 1/61 is
+` + "`0.016393442`" + `, not ` + "`0.01639344262295082`" + `; an MMR score ` + "`0.4`" + `, not
+` + "`0.4000000059604645`" + `). Where the defaults are echoed (` + "`limit`" + `, ` + "`vector_mode`" + `,
+` + "`next_cursor: null`" + `), it is once a call, not once a hit, and says what the
+call did.
 
 | tool | returns by default | why | for more |
 |---|---|---|---|

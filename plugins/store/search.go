@@ -63,7 +63,7 @@ func textQuerySchema() *jsonschema.Schema {
 }
 
 func (p *Plugin) addSearchTools() {
-	addTool(p, &mcp.Tool{Name: "search", Description: `Hybrid search of one collection: the documents a filter selects (all without one), ranked by a vector source (similarity to a query vector in the collection's vector field, declared with create_index type "vector"), a text source (BM25 over a text index) or both, fused by Reciprocal Rank Fusion (score = Σ 1/(rrf_k + rank), ranks from 1), then, with mmr, re-picked by Maximal Marginal Relevance for diversity (λ·cos(doc, query) − (1−λ)·max cos(doc, picked), from a pool of max(4·limit, 20) candidates). Example: {"collection": "notes", "filter": {"lang": "en"}, "vector": {"vector": [0.1, 0.3, ...], "approximate": true}, "text": {"query": "solar panels"}, "mmr": 0.7, "limit": 5}. Returns {hits: [{id, revision, doc, score, mmr?, sources?}], vector_mode, limit}: score is the fused score, vector_mode says how the vector source ran ("exact" scan or "approximate" HNSW; null without one; an approximate search whose filter leaves under a tenth of the vectors runs exactly). explain adds each hit's sources {vector: {rank, score}, text: {rank, score}} (vector score: cosine similarity, dot product, or minus the Euclidean distance) and the filter's plan.`,
+	addTool(p, &mcp.Tool{Name: "search", Description: `Hybrid search of one collection: the documents a filter selects (all without one), ranked by a vector source (similarity to a query vector in the collection's vector field, declared with create_index type "vector"), a text source (BM25 over a text index) or both, fused by Reciprocal Rank Fusion (score = Σ 1/(rrf_k + rank), ranks from 1), then, with mmr, re-picked by Maximal Marginal Relevance for diversity (λ·cos(doc, query) − (1−λ)·max cos(doc, picked), from a pool of max(4·limit, 20) candidates). Example: {"collection": "notes", "filter": {"lang": "en"}, "vector": {"vector": [0.1, 0.3, ...], "approximate": true}, "text": {"query": "solar panels"}, "mmr": 0.7, "limit": 5}. Returns {hits: [{id, doc, score, mmr?, sources?}], vector_mode, limit} (no revision: get returns it): score is the fused score, in float32's shortest form as every score here, vector_mode says how the vector source ran ("exact" scan or "approximate" HNSW; null without one; an approximate search whose filter leaves under a tenth of the vectors runs exactly). explain adds each hit's sources {vector: {rank, score}, text: {rank, score}} (vector score: cosine similarity, dot product, or minus the Euclidean distance) and the filter's plan.`,
 		Annotations: readOnly()}, p.search)
 }
 
@@ -94,17 +94,31 @@ type searchArgs struct {
 
 // hitSources are a hit's rank and score in each source.
 type hitSources struct {
-	Vector *docstore.SourceRank `json:"vector,omitempty"`
-	Text   *docstore.SourceRank `json:"text,omitempty"`
+	Vector *sourceRank `json:"vector,omitempty"`
+	Text   *sourceRank `json:"text,omitempty"`
+}
+
+// sourceRank is a hit's rank and score in one source.
+type sourceRank struct {
+	Rank  int   `json:"rank"`
+	Score score `json:"score"`
+}
+
+// sourceRankOf returns r as a reply, nil for nil.
+func sourceRankOf(r *docstore.SourceRank) *sourceRank {
+	if r == nil {
+		return nil
+	}
+	return &sourceRank{Rank: r.Rank, Score: score(r.Score)}
 }
 
 // hitReply is one hit of search.
 type hitReply struct {
-	docReply
+	hitDoc
 	// Score is the fused (RRF) score.
-	Score float64 `json:"score"`
+	Score score `json:"score"`
 	// MMR is the hit's MMR score when mmr was given.
-	MMR     *float64    `json:"mmr,omitempty"`
+	MMR     *score      `json:"mmr,omitempty"`
 	Sources *hitSources `json:"sources,omitempty"`
 }
 
@@ -160,9 +174,12 @@ func (p *Plugin) search(ctx context.Context, _ *mcp.CallToolRequest, in searchAr
 		if err != nil {
 			return nil, err
 		}
-		r := hitReply{docReply: d, Score: h.Score, MMR: h.MMR}
+		r := hitReply{hitDoc: d.hit(), Score: score(h.Score)}
+		if h.MMR != nil {
+			r.MMR = new(score(*h.MMR))
+		}
 		if in.Explain {
-			r.Sources = &hitSources{Vector: h.Vector, Text: h.Text}
+			r.Sources = &hitSources{Vector: sourceRankOf(h.Vector), Text: sourceRankOf(h.Text)}
 		}
 		out.Hits = append(out.Hits, r)
 	}

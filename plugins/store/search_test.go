@@ -54,7 +54,8 @@ func mmrDocs(e *env) {
 }
 
 // TestSearchTool: search ranks by the vector source exactly or
-// approximately and says which ran, fuses by RRF (score 1/(60 + rank)),
+// approximately and says which ran, fuses by RRF (score 1/(60 + rank), as
+// float32),
 // re-picks by MMR (the worked example), filters first (through an index,
 // shown by explain), projects and limits.
 func TestSearchTool(t *testing.T) {
@@ -67,7 +68,7 @@ func TestSearchTool(t *testing.T) {
 			if !slices.Equal(r.ids(), []int64{1, 2, 3, 4}) || r.VectorMode == nil || *r.VectorMode != mode || r.Limit != 10 {
 				t.Fatalf("approximate %s: %+v", approx, r)
 			}
-			if h := r.Hits[1]; h.Score != 1.0/62 || h.Sources == nil || h.Sources.Vector.Rank != 2 || math.Abs(h.Sources.Vector.Score-0.6) > 1e-6 {
+			if h := r.Hits[1]; float32(h.Score) != float32(1.0/62) || h.Sources == nil || h.Sources.Vector.Rank != 2 || math.Abs(h.Sources.Vector.Score-0.6) > 1e-6 {
 				t.Fatalf("hit 2: %+v", h)
 			}
 			r = okAs[searchHits](e, "search", `{"collection": "c", "vector": {"vector": [3, 0], "approximate": `+approx+`}, "mmr": 0.5, "limit": 3}`)
@@ -159,7 +160,7 @@ func TestSearchToolHybrid(t *testing.T) {
 			e.ok("store", d)
 		}
 		r := okAs[searchHits](e, "search", `{"collection": "c", "filter": {"g": 1}, "vector": {"vector": [1, 0], "approximate": true}, "text": {"query": "heron"}, "explain": true}`)
-		if !slices.Equal(r.ids(), []int64{3, 1, 2}) || math.Abs(r.Hits[0].Score-(1.0/63+1.0/61)) > 1e-12 || r.Hits[0].Sources.Vector.Rank != 3 {
+		if !slices.Equal(r.ids(), []int64{3, 1, 2}) || float32(r.Hits[0].Score) != float32(1.0/63+1.0/61) || r.Hits[0].Sources.Vector.Rank != 3 {
 			t.Fatalf("hybrid: %+v", r)
 		}
 		got := e.ok("search", `{"collection": "c", "text": {"query": "heron"}, "select": ["t"]}`)

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -128,5 +129,39 @@ func TestSearchHitBytes(t *testing.T) {
 	t.Logf("a search hit with a 384-dimension vector: %d bytes with vectors, %d by default:\n%s", len(full), len(def), def)
 	if !strings.Contains(def, `"embedding":{"$omitted":"vector","dims":384}`) || len(def)*10 > len(full) {
 		t.Fatalf("default hit = %d bytes against %d with the vector: %s", len(def), len(full), def)
+	}
+}
+
+// TestHitShape: a hit of search, phrase_search or geo is the document's id
+// and value with the tool's own fields, without the revision that get and
+// page return; every score is in float32's shortest form (an RRF score
+// 1/61 is 0.016393442, an MMR score 0.4, not 0.4000000059604645).
+func TestHitShape(t *testing.T) {
+	e := connect(t, Config{})
+	mmrDocs(e)
+	e.ok("store", `{"collection": "p", "id": 1, "doc": {"t": "a b", "loc": {"lat": 1, "lon": 2}}}`)
+	e.ok("create_text_index", `{"collection": "p", "name": "tx", "fields": ["t"]}`)
+	e.ok("create_geo_index", `{"collection": "p", "field": "loc"}`)
+	doc := `"doc":{"t":"a b","loc":{"lat":1,"lon":2}}`
+	for _, tc := range []struct{ tool, args, want string }{
+		{"search", `{"collection": "p", "text": {"query": "b"}}`, `{"hits":[{"id":1,` + doc + `,"score":0.016393442}],"vector_mode":null,"limit":10}`},
+		{"search", `{"collection": "p", "text": {"query": "b"}, "explain": true}`, `{"hits":[{"id":1,` + doc + `,"score":0.016393442,"sources":{"text":{"rank":1,"score":0.2876821}}}],"vector_mode":null,"limit":10}`},
+		{"search", `{"collection": "c", "vector": {"vector": [3, 0]}, "mmr": 0.5, "limit": 3, "select": []}`,
+			`{"hits":[{"id":1,"score":0.016393442,"mmr":0.4},{"id":3,"score":0.015873017,"mmr":0.316},{"id":2,"score":0.016129032,"mmr":-0.18}],"vector_mode":"exact","limit":3}`},
+		{"phrase_search", `{"collection": "p", "phrase": "a b"}`, `{"hits":[{"id":1,` + doc + `,"field":"t","positions":[0,1],"matches":1}],"next_cursor":null,"limit":100}`},
+		{"geo", `{"collection": "p", "near": {"lat": 1, "lon": 2, "radius_m": 10}}`, `{"hits":[{"id":1,` + doc + `,"point":{"lat":1,"lon":2},"distance_m":0}],"next_cursor":null,"limit":100}`},
+		{"get", `{"collection": "p", "id": 1}`, `{"id":1,"revision":6,` + doc + `}`},
+		{"page", `{"collection": "p"}`, `{"docs":[{"id":1,"revision":6,` + doc + `}],"next_cursor":null,"limit":100}`},
+	} {
+		if got := e.ok(tc.tool, tc.args); got != tc.want {
+			t.Errorf("%s %s\n= %s\nwant %s", tc.tool, tc.args, got, tc.want)
+		}
+	}
+	// Beyond float32's normal range a score keeps float64's form rather
+	// than become 0 or infinite.
+	for s, want := range map[score]string{0: "0", 1e-50: "1e-50", -3e39: "-3e+39", 1.0 / 3: "0.33333334"} {
+		if got, err := json.Marshal(s); err != nil || string(got) != want {
+			t.Errorf("score %v = %s, %v; want %s", float64(s), got, err, want)
+		}
 	}
 }

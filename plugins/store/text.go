@@ -37,7 +37,7 @@ func init() {
 func (p *Plugin) addTextTools() {
 	addTool(p, &mcp.Tool{Name: "create_text_index", Description: fmt.Sprintf(`Create a full-text index on one or more text fields (dotted paths; text inside arrays is indexed too, each element apart). Text is split into words by Unicode word segmentation, normalized (NFKC) and lowercased; stem reduces words to their Snowball stem ("running" → "run") and stop_words drops the language's stop words ("the", "of"), both in language (default english). Builds it over the existing documents in one transaction (sending progress notifications when the request has a progress token); every later write keeps it exact. Returns {created, index: {name, fields, language, stem, stop_words}}: created is false when an identical index exists; a text index of that name with another definition fails with index_exists. The search tool ranks by it with BM25 (its text source: {"query": "solar panels"}); phrase_search finds exact phrases in it. Example: {"collection": "notes", "name": "body", "fields": ["title", "body"], "stem": true, "stop_words": true}. At most %d fields; words longer than %d bytes are not indexed.`, docstore.MaxTextFields, docstore.MaxTermBytes),
 		Annotations: &mcp.ToolAnnotations{IdempotentHint: true, OpenWorldHint: new(false)}}, p.createTextIndex, mcpcore.ToolOptions{Timeout: buildTimeout})
-	addTool(p, &mcp.Tool{Name: "phrase_search", Description: fmt.Sprintf(`Find the documents of a collection whose text (in a text index, see create_text_index) holds a phrase: its words in order, next to each other, in one field (and one element of an array field). The phrase is analyzed like the indexed text (lowercased; stemmed and stop words dropped when the index does, a dropped stop word still counting as a word between the others). slop allows that many extra words in all between the phrase's words (0, the default: the exact phrase; at most %d); the order stays. A filter narrows the documents. Example: {"collection": "notes", "phrase": "solar panel", "slop": 1, "filter": {"lang": "en"}, "select": ["title"]}. Returns {hits: [{id, revision, doc, field, positions, matches}], next_cursor, limit}, in id order: field is the first field where the phrase occurs, positions the word positions of its first occurrence there (words counted from 0, stop words included), matches how many times it occurs in all the fields searched. Pass next_cursor back (same query) for the next page; null after the last. limit defaults to 100 and is clamped to 10000.`, docstore.MaxSlop),
+	addTool(p, &mcp.Tool{Name: "phrase_search", Description: fmt.Sprintf(`Find the documents of a collection whose text (in a text index, see create_text_index) holds a phrase: its words in order, next to each other, in one field (and one element of an array field). The phrase is analyzed like the indexed text (lowercased; stemmed and stop words dropped when the index does, a dropped stop word still counting as a word between the others). slop allows that many extra words in all between the phrase's words (0, the default: the exact phrase; at most %d); the order stays. A filter narrows the documents. Example: {"collection": "notes", "phrase": "solar panel", "slop": 1, "filter": {"lang": "en"}, "select": ["title"]}. Returns {hits: [{id, doc, field, positions, matches}], next_cursor, limit} (no revision: get returns it), in id order: field is the first field where the phrase occurs, positions the word positions of its first occurrence there (words counted from 0, stop words included), matches how many times it occurs in all the fields searched. Pass next_cursor back (same query) for the next page; null after the last. limit defaults to 100 and is clamped to 10000.`, docstore.MaxSlop),
 		Annotations: readOnly()}, p.phraseSearch)
 }
 
@@ -93,7 +93,7 @@ type phraseSearchArgs struct {
 
 // phraseHit is one document of phrase_search's result.
 type phraseHit struct {
-	docReply
+	hitDoc
 	// Field is the first field where the phrase occurs.
 	Field string `json:"field"`
 	// Positions are the word positions of its first occurrence there.
@@ -139,7 +139,7 @@ func (p *Plugin) phraseSearch(ctx context.Context, _ *mcp.CallToolRequest, in ph
 		if err != nil {
 			return nil, err
 		}
-		out.Hits = append(out.Hits, phraseHit{docReply: r, Field: h.Field, Positions: h.Positions, Matches: h.Matches})
+		out.Hits = append(out.Hits, phraseHit{hitDoc: r.hit(), Field: h.Field, Positions: h.Positions, Matches: h.Matches})
 	}
 	if res.Next != "" {
 		out.NextCursor = &res.Next

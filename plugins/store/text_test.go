@@ -142,7 +142,7 @@ func TestPhraseSearch(t *testing.T) {
 }
 
 // TestTextSearchSource: the search tool's text source ranks by BM25 (the
-// hand-computed example of the engine's TestTextBM25), and its refusals
+// hand-computed example of the engine's TestTextBM25, as float32), and its refusals
 // name the text argument's member.
 func TestTextSearchSource(t *testing.T) {
 	eachBackend(t, func(t *testing.T, e *env) {
@@ -179,7 +179,7 @@ func TestTextSearchSource(t *testing.T) {
 		}
 		for i, w := range want {
 			h := out.Hits[i]
-			if h.ID != w.id || h.Sources.Text.Rank != i+1 || math.Abs(h.Sources.Text.Score-w.score) > 1e-9 {
+			if h.ID != w.id || h.Sources.Text.Rank != i+1 || float32(h.Sources.Text.Score) != float32(w.score) {
 				t.Errorf("hit %d: %+v, want id %d, score %v", i, h, w.id, w.score)
 			}
 		}

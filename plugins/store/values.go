@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
 	"strconv"
@@ -113,10 +114,13 @@ var (
 	loadModes  = []any{string(docstore.LoadRefuse), string(docstore.LoadReplace), string(docstore.LoadMerge)}
 )
 
+// maxNameChars is the most characters nameSchema allows.
+const maxNameChars = 256
+
 // nameSchema is a collection's or an index's name: 1 to 256 bytes without
 // NUL (the length in characters is checked here, in bytes by the engine).
 func nameSchema(description string) *jsonschema.Schema {
-	return &jsonschema.Schema{Type: "string", MinLength: jsonschema.Ptr(1), MaxLength: jsonschema.Ptr(256), Description: description}
+	return &jsonschema.Schema{Type: "string", MinLength: jsonschema.Ptr(1), MaxLength: jsonschema.Ptr(maxNameChars), Description: description}
 }
 
 // listSchema is an optional list that restricts a query to its items: null
@@ -203,6 +207,37 @@ type docReply struct {
 	Doc      json.RawMessage `json:"doc,omitempty"`
 }
 
+// hitDoc is a document as a hit of a search returns it (search,
+// phrase_search, geo): its id and, unless select is [], its value. A hit
+// carries no revision, which a tool that reads documents by key or in
+// order (get, page, join, with_docs) returns: an agent reads hits to
+// choose among them, and one that goes on to compare_and_set reads the
+// document it chose (as in Elasticsearch, whose hits carry no version
+// unless asked). On short documents the revision is a tenth of a hit.
+type hitDoc struct {
+	ID  json.RawMessage `json:"id"`
+	Doc json.RawMessage `json:"doc,omitempty"`
+}
+
+// hit returns d as a hit returns it.
+func (d docReply) hit() hitDoc { return hitDoc{ID: d.ID, Doc: d.Doc} }
+
+// score is a score as search returns it (fused, MMR, or a source's): in
+// the shortest form that reads back as the same float32, within float32's
+// normal range. Scores only order hits (the order of the hits is the
+// ranking), and float32's seven digits tell apart every two ranks' RRF
+// scores up to the 10,000th at the default k; MMR and vector scores are
+// float32 arithmetic, whose float64 form (0.4000000059604645) is noise. An RRF score 1/61 is 0.016393442, not 0.01639344262295082.
+type score float64
+
+// MarshalJSON writes s as float32 (float64 beyond float32's normal range).
+func (s score) MarshalJSON() ([]byte, error) {
+	if a := math.Abs(float64(s)); a == 0 || (a >= 0x1p-126 && a <= math.MaxFloat32) {
+		return json.Marshal(float32(s))
+	}
+	return json.Marshal(float64(s))
+}
+
 // docShape is how a tool returns documents. By default a document comes
 // whole but for its vectors: an embedding is hundreds of numbers that an
 // agent pays for on every hit and rarely reads, so each is left in place as
@@ -211,8 +246,8 @@ type docShape struct {
 	// vectors returns vector values in full (the vectors argument, or a
 	// select, which returns exactly the paths it names).
 	vectors bool
-	// idsOnly leaves the document out: its id and revision only (select
-	// [], and the single writes' replies).
+	// idsOnly leaves the document out: its id and revision only, a hit's
+	// id only (select [], and the single writes' replies).
 	idsOnly bool
 }
 

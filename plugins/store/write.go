@@ -1,16 +1,19 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/mcpkit/mcpkit/pkg/docstore"
+	"github.com/mcpkit/mcpkit/pkg/jsonscan"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -109,6 +112,90 @@ type writeArgs struct {
 	Ops opList `json:"ops" jsonschema:"the operations, applied in order: each {op, ...the arguments of the tool op names}"`
 }
 
+// writeArgsFull is writeArgs without its own decoder: what the host's
+// general path (validation against the input schema, strict decoding)
+// decodes.
+type writeArgsFull writeArgs
+
+// writeArgsDecoder is the host's general path for write's arguments.
+var writeArgsDecoder = sync.OnceValue(func() *mcpcore.ArgDecoder[writeArgsFull] {
+	s, err := inputSchema[writeArgs]()
+	if err != nil {
+		panic(fmt.Sprintf("store: write: the input schema: %v", err)) // a programming error, caught by every test
+	}
+	d, err := mcpcore.NewArgDecoder[writeArgsFull](s)
+	if err != nil {
+		panic(fmt.Sprintf("store: write: %v", err))
+	}
+	return d
+})
+
+// DecodeArguments implements fastpath.ArgumentsDecoder. Arguments of the
+// plain form {"ops": [...]} whose every operation is an object with one
+// op member, a plain string naming an operation, are taken apart in one
+// scan (the host has checked that raw is valid JSON), each operation kept
+// as its JSON for decodeWriteOp, which validates it as its tool's
+// arguments: the input schema asks nothing more of them. That spares a
+// large batch the general path's tree of every document and its
+// validation. Anything else takes the general path, which says what is
+// wrong.
+func (a *writeArgs) DecodeArguments(raw json.RawMessage) error {
+	if ops, ok := plainOps(raw); ok {
+		a.Ops = ops
+		return nil
+	}
+	in, err := writeArgsDecoder().Decode(raw)
+	a.Ops = in.Ops
+	return err
+}
+
+// plainOps returns the operations of write's arguments in the plain form
+// DecodeArguments describes, as a copy of their JSON.
+func plainOps(raw []byte) (opList, bool) {
+	var list []byte
+	m := jsonscan.NewMembers(raw)
+	for m.Next() {
+		if !jsonscan.KeyIs(m.Key, "ops") || list != nil {
+			return nil, false
+		}
+		list = m.Value
+	}
+	if m.End() < 0 || list == nil {
+		return nil, false
+	}
+	list = bytes.Clone(list)
+	ops := opList{}
+	e := jsonscan.NewElements(list)
+	for e.Next() {
+		if _, ok := plainOpName(e.Value); !ok {
+			return nil, false
+		}
+		ops = append(ops, opArg{jsonArg{e.Value}})
+	}
+	return ops, e.End() >= 0
+}
+
+// plainOpName returns the op of an operation, the JSON object raw, when
+// it has one op member, a plain string naming an operation write knows.
+func plainOpName(raw []byte) (docstore.OpKind, bool) {
+	var name []byte
+	m := jsonscan.NewMembers(raw)
+	for m.Next() {
+		if jsonscan.KeyIs(m.Key, "op") {
+			if name != nil {
+				return "", false
+			}
+			name = m.Value
+		}
+	}
+	s, ok := plainString(name)
+	if m.End() < 0 || !ok {
+		return "", false
+	}
+	_, known := opKinds()[docstore.OpKind(s)]
+	return docstore.OpKind(s), known
+}
+
 // writeResults is write's result: one result per operation, in order.
 type writeResults struct {
 	Results []any `json:"results"`
@@ -146,8 +233,20 @@ func (p *Plugin) write(ctx context.Context, _ *mcp.CallToolRequest, in writeArgs
 }
 
 // decodeWriteOp decodes one operation: its op, then the other members as
-// that tool's arguments (bad_params paths relative to the operation).
+// that tool's arguments (bad_params paths relative to the operation). An
+// operation in the plain form of a bulk write (plainWrite) is converted
+// directly, without the map, the JSON and the validation of the general
+// path, which cost more than writing the document does.
 func decodeWriteOp(raw json.RawMessage) (docstore.Op, error) {
+	if args, ok := plainWrite(raw); ok {
+		return args.op()
+	}
+	return decodeOpFully(raw)
+}
+
+// decodeOpFully is decodeWriteOp's general path: the operation's members
+// but op, validated and decoded as the arguments of the tool op names.
+func decodeOpFully(raw json.RawMessage) (docstore.Op, error) {
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &members); err != nil {
 		return docstore.Op{}, &mcpcore.ParamError{Reason: "an operation is a JSON object"}
@@ -166,6 +265,90 @@ func decodeWriteOp(raw json.RawMessage) (docstore.Op, error) {
 		return docstore.Op{}, err
 	}
 	return kind.decode(args)
+}
+
+// opArgs are a single write tool's arguments, which convert into the
+// engine's operation.
+type opArgs interface{ op() (docstore.Op, error) }
+
+// maxPlainIDDigits bounds an integer id in plainWrite: longer ones, which
+// no int64 holds, take the general path, which says what is wrong.
+const maxPlainIDDigits = 19
+
+// plainWrite returns the arguments of an operation in the form an agent
+// sends in bulk: a store {op, collection, id, doc} or an insert_auto {op,
+// collection, doc}, each member once, op and collection plain strings
+// (printable ASCII without escapes, which is what their schemas count),
+// collection 1 to 256 characters, id a plain string or an integer
+// literal, doc an object. The tool's input schema accepts every such
+// operation (raw is valid JSON: the host has checked the call's
+// arguments), so it needs no validation, and converting its arguments as
+// the tool does gives what the general path gives. ok is false for every
+// other form (a repeated member, an escape, another op, ...), which
+// decodeWriteOp decodes in full.
+func plainWrite(raw []byte) (args opArgs, ok bool) {
+	var kind, coll, id, doc []byte
+	m := jsonscan.NewMembers(raw)
+	for m.Next() {
+		var slot *[]byte
+		switch {
+		case jsonscan.KeyIs(m.Key, "op"):
+			slot = &kind
+		case jsonscan.KeyIs(m.Key, "collection"):
+			slot = &coll
+		case jsonscan.KeyIs(m.Key, "id"):
+			slot = &id
+		case jsonscan.KeyIs(m.Key, "doc"):
+			slot = &doc
+		default:
+			return nil, false
+		}
+		if *slot != nil {
+			return nil, false
+		}
+		*slot = m.Value
+	}
+	if m.End() < 0 || kind == nil || doc == nil || doc[0] != '{' {
+		return nil, false
+	}
+	name, okName := plainString(coll)
+	op, okOp := plainString(kind)
+	if !okName || !okOp || len(name) == 0 || len(name) > maxNameChars {
+		return nil, false
+	}
+	switch docstore.OpKind(op) {
+	case docstore.OpStore:
+		if !plainID(id) {
+			return nil, false
+		}
+		return storeArgs{Collection: collectionName(name), ID: idArg{jsonArg{id}}, Doc: docArg{jsonArg{doc}}}, true
+	case docstore.OpInsert:
+		if id != nil {
+			return nil, false
+		}
+		return insertArgs{Collection: collectionName(name), Doc: docArg{jsonArg{doc}}}, true
+	}
+	return nil, false
+}
+
+// plainString returns the content of v, a JSON value, when it is a plain
+// string (jsonscan.PlainString).
+func plainString(v []byte) (string, bool) {
+	s, end := jsonscan.PlainString(v, 0)
+	return string(s), end == len(v) && end > 0
+}
+
+// plainID reports whether v, a JSON value, is a plain string or an
+// integer literal of at most maxPlainIDDigits digits.
+func plainID(v []byte) bool {
+	if _, ok := plainString(v); ok {
+		return true
+	}
+	digits := strings.TrimPrefix(string(v), "-")
+	if len(digits) == 0 || len(digits) > maxPlainIDDigits || (digits[0] == '0' && len(digits) > 1) {
+		return false
+	}
+	return strings.Trim(digits, "0123456789") == ""
 }
 
 // opFailure is the structuredContent of a write whose operation failed:

@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcpkit/mcpkit/internal/fastpath"
+	"github.com/mcpkit/mcpkit/internal/fastpath/fastpathtest"
+	"github.com/mcpkit/mcpkit/pkg/docstore"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
 )
 
@@ -137,4 +140,110 @@ func TestWriteLimit(t *testing.T) {
 	if _, err := connectWith(t, Config{}, json.RawMessage(`{"write_ops": 0}`)); err == nil {
 		t.Fatal("write_ops 0 was accepted")
 	}
+}
+
+// TestWritePlainOps: the operations write converts directly (plainWrite)
+// give what the general path (each tool's validation and decoding) gives,
+// errors included; every other form takes the general path.
+func TestWritePlainOps(t *testing.T) {
+	long := strings.Repeat("c", maxNameChars)
+	for raw, plain := range map[string]bool{
+		`{"op": "store", "collection": "notes", "id": "n1", "doc": {"text": "a b", "n": 1, "f": 1.0}}`: true,
+		`{"doc": {"v": {"$vector": [0.5, 1]}}, "id": -42, "collection": "notes", "op": "store"}`:       true,
+		`{"op": "store", "collection": "notes", "id": 0, "doc": {}}`:                                   true,
+		`{"op": "store", "collection": "notes", "id": 9223372036854775807, "doc": {}}`:                 true,
+		`{"op": "store", "collection": "` + long + `", "id": "x", "doc": {}}`:                          true,
+		`{"op": "store", "collection": "notes", "id": "", "doc": {}}`:                                  true, // refused by the engine, as on the general path
+		`{"op": "store", "collection": "notes", "id": "n1", "doc": {"x": {"$omitted": "vector"}}}`:     true,
+		`{"op": "store", "collection": "notes", "id": "n1", "doc": {"b": {"$bytes": "!"}}}`:            true,
+		`{"op": "insert_auto", "collection": "log", "doc": {"e": [1, 2]}}`:                             true,
+		`{"op": "store", "collection": "` + long + `c", "id": "x", "doc": {}}`:                         false,
+		`{"op": "store", "collection": "", "id": "x", "doc": {}}`:                                      false,
+		`{"op": "store", "collection": "n\u00f6tes", "id": "x", "doc": {}}`:                            false,
+		`{"op": "store", "collection": "notes", "id": "\u0041", "doc": {}}`:                            false,
+		`{"op": "store", "collection": "notes", "id": 1.0, "doc": {}}`:                                 false,
+		`{"op": "store", "collection": "notes", "id": 1e3, "doc": {}}`:                                 false,
+		`{"op": "store", "collection": "notes", "id": 99999999999999999999, "doc": {}}`:                false,
+		`{"op": "store", "collection": "notes", "id": true, "doc": {}}`:                                false,
+		`{"op": "store", "collection": "notes", "doc": {}}`:                                            false,
+		`{"op": "store", "collection": "notes", "id": 1, "doc": [1]}`:                                  false,
+		`{"op": "store", "collection": "notes", "id": 1}`:                                              false,
+		`{"op": "store", "collection": 7, "id": 1, "doc": {}}`:                                         false,
+		`{"op": "store", "collection": "notes", "id": 1, "doc": {}, "extra": 1}`:                       false,
+		`{"op": "store", "op": "insert_auto", "collection": "notes", "id": 1, "doc": {}}`:              false,
+		`{"op": "store", "collection": "a", "collection": "b", "id": 1, "doc": {}}`:                    false,
+		`{"op": "insert_auto", "collection": "log", "id": 1, "doc": {}}`:                               false,
+		`{"op": "patch", "collection": "notes", "id": 1, "patch": {}}`:                                 false,
+		`{"op": "st\u006fre", "collection": "notes", "id": 1, "doc": {}}`:                              false,
+		`{"\u006fp": "store", "collection": "notes", "id": 1, "doc": {}}`:                              true,
+	} {
+		if _, ok := plainWrite([]byte(raw)); ok != plain {
+			t.Errorf("plainWrite(%s) took it: %v, want %v", raw, ok, plain)
+		}
+		got, gotErr := decodeWriteOp(json.RawMessage(raw))
+		want, wantErr := decodeOpFully(json.RawMessage(raw))
+		if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) || got.Kind != want.Kind || got.Collection != want.Collection ||
+			!docstore.Equal(got.ID, want.ID) || !docstore.Equal(got.Doc, want.Doc) {
+			t.Errorf("%s:\ndecoded %+v, %v\nin full %+v, %v", raw, got, gotErr, want, wantErr)
+		}
+	}
+}
+
+// writeArgInputs are arguments of write, plain and not.
+var writeArgInputs = []string{
+	`{"ops": [{"op": "store", "collection": "c", "id": 1, "doc": {}}, {"op": "delete", "collection": "c", "id": 1}]}`,
+	`{"ops": []}`,
+	`{"ops": null}`,
+	`{"ops": {}}`,
+	`{"ops": [1]}`,
+	`{"ops": [[]]}`,
+	`{"ops": [{}]}`,
+	`{"ops": [{"op": null}]}`,
+	`{"ops": [{"op": 1}]}`,
+	`{"ops": [{"op": "upsert"}]}`,
+	`{"ops": [{"op": "store", "op": "upsert"}]}`,
+	`{"ops": [{"op": "upsert", "op": "store"}]}`,
+	`{"ops": [{"op": "st\u006fre", "collection": "c", "id": 1, "doc": {}}]}`,
+	`{"ops": [{"\u006fp": "store", "collection": "c", "id": 1, "doc": {}}]}`,
+	`{"ops": [{"op": "store"}], "extra": 1}`,
+	`{"ops": [{"op": "store"}], "ops": []}`,
+	`{"Ops": [{"op": "store"}]}`,
+	`{}`,
+}
+
+// TestWriteArgsDecoder: write's own decoder refuses what the input schema
+// refuses, and decodes every input as the host's general path does.
+func TestWriteArgsDecoder(t *testing.T) {
+	schema, err := inputSchema[writeArgs]()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fastpathtest.RefusesAsSchema(t, schema, func() fastpath.ArgumentsDecoder { return new(writeArgs) }, writeArgInputs...)
+	plain := 0
+	for _, in := range writeArgInputs {
+		var got writeArgs
+		gotErr := got.DecodeArguments(json.RawMessage(in))
+		want, wantErr := writeArgsDecoder().Decode(json.RawMessage(in))
+		if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) || len(got.Ops) != len(want.Ops) {
+			t.Errorf("%s: decoded %v, %v; the general path %v, %v", in, got.Ops, gotErr, want.Ops, wantErr)
+			continue
+		}
+		for i := range got.Ops {
+			if !jsonEqual(got.Ops[i].raw, want.Ops[i].raw) {
+				t.Errorf("%s: operation %d is %s, the general path's %s", in, i, got.Ops[i].raw, want.Ops[i].raw)
+			}
+		}
+		if _, ok := plainOps([]byte(in)); ok {
+			plain++
+		}
+	}
+	if plain != 3 {
+		t.Errorf("%d inputs in the plain form, want 3", plain)
+	}
+}
+
+// jsonEqual reports whether a and b are the same JSON value.
+func jsonEqual(a, b []byte) bool {
+	var x, y any
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && fmt.Sprint(x) == fmt.Sprint(y)
 }
