@@ -46,6 +46,9 @@ func TestToolsAnswerDirectlyAsThroughTheSDK(t *testing.T) {
 		{"commands": [][]any{{"GET", 5.5}}},        // bad_params
 		{"commands": [][]any{{"subscribe", "ch"}}}, // refused
 		{"commands": "GET k"},                      // bad_params
+		{"format": "json", "commands": [][]any{{"SET", "k", "v"}, {"GET", "k"}, {"HGETALL", "none"}}},
+		{"format": "text", "commands": [][]any{{"GET", "k"}}},
+		{"format": "xml", "commands": [][]any{{"GET", "k"}}}, // bad_params
 	}
 	for _, args := range calls {
 		want := resultOf(t, sdk, "resp_execute", args)
@@ -64,7 +67,7 @@ func TestToolsAnswerDirectlyAsThroughTheSDK(t *testing.T) {
 		t.Errorf("session list:\ndirect %s\nSDK    %s", got, want)
 	}
 	clientID := func(cs *mcp.ClientSession) string {
-		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "resp_execute", Arguments: map[string]any{"commands": [][]any{{"CLIENT", "ID"}}}})
+		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "resp_execute", Arguments: map[string]any{"format": "json", "commands": [][]any{{"CLIENT", "ID"}}}})
 		if err != nil || res.IsError {
 			t.Fatalf("CLIENT ID: %v %v", err, res)
 		}
