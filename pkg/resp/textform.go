@@ -224,6 +224,21 @@ func alnum(s string) bool {
 
 const hexDigits = "0123456789abcdef"
 
+// tfEscapes is, for each byte a quoted string writes as a backslash
+// escape other than \xHH, the letter after the backslash; tfUnescapes the
+// reverse.
+var (
+	tfEscapes   = [256]byte{'\\': '\\', '"': '"', '\n': 'n', '\r': 'r', '\t': 't', '\a': 'a', '\b': 'b'}
+	tfUnescapes = func() (u [256]byte) {
+		for c, e := range tfEscapes {
+			if e != 0 {
+				u[e] = byte(c)
+			}
+		}
+		return u
+	}()
+)
+
 // appendQuotedTF appends s quoted as redis-cli quotes a bulk string
 // (sdscatrepr), but with printable UTF-8 as it is: every byte exact.
 func appendQuotedTF(b, s []byte) []byte {
@@ -238,25 +253,13 @@ func appendQuotedTF(b, s []byte) []byte {
 				continue
 			}
 		}
-		switch c {
-		case '\\', '"':
-			b = append(b, '\\', c)
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
-		case '\a':
-			b = append(b, '\\', 'a')
-		case '\b':
-			b = append(b, '\\', 'b')
+		switch e := tfEscapes[c]; {
+		case e != 0:
+			b = append(b, '\\', e)
+		case c < 0x20 || c > 0x7e:
+			b = append(b, '\\', 'x', hexDigits[c>>4], hexDigits[c&0xf])
 		default:
-			if c < 0x20 || c > 0x7e {
-				b = append(b, '\\', 'x', hexDigits[c>>4], hexDigits[c&0xf])
-			} else {
-				b = append(b, c)
-			}
+			b = append(b, c)
 		}
 		i++
 	}

@@ -193,20 +193,10 @@ func (p *tfParser) quoted() ([]byte, error) {
 			}
 			e := p.s[p.i]
 			p.i++
-			switch e {
-			case '\\', '"':
-				out = append(out, e)
-			case 'n':
-				out = append(out, '\n')
-			case 'r':
-				out = append(out, '\r')
-			case 't':
-				out = append(out, '\t')
-			case 'a':
-				out = append(out, '\a')
-			case 'b':
-				out = append(out, '\b')
-			case 'x':
+			switch u := tfUnescapes[e]; {
+			case u != 0:
+				out = append(out, u)
+			case e == 'x':
 				if p.i+2 > len(p.s) {
 					return nil, p.errorf("a \\x escape needs two hex digits")
 				}
