@@ -47,11 +47,11 @@ func TestRespSessions(t *testing.T) {
 
 	consumer := session(t, cs, map[string]any{"action": "open"}).Session
 	session(t, cs, map[string]any{"action": "send", "session": consumer, "commands": [][]any{{"BRPOP", "jobs", "0"}}})
-	if r := session(t, cs, map[string]any{"action": "receive", "session": consumer, "wait_ms": 100}); !r.TimedOut || len(r.Frames) != 0 {
+	if r := session(t, cs, map[string]any{"action": "receive", "format": "json", "session": consumer, "wait_ms": 100}); !r.TimedOut || len(r.Frames) != 0 {
 		t.Fatalf("receive before LPUSH: %+v", r)
 	}
 	execute(t, cs, "", []any{"LPUSH", "jobs", "job-1"})
-	r := session(t, cs, map[string]any{"action": "receive", "session": consumer, "wait_ms": 5000})
+	r := session(t, cs, map[string]any{"action": "receive", "format": "json", "session": consumer, "wait_ms": 5000})
 	if r.TimedOut || len(r.Frames) != 1 || len(r.Frames[0].Items) != 2 || r.Frames[0].Items[0].Str(t) != "jobs" || r.Frames[0].Items[1].Str(t) != "job-1" {
 		t.Fatalf("BRPOP reply: %+v", r)
 	}
@@ -62,14 +62,14 @@ func TestRespSessions(t *testing.T) {
 
 	sub := session(t, cs, map[string]any{"action": "open"}).Session
 	session(t, cs, map[string]any{"action": "send", "session": sub, "commands": [][]any{{"SUBSCRIBE", "news"}}})
-	r = session(t, cs, map[string]any{"action": "receive", "session": sub, "wait_ms": 5000})
+	r = session(t, cs, map[string]any{"action": "receive", "format": "json", "session": sub, "wait_ms": 5000})
 	if len(r.Frames) != 1 || r.Frames[0].Type != "push" || r.Frames[0].Items[0].Str(t) != "subscribe" || r.Frames[0].Items[1].Str(t) != "news" {
 		t.Fatalf("SUBSCRIBE acknowledgement: %+v", r)
 	}
 	if got := execute(t, cs, "", []any{"PUBLISH", "news", "hello"}); got[0].Str(t) != "1" {
 		t.Fatalf("PUBLISH reached %s subscribers, want 1", got[0].Str(t))
 	}
-	r = session(t, cs, map[string]any{"action": "receive", "session": sub, "wait_ms": 5000})
+	r = session(t, cs, map[string]any{"action": "receive", "format": "json", "session": sub, "wait_ms": 5000})
 	if len(r.Frames) != 1 || r.Frames[0].Type != "push" || len(r.Frames[0].Items) != 3 ||
 		r.Frames[0].Items[0].Str(t) != "message" || r.Frames[0].Items[2].Str(t) != "hello" {
 		t.Fatalf("published message: %+v", r)

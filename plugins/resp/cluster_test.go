@@ -71,7 +71,7 @@ func TestCluster(t *testing.T) {
 		if res := e.call(nil, "resp_session", map[string]any{"action": "send", "session": session, "commands": cmds}); res.IsError {
 			t.Fatalf("send: %+v", res.StructuredContent)
 		}
-		res := e.call(nil, "resp_session", map[string]any{"action": "receive", "session": session, "max_frames": len(cmds), "wait_ms": 5000})
+		res := e.call(nil, "resp_session", map[string]any{"action": "receive", "format": "json", "session": session, "max_frames": len(cmds), "wait_ms": 5000})
 		return decode[redirectsReply](t, res)
 	}
 	got := receive(n0, cmd("PING"), cmd("GET", key))

@@ -218,15 +218,7 @@ func appendTextReply(b []byte, i int, v *resp.Value, numbered bool) ([]byte, err
 // appendTextTail appends the labelled lines after the replies, and drops
 // the last newline.
 func (r ExecuteReply) appendTextTail(b []byte) ([]byte, error) {
-	for _, rd := range r.Redirects {
-		b = fmt.Appendf(b, "redirect: [%d] %s slot %d to %s", rd.Index+1, rd.Kind, rd.Slot, rd.Address)
-		if rd.Target != "" {
-			b = fmt.Appendf(b, " (target %q)", rd.Target)
-		} else {
-			b = append(b, " (no configured target)"...)
-		}
-		b = append(b, '\n')
-	}
+	b = appendRedirects(b, r.Redirects)
 	if r.Unknown > 0 {
 		b = fmt.Appendf(b, "unknown: %d (the last %d commands may or may not have run: inspect state before retrying)\n", r.Unknown, r.Unknown)
 	}
@@ -242,6 +234,21 @@ func (r ExecuteReply) appendTextTail(b []byte) ([]byte, error) {
 		return append(b, "(no commands)"...), nil
 	}
 	return b[:len(b)-1], nil
+}
+
+// appendRedirects appends a labelled line for each redirect, its index
+// counted from 1 as the replies' are.
+func appendRedirects(b []byte, redirects []Redirect) []byte {
+	for _, rd := range redirects {
+		b = fmt.Appendf(b, "redirect: [%d] %s slot %d to %s", rd.Index+1, rd.Kind, rd.Slot, rd.Address)
+		if rd.Target != "" {
+			b = fmt.Appendf(b, " (target %q)", rd.Target)
+		} else {
+			b = append(b, " (no configured target)"...)
+		}
+		b = append(b, '\n')
+	}
+	return b
 }
 
 // text returns the reply's text form as a result (FormatText).

@@ -22,7 +22,7 @@ type execText struct {
 }
 
 // labelLine is a labelled line of the text form.
-var labelLine = regexp.MustCompile(`^(session|outcome|redirect|unknown): (.*)$`)
+var labelLine = regexp.MustCompile(`^(session|outcome|redirect|unknown|timed_out): (.*)$`)
 
 // parseExecText reads execute's text form back, failing the test on
 // anything else: label lines, then the replies (each after its index
@@ -221,4 +221,51 @@ func TestExecuteTextStreamed(t *testing.T) {
 	if results[0] != results[1] {
 		t.Fatalf("streamed text differs:\n%.300s\n%.300s", results[0], results[1])
 	}
+}
+
+// TestReceiveText: the session tool's receive returns its frames in the
+// same text form by default (the reply alone for one frame, [N] before
+// each of several, a timed_out line when none came), and the JSON form
+// with format json.
+func TestReceiveText(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	e := connect(t, targetAt(s, ""), "")
+	sub := e.open(nil, map[string]any{"protocol": 3})
+	receive := func(args map[string]any) string {
+		t.Helper()
+		args["action"], args["session"] = ActionReceive, sub
+		res := e.call(nil, "resp_session", args)
+		if res.IsError {
+			t.Fatalf("receive: %v", res.Content)
+		}
+		return textOf(t, res)
+	}
+	if res := e.call(nil, "resp_session", map[string]any{"action": "send", "session": sub, "commands": [][]any{{"SUBSCRIBE", "news"}}}); res.IsError {
+		t.Fatalf("send: %v", res.Content)
+	}
+	if got, want := receive(map[string]any{"wait_ms": 5000}), "1> \"subscribe\"\n2> \"news\"\n3> (integer) 1"; got != want {
+		t.Errorf("subscribe acknowledgement:\n%s\nwant\n%s", got, want)
+	}
+	if got, want := receive(map[string]any{"wait_ms": 0}), "timed_out: no frame arrived within wait_ms"; got != want {
+		t.Errorf("nothing to receive:\n%s\nwant\n%s", got, want)
+	}
+	e.exec(cmd("PUBLISH", "news", "one"), cmd("PUBLISH", "news", "two\x00"))
+	var frames []string
+	for len(frames) < 2 {
+		r := parseExecText(t, receive(map[string]any{"wait_ms": 5000, "max_frames": 10}))
+		frames = append(frames, jsonOf(t, r.Replies)...)
+	}
+	want := []string{
+		`{"items":[{"encoding":"utf8","type":"bulk_string","value":"message"},{"encoding":"utf8","type":"bulk_string","value":"news"},{"encoding":"utf8","type":"bulk_string","value":"one"}],"type":"push"}`,
+		`{"items":[{"encoding":"utf8","type":"bulk_string","value":"message"},{"encoding":"utf8","type":"bulk_string","value":"news"},{"encoding":"utf8","type":"bulk_string","value":"two\u0000"}],"type":"push"}`,
+	}
+	if fmt.Sprint(frames) != fmt.Sprint(want) {
+		t.Errorf("messages read back as\n%s\nwant\n%s", frames, want)
+	}
+	e.exec(cmd("PUBLISH", "news", "three"))
+	r := decode[receiveReply](t, e.call(nil, "resp_session", map[string]any{"action": "receive", "session": sub, "format": "json", "wait_ms": 5000}))
+	if len(r.Frames) != 1 || r.Frames[0].Items[2].Str(t) != "three" {
+		t.Errorf("format json: %+v", r)
+	}
+	failure(t, e.call(nil, "resp_session", map[string]any{"action": "receive", "session": sub, "format": "csv"}), mcpcore.KindBadParams)
 }

@@ -485,7 +485,7 @@ func TestSendReceive(t *testing.T) {
 	}
 	receive := func(h string, frames, wait int) receiveReply {
 		t.Helper()
-		res := e.call(nil, "resp_session", map[string]any{"action": "receive", "session": h, "max_frames": frames, "wait_ms": wait})
+		res := e.call(nil, "resp_session", map[string]any{"action": "receive", "format": "json", "session": h, "max_frames": frames, "wait_ms": wait})
 		if res.IsError {
 			t.Fatalf("receive: %v", res.StructuredContent)
 		}
