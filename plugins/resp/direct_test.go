@@ -14,12 +14,19 @@ import (
 )
 
 // TestToolsAnswerDirectlyAsThroughTheSDK: the resp tools are direct
-// (mcpcore.ToolOptions.Direct): a legacy-era client served by
+// (mcpcore.ToolOptions.Direct): a client of either era served by
 // mcpcore.Server.Run gets, call for call, the answers a client served
 // through the SDK gets (replies, a server error, bad params, a refused
-// command, the session tool), and each client keeps its own default
-// session.
+// command, the session tool), without the SDK's request path, and each
+// legacy client keeps its own default session (a 2026-07-28 client's is
+// its principal's).
 func TestToolsAnswerDirectlyAsThroughTheSDK(t *testing.T) {
+	for _, version := range []string{legacyVersion, "2026-07-28"} {
+		t.Run(version, func(t *testing.T) { testToolsAnswerDirectly(t, version) })
+	}
+}
+
+func testToolsAnswerDirectly(t *testing.T, version string) {
 	s := redistest.Start(t, redistest.Options{})
 	t.Setenv(EnvAuth, "")
 	cfg := mcpcore.DefaultConfig()
@@ -38,8 +45,8 @@ func TestToolsAnswerDirectlyAsThroughTheSDK(t *testing.T) {
 			return next(ctx, method, req)
 		}
 	})
-	sdk := mcptest.Session(t, srv, nil, &mcp.ClientSessionOptions{ProtocolVersion: legacyVersion})
-	direct := mcptest.RunSession(t, srv, nil, &mcp.ClientSessionOptions{ProtocolVersion: legacyVersion})
+	sdk := mcptest.Session(t, srv, nil, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	direct := mcptest.RunSession(t, srv, nil, &mcp.ClientSessionOptions{ProtocolVersion: version})
 
 	calls := []map[string]any{
 		{"commands": [][]any{{"SET", "k", "v"}, {"GET", "k"}, {"INCR", "k"}, {"SET", map[string]string{"base64": "AP8="}, 9007199254740991}}},
@@ -72,6 +79,9 @@ func TestToolsAnswerDirectlyAsThroughTheSDK(t *testing.T) {
 			t.Fatalf("CLIENT ID: %v %v", err, res)
 		}
 		return string(decode[execReply](t, res).Replies[0].Value)
+	}
+	if version != legacyVersion {
+		return
 	}
 	other := mcptest.RunSession(t, srv, nil, &mcp.ClientSessionOptions{ProtocolVersion: legacyVersion})
 	if a, b, c := clientID(direct), clientID(other), clientID(sdk); a == b || a == c || a != clientID(direct) {
