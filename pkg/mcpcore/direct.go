@@ -260,13 +260,13 @@ func (c *directConn) direct(req *jsonrpc.Request, checked bool) (_ *mcp.CallTool
 	if !ok || p.InputResponses != nil || p.RequestState != "" {
 		return nil, nil, false, nil
 	}
-	_, modern = p.Meta[mcp.MetaKeyProtocolVersion]
-	if (modern || init.ProtocolVersion >= modernProtocol) && !(modern && init.ProtocolVersion >= modernProtocol && c.t.srv.modernDirect(ss, p.Meta)) {
-		return nil, nil, false, nil // the SDK's: a call it answers otherwise
-	}
 	h := c.t.srv.directTool(p.Name).handler
 	if h == nil {
 		return nil, nil, false, nil
+	}
+	_, modern = p.Meta[mcp.MetaKeyProtocolVersion]
+	if (modern || init.ProtocolVersion >= modernProtocol) && !(modern && init.ProtocolVersion >= modernProtocol && c.t.srv.modernDirect(ss, p.Meta)) {
+		return nil, nil, false, nil // the SDK's: a call it answers otherwise
 	}
 	return p, args, modern, h
 }
