@@ -201,8 +201,8 @@ func sessionCalls(i int, handle, value string) (pipeline, blocking string) {
 	if handle != "" {
 		session = fmt.Sprintf(`,"session":%q`, handle)
 	}
-	pipeline = `{"commands":[` + strings.Join(cmds, ",") + `]` + session + `}`
-	blocking = fmt.Sprintf(`{"commands":[["LPUSH","q:%d","x"],["BLPOP","q:%d","0.02"]]%s}`, (i+1)%respSessions, i, session)
+	pipeline = `{"format":"json","commands":[` + strings.Join(cmds, ",") + `]` + session + `}`
+	blocking = fmt.Sprintf(`{"format":"json","commands":[["LPUSH","q:%d","x"],["BLPOP","q:%d","0.02"]]%s}`, (i+1)%respSessions, i, session)
 	return pipeline, blocking
 }
 

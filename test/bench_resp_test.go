@@ -122,11 +122,11 @@ func BenchmarkRespSidecar(b *testing.B) {
 			jsonCmds[i] = []any{"SET", key, value}
 			wireCmds[i] = [][]byte{[]byte("SET"), []byte(key), []byte(value)}
 		}
-		arguments, err := json.Marshal(map[string]any{"commands": jsonCmds})
+		arguments, err := json.Marshal(map[string]any{"format": "json", "commands": jsonCmds})
 		if err != nil {
 			b.Fatal(err)
 		}
-		params := &mcp.CallToolParams{Name: "resp_execute", Arguments: map[string]any{"commands": jsonCmds}}
+		params := &mcp.CallToolParams{Name: "resp_execute", Arguments: map[string]any{"format": "json", "commands": jsonCmds}}
 		viaThin := func() { thin.call(b, "resp_execute", string(arguments), batch) }
 		viaBound := func() { bound.call(b, "resp_execute", string(arguments), batch) }
 		viaSDK := func() {
@@ -231,7 +231,7 @@ func TestRespBound(t *testing.T) {
 		for i := range cmds {
 			cmds[i] = fmt.Sprintf(`["SET","bound:%d","value-%d"]`, i, i)
 		}
-		arguments := `{"commands":[` + strings.Join(cmds, ",") + `]}`
+		arguments := `{"format":"json","commands":[` + strings.Join(cmds, ",") + `]}`
 		sidecar.call(t, "resp_execute", arguments, batch)
 		bound.call(t, "resp_execute", arguments, batch)
 		if !bytes.Equal(bound.line, sidecar.line) {

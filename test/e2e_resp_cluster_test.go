@@ -51,7 +51,7 @@ func TestRespCluster(t *testing.T) {
 			Address string `json:"address"`
 			Target  string `json:"target"`
 		} `json:"redirects"`
-	}](t, cs, "resp_session", map[string]any{"action": "receive", "session": n0, "max_frames": 2, "wait_ms": 5000})
+	}](t, cs, "resp_session", map[string]any{"action": "receive", "format": "json", "session": n0, "max_frames": 2, "wait_ms": 5000})
 	if isErr || len(r.Frames) != 2 || r.Frames[0].Type != "simple_error" || r.Frames[0].Str(t) != moved || r.Frames[1].Str(t) != "PONG" ||
 		len(r.Redirects) != 1 || r.Redirects[0].Index != 0 || r.Redirects[0].Kind != "moved" || r.Redirects[0].Slot != slot ||
 		r.Redirects[0].Address != c.Nodes[2].Addr || r.Redirects[0].Target != "n2" {

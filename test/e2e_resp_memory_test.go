@@ -56,7 +56,7 @@ func testRespMemoryLargePipeline(t *testing.T, binaryValues bool) {
 	for i := range values {
 		cmds = append(cmds, []string{"GET", "big:" + strconv.Itoa(i)})
 	}
-	out, isErr := call(t, cs, "resp_execute", map[string]any{"commands": cmds})
+	out, isErr := call(t, cs, "resp_execute", map[string]any{"format": "json", "commands": cmds})
 	peak := vmHWM(t, cmd.Process.Pid)
 	if isErr {
 		t.Fatalf("the pipeline failed: %.500s", out)

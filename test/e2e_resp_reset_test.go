@@ -33,7 +33,7 @@ func TestRespResetAfterCancel(t *testing.T) {
 		execute(t, cs, h, []any{"SET", "k", "in-db-5"})
 		cancelBlocked(t, cs, srv, h)
 
-		args := map[string]any{"commands": [][]any{{"GET", "k"}}}
+		args := map[string]any{"format": "json", "commands": [][]any{{"GET", "k"}}}
 		if h != "" {
 			args["session"] = h
 		}

@@ -47,35 +47,35 @@ func TestRespSessions(t *testing.T) {
 
 	consumer := session(t, cs, map[string]any{"action": "open"}).Session
 	session(t, cs, map[string]any{"action": "send", "session": consumer, "commands": [][]any{{"BRPOP", "jobs", "0"}}})
-	if r := session(t, cs, map[string]any{"action": "receive", "session": consumer, "wait_ms": 100}); !r.TimedOut || len(r.Frames) != 0 {
+	if r := session(t, cs, map[string]any{"action": "receive", "format": "json", "session": consumer, "wait_ms": 100}); !r.TimedOut || len(r.Frames) != 0 {
 		t.Fatalf("receive before LPUSH: %+v", r)
 	}
 	execute(t, cs, "", []any{"LPUSH", "jobs", "job-1"})
-	r := session(t, cs, map[string]any{"action": "receive", "session": consumer, "wait_ms": 5000})
+	r := session(t, cs, map[string]any{"action": "receive", "format": "json", "session": consumer, "wait_ms": 5000})
 	if r.TimedOut || len(r.Frames) != 1 || len(r.Frames[0].Items) != 2 || r.Frames[0].Items[0].Str(t) != "jobs" || r.Frames[0].Items[1].Str(t) != "job-1" {
 		t.Fatalf("BRPOP reply: %+v", r)
 	}
 	// A session that used send/receive stays manual: execute is refused.
-	if res, isErr := callAs[execReply](t, cs, "resp_execute", map[string]any{"session": consumer, "commands": [][]any{{"PING"}}}); !isErr || res.Error == nil || res.Error.Kind != "refused" {
+	if res, isErr := callAs[execReply](t, cs, "resp_execute", map[string]any{"format": "json", "session": consumer, "commands": [][]any{{"PING"}}}); !isErr || res.Error == nil || res.Error.Kind != "refused" {
 		t.Fatalf("execute on a manual session: isError=%v %+v", isErr, res)
 	}
 
 	sub := session(t, cs, map[string]any{"action": "open"}).Session
 	session(t, cs, map[string]any{"action": "send", "session": sub, "commands": [][]any{{"SUBSCRIBE", "news"}}})
-	r = session(t, cs, map[string]any{"action": "receive", "session": sub, "wait_ms": 5000})
+	r = session(t, cs, map[string]any{"action": "receive", "format": "json", "session": sub, "wait_ms": 5000})
 	if len(r.Frames) != 1 || r.Frames[0].Type != "push" || r.Frames[0].Items[0].Str(t) != "subscribe" || r.Frames[0].Items[1].Str(t) != "news" {
 		t.Fatalf("SUBSCRIBE acknowledgement: %+v", r)
 	}
 	if got := execute(t, cs, "", []any{"PUBLISH", "news", "hello"}); got[0].Str(t) != "1" {
 		t.Fatalf("PUBLISH reached %s subscribers, want 1", got[0].Str(t))
 	}
-	r = session(t, cs, map[string]any{"action": "receive", "session": sub, "wait_ms": 5000})
+	r = session(t, cs, map[string]any{"action": "receive", "format": "json", "session": sub, "wait_ms": 5000})
 	if len(r.Frames) != 1 || r.Frames[0].Type != "push" || len(r.Frames[0].Items) != 3 ||
 		r.Frames[0].Items[0].Str(t) != "message" || r.Frames[0].Items[2].Str(t) != "hello" {
 		t.Fatalf("published message: %+v", r)
 	}
 	// execute refuses SUBSCRIBE before sending anything.
-	if res, isErr := callAs[execReply](t, cs, "resp_execute", map[string]any{"commands": [][]any{{"SUBSCRIBE", "news"}}}); !isErr || res.Error == nil || res.Error.Kind != "refused" {
+	if res, isErr := callAs[execReply](t, cs, "resp_execute", map[string]any{"format": "json", "commands": [][]any{{"SUBSCRIBE", "news"}}}); !isErr || res.Error == nil || res.Error.Kind != "refused" {
 		t.Fatalf("SUBSCRIBE through execute: isError=%v %+v", isErr, res)
 	}
 	if got := execute(t, cs, "", []any{"PUBSUB", "NUMSUB", "news"}); got[0].Items[1].Str(t) != "1" {
@@ -105,7 +105,7 @@ func TestRespTargets(t *testing.T) {
 		if got := execute(t, cs, "", []any{"ACL", "WHOAMI"}); got[0].Str(t) != "agent" {
 			t.Fatalf("ACL WHOAMI = %+v", got[0])
 		}
-		r, isErr := callAs[execReply](t, cs, "resp_execute", map[string]any{"commands": [][]any{{"SET", "k", "v"}, {"FLUSHALL"}, {"GET", "k"}}})
+		r, isErr := callAs[execReply](t, cs, "resp_execute", map[string]any{"format": "json", "commands": [][]any{{"SET", "k", "v"}, {"FLUSHALL"}, {"GET", "k"}}})
 		if !isErr || r.Outcome != "error" || len(r.Replies) != 3 || r.Replies[1].Type != "simple_error" ||
 			!strings.HasPrefix(r.Replies[1].Str(t), "NOPERM") || r.Replies[2].Str(t) != "v" {
 			t.Fatalf("forbidden FLUSHALL: isError=%v %+v", isErr, r)
@@ -123,7 +123,7 @@ func TestRespTargets(t *testing.T) {
 		// connection error naming the target, not a hang.
 		plain := startResp(t, nil, "--config", respConfig(t, srv, map[string]any{"tls": map[string]any{
 			"client_cert": srv.ClientCertFile, "client_key": srv.ClientKeyFile}}, nil))
-		r, isErr := callAs[execReply](t, plain, "resp_execute", map[string]any{"commands": [][]any{{"PING"}}})
+		r, isErr := callAs[execReply](t, plain, "resp_execute", map[string]any{"format": "json", "commands": [][]any{{"PING"}}})
 		if !isErr || r.Error == nil || r.Error.Kind != "unavailable" || !strings.Contains(r.Error.Message, `"local"`) || !strings.Contains(r.Error.Message, "certificate") {
 			t.Fatalf("TLS without the CA: isError=%v %+v", isErr, r.Error)
 		}
@@ -213,7 +213,7 @@ func TestRespFailures(t *testing.T) {
 		h := session(t, cs, map[string]any{"action": "open"}).Session
 		done := make(chan *mcp.CallToolResult, 1)
 		go func() { // no t.Fatal off the test's goroutine: the result is checked below
-			res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "resp_execute", Arguments: map[string]any{"session": h,
+			res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "resp_execute", Arguments: map[string]any{"format": "json", "session": h,
 				"commands": [][]any{{"SET", "before", "1"}, {"BLPOP", "never", "30"}, {"SET", "after", "1"}}}})
 			if err != nil {
 				res = &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}
@@ -235,7 +235,7 @@ func TestRespFailures(t *testing.T) {
 			t.Fatalf("killed mid-pipeline: isError=%v %s", res.IsError, resultText(res))
 		}
 		ping(t, cs)
-		if r, isErr := callAs[execReply](t, cs, "resp_execute", map[string]any{"session": h, "commands": [][]any{{"PING"}}}); !isErr || r.Error == nil || r.Error.Kind != "session_reset" {
+		if r, isErr := callAs[execReply](t, cs, "resp_execute", map[string]any{"format": "json", "session": h, "commands": [][]any{{"PING"}}}); !isErr || r.Error == nil || r.Error.Kind != "session_reset" {
 			t.Fatalf("the broken session still answers: isError=%v %+v", isErr, r.Error)
 		}
 		if err := srv.Restart(); err != nil {
@@ -250,11 +250,11 @@ func TestRespFailures(t *testing.T) {
 		// database and transaction state): its next call reports the broken
 		// connection and an unknown outcome, the one after it the reset
 		// (nothing sent), and the one after that works.
-		r, isErr := callAs[execReply](t, cs, "resp_execute", map[string]any{"commands": [][]any{{"PING"}}})
+		r, isErr := callAs[execReply](t, cs, "resp_execute", map[string]any{"format": "json", "commands": [][]any{{"PING"}}})
 		if !isErr || r.Error == nil || r.Error.Kind != "connection_lost" || !strings.Contains(r.Error.Message, "new default session") || r.Partial == nil || r.Partial.Unknown != 1 {
 			t.Fatalf("default session after the restart: isError=%v %+v %+v", isErr, r.Error, r.Partial)
 		}
-		if r, isErr := callAs[execReply](t, cs, "resp_execute", map[string]any{"commands": [][]any{{"PING"}}}); !isErr || r.Error == nil || r.Error.Kind != "session_reset" {
+		if r, isErr := callAs[execReply](t, cs, "resp_execute", map[string]any{"format": "json", "commands": [][]any{{"PING"}}}); !isErr || r.Error == nil || r.Error.Kind != "session_reset" {
 			t.Fatalf("the call after the lost connection: isError=%v %+v", isErr, r.Error)
 		}
 		if got := execute(t, cs, "", []any{"PING"}); got[0].Str(t) != "PONG" {
@@ -293,7 +293,7 @@ func TestRespHandleScope(t *testing.T) {
 				continue // 2026-07-28 has no client sessions: the same token is the same caller
 			}
 			other := hp.connect(t, era, client)
-			if r, isErr := callAs[execReply](t, other, "resp_execute", map[string]any{"session": h, "commands": [][]any{{"PING"}}}); !isErr || r.Error == nil || r.Error.Kind != "session_not_found" {
+			if r, isErr := callAs[execReply](t, other, "resp_execute", map[string]any{"format": "json", "session": h, "commands": [][]any{{"PING"}}}); !isErr || r.Error == nil || r.Error.Kind != "session_not_found" {
 				t.Fatalf("%s (%s) used the handle: isError=%v %+v", what, era, isErr, r.Error)
 			}
 			if r, isErr := callAs[sessionReply](t, other, "resp_session", map[string]any{"action": "close", "session": h}); !isErr || r.Error == nil || r.Error.Kind != "session_not_found" {

@@ -146,7 +146,7 @@ func callAs[T any](t testing.TB, cs *mcp.ClientSession, tool string, args any) (
 // test unless every reply came back without an error reply.
 func execute(t testing.TB, cs *mcp.ClientSession, session string, cmds ...[]any) []resptest.Frame {
 	t.Helper()
-	args := map[string]any{"commands": cmds}
+	args := map[string]any{"format": "json", "commands": cmds}
 	if session != "" {
 		args["session"] = session
 	}
@@ -199,7 +199,7 @@ func TestRespExecute(t *testing.T) {
 		t.Fatalf("replies = %+v", got)
 	}
 
-	r, isErr := callAs[execReply](t, cs, "resp_execute", map[string]any{"commands": [][]any{{"INCR", "k"}, {"SET", "after", "yes"}}})
+	r, isErr := callAs[execReply](t, cs, "resp_execute", map[string]any{"format": "json", "commands": [][]any{{"INCR", "k"}, {"SET", "after", "yes"}}})
 	if !isErr || r.Outcome != "error" || len(r.Replies) != 2 || r.Replies[0].Type != "simple_error" ||
 		!strings.HasPrefix(r.Replies[0].Str(t), "ERR value is not an integer") || r.Replies[1].Str(t) != "OK" {
 		t.Fatalf("error reply: isError=%v %+v", isErr, r)
@@ -210,7 +210,7 @@ func TestRespExecute(t *testing.T) {
 	if got[1].Type != "integer" || got[1].Str(t) != "9007199254740993" || got[2].Str(t) != "18014398509481986" {
 		t.Fatalf("big integers = %+v", got)
 	}
-	r, isErr = callAs[execReply](t, cs, "resp_execute", map[string]any{"commands": [][]any{{"SET", "unsafe", int64(9007199254740993)}}})
+	r, isErr = callAs[execReply](t, cs, "resp_execute", map[string]any{"format": "json", "commands": [][]any{{"SET", "unsafe", int64(9007199254740993)}}})
 	if !isErr || r.Error == nil || r.Error.Kind != "bad_params" || r.Error.Path != "/commands/0/2" {
 		t.Fatalf("unsafe integer argument: isError=%v %+v", isErr, r)
 	}
@@ -227,12 +227,12 @@ func TestRespExecute(t *testing.T) {
 
 	big := strings.Repeat("0123456789abcdef", 300*1024/16)
 	execute(t, cs, "", []any{"SET", "big", big})
-	raw, isErr := call(t, cs, "resp_execute", map[string]any{"commands": [][]any{{"GET", "big"}}})
+	raw, isErr := call(t, cs, "resp_execute", map[string]any{"format": "json", "commands": [][]any{{"GET", "big"}}})
 	var paged execReply
 	if err := json.Unmarshal(raw, &paged); err != nil || isErr || len(paged.Replies) != 1 || paged.Replies[0].Str(t) != big {
 		t.Fatalf("300 KiB value through paging: %v isError=%v, %d replies", err, isErr, len(paged.Replies))
 	}
-	if first := callTool(t, cs, "resp_execute", map[string]any{"commands": [][]any{{"GET", "big"}}}); !strings.Contains(resultText(first), `"read_tool":"resp_result"`) {
+	if first := callTool(t, cs, "resp_execute", map[string]any{"format": "json", "commands": [][]any{{"GET", "big"}}}); !strings.Contains(resultText(first), `"read_tool":"resp_result"`) {
 		t.Fatalf("a 300 KiB reply came back inline: %.200s", resultText(first))
 	}
 }
@@ -272,7 +272,7 @@ func TestRespBatchLimit(t *testing.T) {
 	if overTotal != limit+1 {
 		t.Fatalf("over-limit batch is %d bytes, want %d", overTotal, limit+1)
 	}
-	r, isErr := callAs[execReply](t, cs, "resp_execute", map[string]any{"commands": over})
+	r, isErr := callAs[execReply](t, cs, "resp_execute", map[string]any{"format": "json", "commands": over})
 	if !isErr || r.Error == nil || r.Error.Kind != "limit" || r.Error.Limit != "batch_bytes" || r.Error.Max != limit {
 		t.Fatalf("over-limit batch: isError=%v %+v", isErr, r.Error)
 	}

@@ -175,7 +175,7 @@ func TestRunWholeProduct(t *testing.T) {
 		t.Fatalf("diag_echo = %+v", got)
 	}
 	reply := decode[execReply](t, callTool(t, cs, "resp_execute", map[string]any{
-		"commands": [][]any{{"SET", "run:greeting", "hello"}, {"GET", "run:greeting"}, {"CONFIG", "GET", "port"}},
+		"format": "json", "commands": [][]any{{"SET", "run:greeting", "hello"}, {"GET", "run:greeting"}, {"CONFIG", "GET", "port"}},
 	}))
 	if reply.Outcome != "ok" || len(reply.Replies) != 3 || reply.Replies[1].Str(t) != "hello" || !strings.Contains(mustJSON(t, reply.Replies[2]), `"`+progress[2]+`"`) {
 		t.Fatalf("resp_execute against the map's redis-server: %+v", reply)

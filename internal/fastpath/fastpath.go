@@ -180,3 +180,29 @@ func ResultBuffer(ctx context.Context, n int) []byte {
 	}
 	return hooks.ResultBuffer(ctx, n)
 }
+
+// TextParts is a text result (as pkg/mcpcore's Text: one text content, no
+// structuredContent) written in parts, as [EncodedJSONParts] is: the host
+// pages one larger than inline_result_bytes as those parts, with format
+// "text", and serves a smaller one inline, joined. Parts may lie in Memory
+// and must not change once returned.
+type TextParts struct {
+	Parts  [][]byte
+	Memory *ResultMemory
+}
+
+// Size returns the length of the text, the parts' lengths summed.
+func (t TextParts) Size() int64 { return EncodedJSONParts(t).Size() }
+
+// String returns the parts joined into heap memory.
+func (t TextParts) String() string {
+	b, _ := EncodedJSONParts(t).MarshalJSON()
+	if len(t.Parts) == 0 {
+		return ""
+	}
+	return string(b)
+}
+
+// MarshalJSON returns the text as a JSON string, for a text result inside
+// another value (the partial result of a failed call).
+func (t TextParts) MarshalJSON() ([]byte, error) { return json.Marshal(t.String()) }

@@ -214,7 +214,7 @@ func doNothing() bool { return true }
 // id is a direct call's in flight (as the SDK drops a request whose id is
 // in use); it returns nil when req is the SDK's to answer.
 func (c *directConn) accept(req *jsonrpc.Request, checked bool) func() bool {
-	params, args, handler := c.direct(req, checked) // parsed before locking: answers being written wait for the lock
+	params, args, modern, handler := c.direct(req, checked) // parsed before locking: answers being written wait for the lock
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, dup := c.calls[req.ID]; dup {
@@ -228,28 +228,29 @@ func (c *directConn) accept(req *jsonrpc.Request, checked bool) func() bool {
 	ctx, cancel := context.WithCancelCause(c.t.ctx)
 	c.calls[req.ID] = cancel
 	c.wg.Add(1)
-	return func() bool { return c.serve(ctx, req.ID, params, args) }
+	return func() bool { return c.serve(ctx, req.ID, params, args, modern) }
 }
 
 // direct returns the params and handler of req when it is a direct call:
-// tools/call of a direct tool on a legacy-era session, with params the
-// SDK would decode the same way and no multi-round-trip fields; and the
-// arguments decoded as the params were read, if they were (see
-// directParams).
-func (c *directConn) direct(req *jsonrpc.Request, checked bool) (*mcp.CallToolParamsRaw, any, mcp.ToolHandler) {
+// tools/call of a direct tool, on a legacy-era session or a 2026-07-28
+// call the SDK would take as it is (see modernDirect; modern reports it),
+// with params the SDK would decode the same way and no multi-round-trip
+// fields; and the arguments decoded as the params were read, if they
+// were (see directParams).
+func (c *directConn) direct(req *jsonrpc.Request, checked bool) (_ *mcp.CallToolParamsRaw, _ any, modern bool, _ mcp.ToolHandler) {
 	if req.Method != "tools/call" || len(req.Params) == 0 || req.Params[0] != '{' {
-		return nil, nil, nil
+		return nil, nil, false, nil
 	}
 	ss := c.t.session.Load()
 	if ss == nil {
 		<-c.t.connected // a call read while Connect was returning: direct once the session is known
 		if ss = c.t.session.Load(); ss == nil {
-			return nil, nil, nil
+			return nil, nil, false, nil
 		}
 	}
 	init := ss.InitializeParams()
-	if init == nil || init.ProtocolVersion >= modernProtocol {
-		return nil, nil, nil
+	if init == nil {
+		return nil, nil, false, nil
 	}
 	var prefixOf func(string) decodePrefix
 	if c.t.srv.reuseResults { // nothing but the host sees the request: decoded arguments cannot go stale
@@ -257,16 +258,17 @@ func (c *directConn) direct(req *jsonrpc.Request, checked bool) (*mcp.CallToolPa
 	}
 	p, args, ok := directParams(req.Params, prefixOf, checked)
 	if !ok || p.InputResponses != nil || p.RequestState != "" {
-		return nil, nil, nil
-	}
-	if _, modern := p.Meta[mcp.MetaKeyProtocolVersion]; modern {
-		return nil, nil, nil // a per-request 2026-07-28 call: the SDK's
+		return nil, nil, false, nil
 	}
 	h := c.t.srv.directTool(p.Name).handler
 	if h == nil {
-		return nil, nil, nil
+		return nil, nil, false, nil
 	}
-	return p, args, h
+	_, modern = p.Meta[mcp.MetaKeyProtocolVersion]
+	if (modern || init.ProtocolVersion >= modernProtocol) && !(modern && init.ProtocolVersion >= modernProtocol && c.t.srv.modernDirect(ss, p.Meta)) {
+		return nil, nil, false, nil // the SDK's: a call it answers otherwise
+	}
+	return p, args, modern, h
 }
 
 // directParams reads tools/call params, valid JSON (the transport decoded
@@ -364,7 +366,7 @@ const modernProtocol = "2026-07-28"
 // inline (it returned: it was not abandoned; and it keeps nothing of its
 // arguments, as fastpath.Direct requires; nothing retained aliases
 // them).
-func (c *directConn) serve(ctx context.Context, id jsonrpc.ID, params *mcp.CallToolParamsRaw, args any) (done bool) {
+func (c *directConn) serve(ctx context.Context, id jsonrpc.ID, params *mcp.CallToolParamsRaw, args any, modern bool) (done bool) {
 	defer c.wg.Done()
 	var slot *resultSlot
 	if c.t.srv.reuseResults {
@@ -390,7 +392,10 @@ func (c *directConn) serve(ctx context.Context, id jsonrpc.ID, params *mcp.CallT
 				directBuffers.Put(buf)
 			}
 		}()
-		if resp.Result, err = encodeDirect((*buf)[:0], res, slot); err != nil {
+		if modern {
+			c.t.srv.annotateModern(res)
+		}
+		if resp.Result, err = encodeDirect((*buf)[:0], res, slot, modern); err != nil {
 			resp.Error = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("tool %s returned a result that does not encode: %v", params.Name, err)}
 		}
 	}
@@ -586,11 +591,21 @@ var directBuffers = sync.Pool{New: func() any { return new([]byte) }}
 const keepDirectBytes = 1 << 20
 
 // encodeDirect appends a direct call's result to dst, encoded as the SDK
-// would: a result the host built in one pass (encodedResult), anything
+// would (with the result type of a 2026-07-28 call when modern): a result the host built in one pass (encodedResult), anything
 // else with encoding/json without HTML escaping. The result is compact: a
 // structured content that holds line breaks is compacted, so that a
 // response is always one line.
-func encodeDirect(dst []byte, res mcp.Result, slot *resultSlot) (json.RawMessage, error) {
+func encodeDirect(dst []byte, res mcp.Result, slot *resultSlot, modern bool) (json.RawMessage, error) {
+	data, err := encodeDirectResult(dst, res, slot)
+	if err != nil || !modern {
+		return data, err
+	}
+	return completeResult(data), nil
+}
+
+// encodeDirectResult is encodeDirect of a result without the 2026-07-28
+// result type.
+func encodeDirectResult(dst []byte, res mcp.Result, slot *resultSlot) (json.RawMessage, error) {
 	if r, ok := res.(*mcp.CallToolResult); ok && plainToolResult(r) {
 		data, err := (&encodedResult{CallToolResult: r, direct: true, slot: slot}).appendJSON(dst)
 		if err != nil || bytes.IndexByte(data, '\n') < 0 && bytes.IndexByte(data, '\r') < 0 {

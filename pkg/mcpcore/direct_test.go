@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -35,8 +36,9 @@ type directArgs struct {
 	N    int    `json:"n,omitempty"`
 }
 
-// The protocol eras: the legacy one, whose calls may be direct, and the
-// 2026-07-28 one, whose calls are always the SDK's.
+// The protocol eras: the legacy one, and the 2026-07-28 one, whose calls
+// carry the client's identity in _meta (direct too, when the SDK would
+// take them as they are: modernDirect).
 const (
 	legacyEra = "2025-11-25"
 	modernEra = modernProtocol
@@ -153,11 +155,53 @@ func resultJSON(t *testing.T, res *mcp.CallToolResult, err error) string {
 // TestDirectCallsAnswerAsTheSDK: every kind of call answered directly
 // (inline, paged and read back, a plugin's own result, bad params, a
 // panic, a JSON-RPC error) gets the answer the SDK's path gives, and
-// only the direct tools' legacy-era calls skip the SDK's path.
+// only the direct tools' calls skip the SDK's path, in either era (a
+// 2026-07-28 call only when the SDK would take it as it is).
 func TestDirectCallsAnswerAsTheSDK(t *testing.T) {
 	r := newDirectRig(t)
+	for _, era := range []string{legacyEra, modernEra} {
+		direct := r.connect(t, true, era, nil)
+		viaSDK := r.connect(t, false, era, nil)
+		t.Run(era, func(t *testing.T) { compareDirectCalls(t, direct, viaSDK, r) })
+	}
 	direct := r.connect(t, true, legacyEra, nil)
-	viaSDK := r.connect(t, false, legacyEra, nil)
+	sdkBefore := r.viaSDK.Load()
+	if res, err := direct.CallTool(t.Context(), &mcp.CallToolParams{Name: "dx_echo", Arguments: map[string]any{"text": "x"}}); err != nil || res.IsError {
+		t.Fatalf("echo: %v %v", err, res)
+	}
+	if res, err := direct.CallTool(t.Context(), &mcp.CallToolParams{Name: "dx_plain", Arguments: map[string]any{"text": "x"}}); err != nil || res.IsError {
+		t.Fatalf("plain: %v %v", err, res)
+	}
+	if got := r.viaSDK.Load() - sdkBefore; got != 1 {
+		t.Errorf("the SDK's path saw %d of a direct and a plain call, want 1 (the plain one)", got)
+	}
+	// A 2026-07-28 client's calls of a direct tool are direct, but for one
+	// that asks for log messages (the SDK keeps its level where a direct
+	// call cannot).
+	modern := r.connect(t, true, modernEra, nil)
+	sdkBefore = r.viaSDK.Load()
+	if res, err := modern.CallTool(t.Context(), &mcp.CallToolParams{Name: "dx_echo", Arguments: map[string]any{"text": "x"}}); err != nil || res.IsError {
+		t.Fatalf("modern echo: %v %v", err, res)
+	}
+	if got := r.viaSDK.Load() - sdkBefore; got != 0 {
+		t.Errorf("the SDK's path saw %d modern-era calls of a direct tool, want 0", got)
+	}
+	if res, err := modern.CallTool(t.Context(), &mcp.CallToolParams{Name: "dx_echo", Arguments: map[string]any{"text": "x"}, Meta: mcp.Meta{mcp.MetaKeyLogLevel: "debug"}}); err != nil || res.IsError {
+		t.Fatalf("modern echo with a log level: %v %v", err, res)
+	}
+	if got := r.viaSDK.Load() - sdkBefore; got != 1 {
+		t.Errorf("the SDK's path saw %d modern-era calls, one with a log level, want 1", got)
+	}
+	// Options.Middleware saw every call, direct or not: 7 kinds twice in
+	// each era, the paged reads, echo, plain and the modern ones.
+	if got, calls := r.viaMW.Load(), r.srv.Info().Calls.Started; got < calls {
+		t.Errorf("Options.Middleware saw %d calls, fewer than the %d the host ran", got, calls)
+	}
+}
+
+// compareDirectCalls makes every kind of call through direct (served by
+// Run) and viaSDK (served by the SDK) and compares the answers.
+func compareDirectCalls(t *testing.T, direct, viaSDK *mcp.ClientSession, r *directRig) {
 	calls := []*mcp.CallToolParams{
 		{Name: "dx_echo", Arguments: map[string]any{"text": "héllo \u2028 \"q\"", "n": 3}},
 		{Name: "dx_echo", Arguments: map[string]any{"text": strings.Repeat("x", 2000)}}, // paged: over 1 KiB
@@ -187,30 +231,6 @@ func TestDirectCallsAnswerAsTheSDK(t *testing.T) {
 		if ja != jb {
 			t.Errorf("%s %v:\ndirect %s\nSDK    %s", p.Name, p.Arguments, ja, jb)
 		}
-	}
-	sdkBefore := r.viaSDK.Load()
-	if res, err := direct.CallTool(t.Context(), &mcp.CallToolParams{Name: "dx_echo", Arguments: map[string]any{"text": "x"}}); err != nil || res.IsError {
-		t.Fatalf("echo: %v %v", err, res)
-	}
-	if res, err := direct.CallTool(t.Context(), &mcp.CallToolParams{Name: "dx_plain", Arguments: map[string]any{"text": "x"}}); err != nil || res.IsError {
-		t.Fatalf("plain: %v %v", err, res)
-	}
-	if got := r.viaSDK.Load() - sdkBefore; got != 1 {
-		t.Errorf("the SDK's path saw %d of a direct and a plain call, want 1 (the plain one)", got)
-	}
-	// A 2026-07-28 client's calls are the SDK's.
-	modern := r.connect(t, true, modernEra, nil)
-	sdkBefore = r.viaSDK.Load()
-	if res, err := modern.CallTool(t.Context(), &mcp.CallToolParams{Name: "dx_echo", Arguments: map[string]any{"text": "x"}}); err != nil || res.IsError {
-		t.Fatalf("modern echo: %v %v", err, res)
-	}
-	if got := r.viaSDK.Load() - sdkBefore; got != 1 {
-		t.Errorf("the SDK's path saw %d modern-era calls, want 1", got)
-	}
-	// Options.Middleware saw every call, direct or not: 7 kinds twice, the
-	// paged reads, echo, plain and the modern one.
-	if got, calls := r.viaMW.Load(), r.srv.Info().Calls.Started; got < calls {
-		t.Errorf("Options.Middleware saw %d calls, fewer than the %d the host ran", got, calls)
 	}
 }
 
@@ -345,6 +365,51 @@ func TestDirectCallsOverStdio(t *testing.T) {
 	outW.Close()
 	if rest, _ := io.ReadAll(lines); len(rest) > 0 {
 		t.Errorf("unexpected output after the last response: %s", rest)
+	}
+}
+
+// TestDirectModernCallOverStdio: over stdio, a 2026-07-28 call of a
+// direct tool is answered directly, byte for byte as the SDK answers the
+// same call of a tool that is not direct (the server's identity in _meta,
+// the result type last), errors and isError included.
+func TestDirectModernCallOverStdio(t *testing.T) {
+	r := newDirectRig(t)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	go r.srv.Run(context.Background(), stdio.NewTransport(inR, outW, stdio.Options{}))
+	t.Cleanup(func() { inW.Close() })
+	lines := bufio.NewReader(outR)
+	exchange := func(s string) string {
+		t.Helper()
+		if _, err := io.WriteString(inW, s+"\n"); err != nil {
+			t.Fatal(err)
+		}
+		line, err := lines.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		return line
+	}
+	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"` + modernEra + `","io.modelcontextprotocol/clientInfo":{"name":"t","version":"0"},"io.modelcontextprotocol/clientCapabilities":{}}`
+	if got := exchange(`{"jsonrpc":"2.0","id":0,"method":"server/discover","params":{` + meta + `}}`); !strings.Contains(got, `"result"`) {
+		t.Fatalf("discover: %s", got)
+	}
+	for _, args := range []string{`{"text":"héllo"}`, `{"text":5}`, `{"text":"` + strings.Repeat("x", 2000) + `"}`} {
+		sdkBefore := r.viaSDK.Load()
+		call := func(tool string) string {
+			return exchange(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":%q,"arguments":%s,%s}}`, tool, args, meta))
+		}
+		got, want := call("dx_echo"), call("dx_plain")
+		if n := r.viaSDK.Load() - sdkBefore; n != 1 {
+			t.Errorf("%s: the SDK's path saw %d calls, want 1 (dx_plain's)", args, n)
+		}
+		if !strings.Contains(want, `"resultType":"complete"}}`) || !strings.Contains(want, `"io.modelcontextprotocol/serverInfo"`) {
+			t.Fatalf("the SDK's answer is not what this test expects: %s", want)
+		}
+		paged := regexp.MustCompile(`(result_id|expires_at)\\?":\\?"[^"\\]*`)
+		if got, want = paged.ReplaceAllString(got, "$1"), paged.ReplaceAllString(want, "$1"); got != want {
+			t.Errorf("%s:\ndirect %s\nSDK    %s", args, got, want)
+		}
 	}
 }
 

@@ -48,6 +48,7 @@ type Options struct {
 // shared by every session.
 type Server struct {
 	mcp       *mcp.Server
+	impl      *mcp.Implementation // the server's identity, as the SDK server has it
 	limits    Limits
 	version   string
 	transport string
@@ -233,7 +234,8 @@ func (s *Server) newSDKServer(opts Options) *mcp.Server {
 		sopts.SubscribeHandler = s.subscribe
 		sopts.UnsubscribeHandler = s.unsubscribe
 	}
-	srv := mcp.NewServer(&mcp.Implementation{Name: "mcpkit", Version: opts.Version}, sopts)
+	s.impl = &mcp.Implementation{Name: "mcpkit", Version: opts.Version}
+	srv := mcp.NewServer(s.impl, sopts)
 	// Each call wraps the handler built so far: the host's session tracking
 	// innermost, the host's result encoding outermost.
 	srv.AddReceivingMiddleware(s.addInstructions, s.trackSessions)

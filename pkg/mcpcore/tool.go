@@ -307,6 +307,13 @@ func (c toolCall) serve(ctx context.Context, owner string, v any, isError bool) 
 		return c.serveResult(owner, r, isError)
 	}
 	var data, escaped []byte
+	if parts, ok := v.(fastpath.TextParts); ok {
+		if parts.Size() > s.limits.InlineResultBytes {
+			servedResult(ctx, nil, nil, true)
+			return c.page(owner, parts.Memory, parts.Parts, "text", isError)
+		}
+		v = Text(parts.String()) // a heap copy, served as it is
+	}
 	text, isText := v.(Text)
 	if isText {
 		data = []byte(text)

@@ -14,7 +14,7 @@ import (
 // FuzzReader: the decoder never panics, stops with a typed error or io.EOF
 // on any input, and what it decodes re-encodes to frames that decode to
 // the same Values and have a JSON form, whose text values are the bytes
-// received.
+// received, and a text form that reads back to the same JSON form.
 func FuzzReader(f *testing.F) {
 	for _, tc := range decodeCases {
 		f.Add([]byte(tc.wire))
@@ -52,6 +52,7 @@ func FuzzReader(f *testing.F) {
 				t.Fatalf("JSON of %#v: %s, %v", v, js, err)
 			}
 			checkPair(t, &v)
+			checkTextForm(t, &v)
 			var text struct{ Encoding, Value string }
 			if json.Unmarshal(js, &text) == nil && text.Encoding == "utf8" && text.Value != string(v.Str) {
 				t.Fatalf("JSON of %#v: value %q, want %q", v, text.Value, v.Str)

@@ -30,6 +30,9 @@ type ExecuteArgs struct {
 	// Session is a handle from the session tool's open action; empty (or
 	// "default") is the caller's default session.
 	Session string `json:"session,omitempty"`
+	// Format is the result's form: FormatText (empty is text) or
+	// FormatJSON.
+	Format string `json:"format,omitempty"`
 
 	// bufs holds Commands' memory, which execute returns to batchPool
 	// once the pipeline is done.
@@ -73,8 +76,8 @@ type Commands [][][]byte
 // decoded again strictly, which says what is wrong.
 func (a *ExecuteArgs) DecodeArguments(raw json.RawMessage) error {
 	bufs := batchPool.Get().(*batchBufs)
-	if cmds, session, ok := decodeBatch(raw, bufs); ok {
-		a.Commands, a.Session, a.bufs = cmds, session, bufs
+	if cmds, opts, ok := decodeBatch(raw, bufs); ok {
+		a.Commands, a.Session, a.Format, a.bufs = cmds, opts.session, opts.format, bufs
 		return nil
 	}
 	batchPool.Put(bufs)
@@ -85,12 +88,12 @@ func (a *ExecuteArgs) DecodeArguments(raw json.RawMessage) error {
 // arguments that decodeBatch takes, at the start of b.
 func (a *ExecuteArgs) DecodeArgumentsPrefix(b []byte) (int, bool) {
 	bufs := batchPool.Get().(*batchBufs)
-	cmds, session, end, ok := decodeBatchPrefix(b, bufs)
+	cmds, opts, end, ok := decodeBatchPrefix(b, bufs)
 	if !ok {
 		batchPool.Put(bufs)
 		return 0, false
 	}
-	a.Commands, a.Session, a.bufs = cmds, session, bufs
+	a.Commands, a.Session, a.Format, a.bufs = cmds, opts.session, opts.format, bufs
 	return end, true
 }
 
@@ -101,6 +104,7 @@ func (a *ExecuteArgs) decodeStrictly(raw json.RawMessage) error {
 	var w struct {
 		Commands json.RawMessage `json:"commands"`
 		Session  json.RawMessage `json:"session"`
+		Format   json.RawMessage `json:"format"`
 	}
 	// The host's decoding (fastpath.DecodeArguments), but with the members
 	// aliasing raw rather than copied (decodeCommands copies what it keeps,
@@ -114,6 +118,17 @@ func (a *ExecuteArgs) decodeStrictly(raw json.RawMessage) error {
 		}
 		if err := json.Unmarshal(w.Session, &a.Session); err != nil {
 			return &mcpcore.ParamError{Path: "/session", Reason: err.Error()}
+		}
+	}
+	if w.Format != nil {
+		if w.Format[0] != '"' {
+			return &mcpcore.ParamError{Path: "/format", Reason: "got " + jsonTypeOf(w.Format) + ", want string"}
+		}
+		if err := json.Unmarshal(w.Format, &a.Format); err != nil {
+			return &mcpcore.ParamError{Path: "/format", Reason: err.Error()}
+		}
+		if !validFormat(a.Format) {
+			return &mcpcore.ParamError{Path: "/format", Reason: fmt.Sprintf("%q is not %s or %s", a.Format, FormatText, FormatJSON)}
 		}
 	}
 	if w.Commands == nil {
@@ -202,65 +217,90 @@ func jsonTypeOf(v json.RawMessage) string {
 // it goes and appends each argument's bytes, where the strict path scans
 // the batch five times. It takes only what the strict path takes, with the
 // same result: exactly the members "commands" (each command a non-empty
-// array of arguments) and, optionally, "session" (a string), each once,
-// with keys and the session as plain ASCII text; arguments as
+// array of arguments) and, optionally, "session" (a string) and "format"
+// (text or json), each once, with keys and the session as plain ASCII text; arguments as
 // [resp.AppendArg] takes them. For anything else it reports false,
 // keeping nothing, and the strict path decodes raw and says what is wrong
 // (FuzzDecodeBatch compares the two).
-func decodeBatch(raw []byte, bufs *batchBufs) (cmds Commands, session string, ok bool) {
-	cmds, session, end, ok := decodeBatchPrefix(raw, bufs)
+func decodeBatch(raw []byte, bufs *batchBufs) (cmds Commands, opts batchOptions, ok bool) {
+	cmds, opts, end, ok := decodeBatchPrefix(raw, bufs)
 	if !ok || jsonscan.SkipWS(raw, end) != len(raw) {
-		return nil, "", false
+		return nil, batchOptions{}, false
 	}
-	return cmds, session, true
+	return cmds, opts, true
 }
+
+// batchOptions are execute's arguments beside the commands.
+type batchOptions struct{ session, format string }
 
 // decodeBatchPrefix is decodeBatch of the object b begins with, whatever
 // follows it: it returns the index just after the object.
-func decodeBatchPrefix(b []byte, bufs *batchBufs) (cmds Commands, session string, end int, ok bool) {
+func decodeBatchPrefix(b []byte, bufs *batchBufs) (cmds Commands, opts batchOptions, end int, ok bool) {
 	s := batchScanner{b: b}
 	if !s.expect('{') {
-		return nil, "", 0, false
+		return nil, opts, 0, false
 	}
-	var seenCommands, seenSession bool
+	var seenCommands, seenSession, seenFormat bool
 	for closed := s.expect('}'); !closed; {
 		key, ok := s.plainString()
 		if !ok || !s.expect(':') {
-			return nil, "", 0, false
+			return nil, opts, 0, false
 		}
 		switch string(key) {
 		case "commands":
 			if seenCommands {
-				return nil, "", 0, false
+				return nil, opts, 0, false
 			}
 			seenCommands = true
 			if cmds, ok = s.commands(bufs); !ok {
-				return nil, "", 0, false
+				return nil, opts, 0, false
 			}
 		case "session":
 			if seenSession {
-				return nil, "", 0, false
+				return nil, opts, 0, false
 			}
 			seenSession = true
 			sess, ok := s.plainString()
 			if !ok {
-				return nil, "", 0, false
+				return nil, opts, 0, false
 			}
-			session = string(sess)
+			opts.session = string(sess)
+		case "format":
+			format, ok := s.plainString()
+			if seenFormat || !ok || !validFormat(string(format)) {
+				return nil, opts, 0, false
+			}
+			seenFormat = true
+			opts.format = formatName(format)
 		default:
-			return nil, "", 0, false
+			return nil, opts, 0, false
 		}
 		if !s.expect(',') {
 			if !s.expect('}') {
-				return nil, "", 0, false
+				return nil, opts, 0, false
 			}
 			closed = true
 		}
 	}
 	if !seenCommands {
-		return nil, "", 0, false
+		return nil, opts, 0, false
 	}
-	return cmds, session, s.i, true
+	return cmds, opts, s.i, true
+}
+
+// validFormat reports whether f is a result format execute takes (empty
+// is the default, text).
+func validFormat(f string) bool { return f == "" || f == FormatText || f == FormatJSON }
+
+// formatName returns the format f names (valid), without allocating.
+func formatName(f []byte) string {
+	switch string(f) {
+	case FormatText:
+		return FormatText
+	case FormatJSON:
+		return FormatJSON
+	}
+	return ""
 }
 
 // batchScanner is decodeBatch's position in its JSON.

@@ -37,6 +37,13 @@ var batchInputs = []string{
 	`{"commands":[["GET","k"]],"session":"s\u0031"}`,
 	`{"commands":[["GET" "k"]]}`,
 	`{"commands":[["GET","k"]"session":"s"}`,
+	`{"commands":[["GET","k"]],"format":"text"}`,
+	`{"format":"json","commands":[["GET","k"]],"session":"s"}`,
+	`{"commands":[["GET","k"]],"format":"xml"}`,
+	`{"commands":[["GET","k"]],"format":""}`,
+	`{"commands":[["GET","k"]],"format":"json","format":"text"}`,
+	`{"commands":[["GET","k"]],"format":1}`,
+	`{"commands":[["GET","k"]],"format":"js\u006fn"}`,
 }
 
 // TestDecodeBatch: the one-pass decoding gives exactly what the strict
@@ -74,13 +81,14 @@ func FuzzDecodeBatch(f *testing.F) {
 func checkDecodeBatch(t *testing.T, in string) bool {
 	t.Helper()
 	raw := []byte(strings.TrimSpace(in))
-	cmds, session, ok := decodeBatch(raw, new(batchBufs))
+	cmds, opts, ok := decodeBatch(raw, new(batchBufs))
+	session := opts.session + " " + opts.format
 	// As the host reads it among the params, whatever follows: what
 	// decodeBatch takes, ending where raw ends; or an object that raw
 	// begins with and that something follows.
 	var prefix ExecuteArgs
 	end, prefixOK := prefix.DecodeArgumentsPrefix(append(raw[:len(raw):len(raw)], ` ,"_meta":{"k":"}"}}`...))
-	same := prefixOK && end == len(raw) && fmt.Sprintf("%q %q", prefix.Commands, prefix.Session) == fmt.Sprintf("%q %q", cmds, session)
+	same := prefixOK && end == len(raw) && fmt.Sprintf("%q %q", prefix.Commands, prefix.Session+" "+prefix.Format) == fmt.Sprintf("%q %q", cmds, session)
 	if ok && !same || !ok && prefixOK && end == len(raw) {
 		t.Fatalf("%q: as a prefix %v (end %d of %d) %q %q; alone %v %q %q", in, prefixOK, end, len(raw), prefix.Commands, prefix.Session, ok, cmds, session)
 	}
@@ -91,7 +99,7 @@ func checkDecodeBatch(t *testing.T, in string) bool {
 	if err := strict.decodeStrictly(json.RawMessage(raw)); err != nil {
 		t.Fatalf("decodeBatch took %q, which the strict path refuses: %v", in, err)
 	}
-	if got, want := fmt.Sprintf("%q %q", cmds, session), fmt.Sprintf("%q %q", strict.Commands, strict.Session); got != want {
+	if got, want := fmt.Sprintf("%q %q", cmds, session), fmt.Sprintf("%q %q", strict.Commands, strict.Session+" "+strict.Format); got != want {
 		t.Fatalf("%q decoded as\n%s\nthe strict path gives\n%s", in, got, want)
 	}
 	return true

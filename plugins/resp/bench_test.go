@@ -47,7 +47,7 @@ func BenchmarkExecute(b *testing.B) {
 			cmds[i] = []any{"SET", key, "value"}
 			wire[i] = [][]byte{[]byte("SET"), []byte(key), []byte("value")}
 		}
-		params := &mcp.CallToolParams{Name: "resp_execute", Arguments: map[string]any{"commands": cmds}}
+		params := &mcp.CallToolParams{Name: "resp_execute", Arguments: map[string]any{"format": "json", "commands": cmds}}
 		b.Run(fmt.Sprintf("batch=%d", n), func(b *testing.B) {
 			benchpair.Compare(b, [2]string{"mcp", "direct"}, [2]func(){
 				func() {
@@ -118,7 +118,7 @@ func BenchmarkExecuteStdio(b *testing.B) {
 		for i := range cmds {
 			cmds[i] = fmt.Sprintf(`["SET","bench:%d","value-%010d"]`, i, i)
 		}
-		args := `{"commands":[` + strings.Join(cmds, ",") + `]}`
+		args := `{"format":"json","commands":[` + strings.Join(cmds, ",") + `]}`
 		b.Run(fmt.Sprintf("batch=%d", n), func(b *testing.B) {
 			b.ReportAllocs()
 			id := 0

@@ -51,7 +51,7 @@ func TestCluster(t *testing.T) {
 	moved := fmt.Sprintf("MOVED %d %s", slot, c.Nodes[1].Addr)
 
 	// execute on node 0: the error reply as it is, nothing replayed on node 1.
-	res := e.call(nil, "resp_execute", map[string]any{"commands": [][]any{{"SET", key, "v"}}})
+	res := e.call(nil, "resp_execute", map[string]any{"format": "json", "commands": [][]any{{"SET", key, "v"}}})
 	r := decode[execReply](t, res)
 	if !res.IsError || r.Outcome != OutcomeError || r.Replies[0].Type != "simple_error" || r.Replies[0].Str(t) != moved {
 		t.Fatalf("SET on node 0: %+v", r)
@@ -71,7 +71,7 @@ func TestCluster(t *testing.T) {
 		if res := e.call(nil, "resp_session", map[string]any{"action": "send", "session": session, "commands": cmds}); res.IsError {
 			t.Fatalf("send: %+v", res.StructuredContent)
 		}
-		res := e.call(nil, "resp_session", map[string]any{"action": "receive", "session": session, "max_frames": len(cmds), "wait_ms": 5000})
+		res := e.call(nil, "resp_session", map[string]any{"action": "receive", "format": "json", "session": session, "max_frames": len(cmds), "wait_ms": 5000})
 		return decode[redirectsReply](t, res)
 	}
 	got := receive(n0, cmd("PING"), cmd("GET", key))

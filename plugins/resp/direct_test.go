@@ -14,12 +14,19 @@ import (
 )
 
 // TestToolsAnswerDirectlyAsThroughTheSDK: the resp tools are direct
-// (mcpcore.ToolOptions.Direct): a legacy-era client served by
+// (mcpcore.ToolOptions.Direct): a client of either era served by
 // mcpcore.Server.Run gets, call for call, the answers a client served
 // through the SDK gets (replies, a server error, bad params, a refused
-// command, the session tool), and each client keeps its own default
-// session.
+// command, the session tool), without the SDK's request path, and each
+// legacy client keeps its own default session (a 2026-07-28 client's is
+// its principal's).
 func TestToolsAnswerDirectlyAsThroughTheSDK(t *testing.T) {
+	for _, version := range []string{legacyVersion, "2026-07-28"} {
+		t.Run(version, func(t *testing.T) { testToolsAnswerDirectly(t, version) })
+	}
+}
+
+func testToolsAnswerDirectly(t *testing.T, version string) {
 	s := redistest.Start(t, redistest.Options{})
 	t.Setenv(EnvAuth, "")
 	cfg := mcpcore.DefaultConfig()
@@ -38,14 +45,17 @@ func TestToolsAnswerDirectlyAsThroughTheSDK(t *testing.T) {
 			return next(ctx, method, req)
 		}
 	})
-	sdk := mcptest.Session(t, srv, nil, &mcp.ClientSessionOptions{ProtocolVersion: legacyVersion})
-	direct := mcptest.RunSession(t, srv, nil, &mcp.ClientSessionOptions{ProtocolVersion: legacyVersion})
+	sdk := mcptest.Session(t, srv, nil, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	direct := mcptest.RunSession(t, srv, nil, &mcp.ClientSessionOptions{ProtocolVersion: version})
 
 	calls := []map[string]any{
 		{"commands": [][]any{{"SET", "k", "v"}, {"GET", "k"}, {"INCR", "k"}, {"SET", map[string]string{"base64": "AP8="}, 9007199254740991}}},
 		{"commands": [][]any{{"GET", 5.5}}},        // bad_params
 		{"commands": [][]any{{"subscribe", "ch"}}}, // refused
 		{"commands": "GET k"},                      // bad_params
+		{"format": "json", "commands": [][]any{{"SET", "k", "v"}, {"GET", "k"}, {"HGETALL", "none"}}},
+		{"format": "text", "commands": [][]any{{"GET", "k"}}},
+		{"format": "xml", "commands": [][]any{{"GET", "k"}}}, // bad_params
 	}
 	for _, args := range calls {
 		want := resultOf(t, sdk, "resp_execute", args)
@@ -64,11 +74,14 @@ func TestToolsAnswerDirectlyAsThroughTheSDK(t *testing.T) {
 		t.Errorf("session list:\ndirect %s\nSDK    %s", got, want)
 	}
 	clientID := func(cs *mcp.ClientSession) string {
-		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "resp_execute", Arguments: map[string]any{"commands": [][]any{{"CLIENT", "ID"}}}})
+		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "resp_execute", Arguments: map[string]any{"format": "json", "commands": [][]any{{"CLIENT", "ID"}}}})
 		if err != nil || res.IsError {
 			t.Fatalf("CLIENT ID: %v %v", err, res)
 		}
 		return string(decode[execReply](t, res).Replies[0].Value)
+	}
+	if version != legacyVersion {
+		return
 	}
 	other := mcptest.RunSession(t, srv, nil, &mcp.ClientSessionOptions{ProtocolVersion: legacyVersion})
 	if a, b, c := clientID(direct), clientID(other), clientID(sdk); a == b || a == c || a != clientID(direct) {

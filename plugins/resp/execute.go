@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"unsafe"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/mcpkit/mcpkit/internal/fastpath"
@@ -21,6 +22,18 @@ const (
 	OutcomeOK      = "ok"      // every command replied without an error reply
 	OutcomeError   = "error"   // at least one reply is a server error; the others may have succeeded
 	OutcomeUnknown = "unknown" // the call ended after dispatch: the last Unknown commands have unknown outcomes
+)
+
+// Result formats of execute (its "format" argument).
+const (
+	// FormatText, the default, is one text content and no
+	// structuredContent: each reply in redis-cli's style (see
+	// [resp.AppendTextForm]), lossless, and labelled lines for what is not
+	// the usual (see [ExecuteReply.AppendText]).
+	FormatText = "text"
+	// FormatJSON is the lossless JSON form, as text and as
+	// structuredContent, for programs.
+	FormatJSON = "json"
 )
 
 // ExecuteReply is execute's result: one reply per command, in order,
@@ -144,6 +157,117 @@ func (r ExecuteReply) raw(ctx context.Context) (fastpath.EncodedJSONText, error)
 	return fastpath.EncodedJSONText{JSON: p.JSON, Text: p.Text}, nil
 }
 
+// AppendText appends the reply's text form (FormatText) to b:
+//
+//	session: NAME          when the session is not the default one
+//	outcome: error         when the outcome is not ok
+//	[1] REPLY              each reply in resp.AppendTextForm's form; the
+//	[2] REPLY              [N] index only with several commands or a line above
+//	redirect: [N] moved slot S to ADDR (target T)
+//	unknown: N ...          the commands after the last reply
+//	push: PUSH              each push, in resp.AppendTextForm's form
+//
+// A reply's lines after its first are indented past its index, so that
+// every line of the text that starts in the first column is an index or a
+// label. A call of one command that went as usual is the reply alone: OK.
+func (r ExecuteReply) AppendText(b []byte) ([]byte, error) {
+	b = r.appendTextHead(b)
+	numbered := r.numbered(len(r.Replies))
+	var err error
+	for i := range r.Replies {
+		if b, err = appendTextReply(b, i, &r.Replies[i], numbered); err != nil {
+			return nil, err
+		}
+	}
+	return r.appendTextTail(b)
+}
+
+// numbered reports whether the text form of the reply, with n commands,
+// gives each reply its index.
+func (r ExecuteReply) numbered(n int) bool {
+	return n != 1 || r.Session != DefaultSession || r.Outcome != OutcomeOK
+}
+
+// appendTextHead appends the labelled lines before the replies.
+func (r ExecuteReply) appendTextHead(b []byte) []byte {
+	if r.Session != DefaultSession {
+		b = append(append(append(b, "session: "...), r.Session...), '\n')
+	}
+	if r.Outcome != OutcomeOK {
+		b = append(append(append(b, "outcome: "...), r.Outcome...), '\n')
+	}
+	return b
+}
+
+// appendTextReply appends reply i and a newline, after its index when
+// numbered.
+func appendTextReply(b []byte, i int, v *resp.Value, numbered bool) ([]byte, error) {
+	indent := 0
+	if numbered {
+		from := len(b)
+		b = append(strconv.AppendInt(append(b, '['), int64(i+1), 10), "] "...)
+		indent = len(b) - from
+	}
+	b, err := resp.AppendTextFormIndent(b, v, indent)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// appendTextTail appends the labelled lines after the replies, and drops
+// the last newline.
+func (r ExecuteReply) appendTextTail(b []byte) ([]byte, error) {
+	b = appendRedirects(b, r.Redirects)
+	if r.Unknown > 0 {
+		b = fmt.Appendf(b, "unknown: %d (the last %d commands may or may not have run: inspect state before retrying)\n", r.Unknown, r.Unknown)
+	}
+	const pushLabel = "push: "
+	for i := range r.Pushes {
+		var err error
+		if b, err = resp.AppendTextFormIndent(append(b, pushLabel...), &r.Pushes[i], len(pushLabel)); err != nil {
+			return nil, err
+		}
+		b = append(b, '\n')
+	}
+	if len(b) == 0 {
+		return append(b, "(no commands)"...), nil
+	}
+	return b[:len(b)-1], nil
+}
+
+// appendRedirects appends a labelled line for each redirect, its index
+// counted from 1 as the replies' are.
+func appendRedirects(b []byte, redirects []Redirect) []byte {
+	for _, rd := range redirects {
+		b = fmt.Appendf(b, "redirect: [%d] %s slot %d to %s", rd.Index+1, rd.Kind, rd.Slot, rd.Address)
+		if rd.Target != "" {
+			b = fmt.Appendf(b, " (target %q)", rd.Target)
+		} else {
+			b = append(b, " (no configured target)"...)
+		}
+		b = append(b, '\n')
+	}
+	return b
+}
+
+// text returns the reply's text form as a result (FormatText).
+func (r ExecuteReply) text() (mcpcore.Text, error) {
+	b, err := r.AppendText(make([]byte, 0, r.sizeHint()/2))
+	if err != nil {
+		return "", err
+	}
+	return mcpcore.Text(unsafe.String(unsafe.SliceData(b), len(b))), nil // b is the result's alone
+}
+
+// result returns the reply in format.
+func (r ExecuteReply) result(ctx context.Context, format string) (any, error) {
+	if format == FormatJSON {
+		return r.raw(ctx)
+	}
+	return r.text()
+}
+
 // commandsSchema is the schema of a batch: an array of commands, each a
 // non-empty array of arguments.
 func commandsSchema(desc string) *jsonschema.Schema {
@@ -171,7 +295,15 @@ func schemaFor[In any](commandsDesc string) (*jsonschema.Schema, error) {
 
 // executeSchema is execute's input schema.
 func executeSchema() (*jsonschema.Schema, error) {
-	return schemaFor[ExecuteArgs]("the commands to run in order, e.g. [[\"SET\",\"k\",\"v\"],[\"GET\",\"k\"]]")
+	s, err := schemaFor[ExecuteArgs]("the commands to run in order, e.g. [[\"SET\",\"k\",\"v\"],[\"GET\",\"k\"]]")
+	if err != nil {
+		return nil, err
+	}
+	s.Properties["format"].Enum = []any{FormatText, FormatJSON}
+	s.Properties["format"].Description = "text (the default): one text block, each reply as redis-cli writes it (OK, \"value\" with \\xHH for other bytes, " +
+		"(integer) 5, (nil), (error) ERR ..., 1) ... for arrays, 1# k => v for maps), lossless, [N] before each reply of several; " +
+		"json: the lossless JSON form (type, encoding, value) as text and structuredContent, for programs"
+	return s, nil
 }
 
 func (p *Plugin) addExecute() error {
@@ -181,8 +313,9 @@ func (p *Plugin) addExecute() error {
 	}
 	mcpcore.AddTool(p.host, &mcp.Tool{Name: "execute", InputSchema: schema,
 		Description: "Run an ordered pipeline of RESP commands on a persistent connection (the caller's default session, or an explicit one from " +
-			p.host.ToolName("session") + "). Returns session, outcome (ok | error when a reply is a server error | unknown after a timeout), " +
-			"replies in order in lossless RESP3 JSON (type, encoding utf8|base64, value), and pushes apart. Not a transaction: use MULTI/EXEC. " +
+			p.host.ToolName("session") + "). Returns the replies in order as redis-cli shows them (OK, \"value\", (integer) 5, (nil), (error) ...), " +
+			"[N] before each when there are several, and labelled lines only when there is more to say (session, outcome: error|unknown, unknown, redirect, push); " +
+			"format \"json\" returns session, outcome, replies in lossless RESP3 JSON (type, encoding utf8|base64, value) and pushes instead. Not a transaction: use MULTI/EXEC. " +
 			"Arguments are UTF-8 strings, safe integers or {\"base64\":...}. Subscriptions, MONITOR, CLIENT REPLY/TRACKING, SCRIPT DEBUG, " +
 			"SHUTDOWN, QUIT and replication handshakes are refused: use " + p.host.ToolName("session") + " send/receive."},
 		p.execute, fastpath.Direct(mcpcore.ToolOptions{}))
@@ -209,7 +342,7 @@ func (p *Plugin) execute(ctx context.Context, req *mcp.CallToolRequest, in Execu
 	if err != nil {
 		return nil, engineError(err)
 	}
-	st := p.newReplyStream(s, in.Commands, s.TakeReplies()) // given back below once the replies are serialized
+	st := p.newReplyStream(s, in.Commands, s.TakeReplies(), in.Format) // given back below once the replies are serialized
 	res, err := conn.Pipeline(ctx, in.Commands, resp.PipelineOptions{MaxReplyBytes: p.host.Limit(LimitReplyBytes), OnReply: st.onReply})
 	reply := ExecuteReply{Session: s.ID(), Outcome: OutcomeOK, Replies: st.kept, Pushes: res.Pushes}
 	if reply.Replies == nil {
@@ -255,7 +388,7 @@ func (p *Plugin) execute(ctx context.Context, req *mcp.CallToolRequest, in Execu
 	if st.streaming {
 		out, err = st.result(reply)
 	} else {
-		out, err = reply.raw(ctx)
+		out, err = reply.result(ctx, in.Format)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("serialize the replies: %w", err)

@@ -60,6 +60,12 @@ var executeArgInputs = []string{
 	`{"commands":[["GET","k"]],"Session":"s"}`,
 	`{"commands":[["GET","k"]],"extra":1}`,
 	`{"Commands":[["GET","k"]]}`,
+	`{"commands":[["GET","k"]],"format":"json"}`,
+	`{"commands":[["GET","k"]],"format":"text","session":"s1"}`,
+	`{"commands":[["GET","k"]],"format":"xml"}`,
+	`{"commands":[["GET","k"]],"format":"JSON"}`,
+	`{"commands":[["GET","k"]],"format":null}`,
+	`{"commands":[["GET","k"]],"format":1}`,
 }
 
 // TestExecuteArgsDecoder: execute's own decoder refuses what its schema

@@ -60,8 +60,8 @@ func TestHTTPEras(t *testing.T) {
 	dial := e.serveHTTP()
 	legacy, stateless := dial(legacyVersion), dial(statelessEra)
 	for name, cs := range map[string]*mcp.ClientSession{"legacy": legacy, "stateless": stateless} {
-		id := decode[execReply](t, e.call(cs, "resp_execute", map[string]any{"commands": [][]any{{"CLIENT", "ID"}, {"SELECT", 5}}}))
-		again := decode[execReply](t, e.call(cs, "resp_execute", map[string]any{"commands": [][]any{{"CLIENT", "ID"}, {"SET", "db", name}}}))
+		id := decode[execReply](t, e.call(cs, "resp_execute", map[string]any{"format": "json", "commands": [][]any{{"CLIENT", "ID"}, {"SELECT", 5}}}))
+		again := decode[execReply](t, e.call(cs, "resp_execute", map[string]any{"format": "json", "commands": [][]any{{"CLIENT", "ID"}, {"SET", "db", name}}}))
 		if string(id.Replies[0].Value) != string(again.Replies[0].Value) {
 			t.Fatalf("%s: the default session changed between calls: %s, %s", name, id.Replies[0].Value, again.Replies[0].Value)
 		}

@@ -3,7 +3,8 @@
 // tools rather than one per command:
 //
 //   - <prefix>_execute (execute.go): ordered pipelines on a persistent
-//     connection, replies in lossless RESP3 JSON, pushes apart;
+//     connection, replies as redis-cli shows them (the text form of
+//     pkg/resp, lossless) or in lossless RESP3 JSON (format json);
 //   - <prefix>_session (session.go): explicit connections (open, list,
 //     close), send and receive for blocking commands, Pub/Sub and MONITOR,
 //     and raw byte streams;

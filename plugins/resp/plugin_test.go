@@ -108,7 +108,7 @@ func decode[T any](t *testing.T, res *mcp.CallToolResult) T {
 // exec runs a batch on the default session and wants it to succeed.
 func (e *env) exec(cmds ...[]any) execReply {
 	e.t.Helper()
-	res := e.call(nil, "resp_execute", map[string]any{"commands": cmds})
+	res := e.call(nil, "resp_execute", map[string]any{"format": "json", "commands": cmds})
 	r := decode[execReply](e.t, res)
 	if res.IsError || r.Outcome != OutcomeOK || len(r.Replies) != len(cmds) {
 		b, _ := json.Marshal(res.StructuredContent)
@@ -161,7 +161,7 @@ func TestLazyConnect(t *testing.T) {
 		t.Fatalf("tools = %s", got)
 	}
 	start := time.Now()
-	r := failure(t, e.call(nil, "resp_execute", map[string]any{"commands": [][]any{{"PING"}}}), KindConnection)
+	r := failure(t, e.call(nil, "resp_execute", map[string]any{"format": "json", "commands": [][]any{{"PING"}}}), KindConnection)
 	if !strings.Contains(r.Error.Message, `"down"`) || !strings.Contains(r.Error.Message, strconv.Itoa(port)) || time.Since(start) > 5*time.Second {
 		t.Fatalf("error %q after %v", r.Error.Message, time.Since(start))
 	}
@@ -190,7 +190,7 @@ func TestExecute(t *testing.T) {
 	}
 	// A server error is a typed reply among the others: outcome error,
 	// isError, the other commands ran.
-	res := e.call(nil, "resp_execute", map[string]any{"commands": [][]any{{"SET", "k", "v"}, {"INCR", "k"}, {"GET", "k"}}})
+	res := e.call(nil, "resp_execute", map[string]any{"format": "json", "commands": [][]any{{"SET", "k", "v"}, {"INCR", "k"}, {"GET", "k"}}})
 	er := decode[execReply](t, res)
 	if !res.IsError || er.Outcome != OutcomeError || len(er.Replies) != 3 || er.Replies[1].Type != "simple_error" ||
 		!strings.HasPrefix(er.Replies[1].Str(t), "ERR") || er.Replies[2].Str(t) != "v" {
@@ -204,7 +204,7 @@ func TestExecute(t *testing.T) {
 	}
 	// Another client session has its own default session.
 	other := e.session(legacyVersion)
-	or := decode[execReply](t, e.call(other, "resp_execute", map[string]any{"commands": [][]any{{"CLIENT", "ID"}, {"GET", "db2"}}}))
+	or := decode[execReply](t, e.call(other, "resp_execute", map[string]any{"format": "json", "commands": [][]any{{"CLIENT", "ID"}, {"GET", "db2"}}}))
 	if string(or.Replies[0].Value) == string(id) || or.Replies[1].Type != "null" {
 		t.Fatalf("a second client shares the default session: %+v", or)
 	}
@@ -216,7 +216,7 @@ func TestExecuteRefusesBeforeSending(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
 	e := connect(t, targetAt(s, ""), `{"batch_commands": 3, "command_bytes": 1024, "batch_bytes": 2048}`)
 	exec := func(cmds ...[]any) *mcp.CallToolResult {
-		return e.call(nil, "resp_execute", map[string]any{"commands": cmds})
+		return e.call(nil, "resp_execute", map[string]any{"format": "json", "commands": cmds})
 	}
 	for _, c := range [][]any{{"SUBSCRIBE", "c"}, {"psubscribe", "c*"}, {"SSUBSCRIBE", "c"}, {"MONITOR"}, {"client", "reply", "off"},
 		{"CLIENT", "TRACKING", "on"}, {"SCRIPT", "DEBUG", "yes"}, {"SHUTDOWN"}, {"QUIT"}, {"SYNC"}, {"PSYNC", "?", "-1"}, {"REPLCONF", "x"}} {
@@ -243,7 +243,7 @@ func TestExecuteRefusesBeforeSending(t *testing.T) {
 		`[]`:                             "/commands",
 		`[["SET","k",{"base64":"!"}]]`:   "/commands/0/2",
 	} {
-		r := failure(t, e.call(nil, "resp_execute", map[string]any{"commands": json.RawMessage(args)}), mcpcore.KindBadParams)
+		r := failure(t, e.call(nil, "resp_execute", map[string]any{"format": "json", "commands": json.RawMessage(args)}), mcpcore.KindBadParams)
 		if r.Error.Path != path {
 			t.Errorf("%s: path %q, want %q (%s)", args, r.Error.Path, path, r.Error.Message)
 		}
@@ -276,7 +276,7 @@ func TestBigBatch(t *testing.T) {
 	}
 	// Serialized once here: the SDK client would re-encode 16 MiB of
 	// strings on every attempt.
-	args, _ := json.Marshal(map[string]any{"commands": cmds})
+	args, _ := json.Marshal(map[string]any{"format": "json", "commands": cmds})
 	res := e.call(nil, "resp_execute", json.RawMessage(args))
 	r := decode[execReply](t, res)
 	if res.IsError || len(r.Replies) != 1024 || r.Replies[1023].Str(t) != "OK" {
@@ -310,7 +310,7 @@ func TestBatchBytesBoundary(t *testing.T) {
 		return cmd("SET", "k:0063", strings.Repeat("v", n))
 	}
 	cmds[63] = last(1)
-	f := failure(t, e.call(nil, "resp_execute", map[string]any{"commands": cmds}), mcpcore.KindLimit)
+	f := failure(t, e.call(nil, "resp_execute", map[string]any{"format": "json", "commands": cmds}), mcpcore.KindLimit)
 	if f.Error.Limit != LimitBatchBytes || f.Error.Max != limit || !strings.Contains(f.Error.Message, fmt.Sprint(limit+1)) || !strings.Contains(f.Error.Message, "nothing was sent") {
 		t.Fatalf("one byte over: %+v", f.Error)
 	}
@@ -341,7 +341,7 @@ func (e *env) open(cs *mcp.ClientSession, args map[string]any) string {
 // execOn runs a batch on a session and returns the raw result.
 func (e *env) execOn(cs *mcp.ClientSession, session string, cmds ...[]any) *mcp.CallToolResult {
 	e.t.Helper()
-	return e.call(cs, "resp_execute", map[string]any{"session": session, "commands": cmds})
+	return e.call(cs, "resp_execute", map[string]any{"session": session, "format": "json", "commands": cmds})
 }
 
 func (e *env) list(cs *mcp.ClientSession) []SessionInfo {
@@ -427,7 +427,7 @@ func TestSessionLimits(t *testing.T) {
 		t.Fatalf("limit = %+v", r.Error)
 	}
 	other := e.session(legacyVersion)
-	failure(t, e.call(other, "resp_execute", map[string]any{"commands": [][]any{{"PING"}}}), mcpcore.KindLimit)
+	failure(t, e.call(other, "resp_execute", map[string]any{"format": "json", "commands": [][]any{{"PING"}}}), mcpcore.KindLimit)
 	time.Sleep(1500 * time.Millisecond)
 	waitFor(t, func() bool { return len(e.list(nil)) == 0 })
 	// Expired sessions are reported reset: the default session to its next
@@ -435,7 +435,7 @@ func TestSessionLimits(t *testing.T) {
 	if r := failure(t, e.execOn(nil, h, cmd("PING")), KindSessionReset); !strings.Contains(r.Error.Message, LimitSessionIdle) {
 		t.Fatalf("the reset does not say why: %+v", r.Error)
 	}
-	failure(t, e.call(nil, "resp_execute", map[string]any{"commands": [][]any{{"PING"}}}), KindSessionReset)
+	failure(t, e.call(nil, "resp_execute", map[string]any{"format": "json", "commands": [][]any{{"PING"}}}), KindSessionReset)
 	e.open(other, nil)
 	waitFor(t, func() bool {
 		return decode[errReply](t, e.execOn(nil, h, cmd("PING"))).Error.Kind == KindSessionNotFound
@@ -485,7 +485,7 @@ func TestSendReceive(t *testing.T) {
 	}
 	receive := func(h string, frames, wait int) receiveReply {
 		t.Helper()
-		res := e.call(nil, "resp_session", map[string]any{"action": "receive", "session": h, "max_frames": frames, "wait_ms": wait})
+		res := e.call(nil, "resp_session", map[string]any{"action": "receive", "format": "json", "session": h, "max_frames": frames, "wait_ms": wait})
 		if res.IsError {
 			t.Fatalf("receive: %v", res.StructuredContent)
 		}
@@ -645,7 +645,7 @@ func TestLargeResultPaged(t *testing.T) {
 	e := connect(t, targetAt(s, ""), "")
 	value := strings.Repeat("0123456789abcdef", 300*1024/16)
 	e.exec(cmd("SET", "big", value))
-	res := e.call(nil, "resp_execute", map[string]any{"commands": [][]any{{"GET", "big"}}})
+	res := e.call(nil, "resp_execute", map[string]any{"format": "json", "commands": [][]any{{"GET", "big"}}})
 	var r execReply
 	if err := json.Unmarshal(e.resultJSON(res), &r); err != nil || r.Replies[0].Str(t) != value {
 		t.Fatalf("reassembled result: %v", err)
@@ -702,7 +702,7 @@ func TestExecuteStreamed(t *testing.T) {
 		batch = [][]any{{"SELECT", "1"}, {"SET", "k", value}, {"GET", "k"}, {"NOPE"}, {"GET", "missing"}, {"GET", "k"},
 			{"SET", "bin", map[string]any{"base64": "AP8="}}, {"GET", "bin"}, {"RPUSH", list, "a", value}, {"LRANGE", list, "0", "-1"}}
 		e := connect(t, targetAt(s, ""), "", func(l *mcpcore.Limits) { l.InlineResultBytes = inline })
-		res := e.call(nil, "resp_execute", map[string]any{"commands": batch})
+		res := e.call(nil, "resp_execute", map[string]any{"format": "json", "commands": batch})
 		if !res.IsError {
 			t.Fatalf("inline %d: a batch with an error reply is not an error", inline)
 		}
@@ -732,14 +732,14 @@ func TestTimeoutAfterDispatch(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
 	e := connect(t, targetAt(s, ""), "", func(l *mcpcore.Limits) { l.ToolTimeout = mcpcore.Duration(500 * time.Millisecond) })
 	id := e.exec(cmd("CLIENT", "ID")).Replies[0].Value
-	res := e.call(nil, "resp_execute", map[string]any{"commands": [][]any{{"SET", "t", "1"}, {"BLPOP", "nothing", "5"}, {"SET", "t", "2"}}})
+	res := e.call(nil, "resp_execute", map[string]any{"format": "json", "commands": [][]any{{"SET", "t", "1"}, {"BLPOP", "nothing", "5"}, {"SET", "t", "2"}}})
 	r := failure(t, res, mcpcore.KindTimeout)
 	var partial execReply
 	if err := json.Unmarshal(r.Partial, &partial); err != nil || partial.Outcome != OutcomeUnknown || partial.Unknown != 2 ||
 		len(partial.Replies) != 1 || partial.Replies[0].Str(t) != "OK" {
 		t.Fatalf("partial = %s", r.Partial)
 	}
-	if r := failure(t, e.call(nil, "resp_execute", map[string]any{"commands": [][]any{{"GET", "t"}}}), KindSessionReset); !strings.Contains(r.Error.Message, "timed out") {
+	if r := failure(t, e.call(nil, "resp_execute", map[string]any{"format": "json", "commands": [][]any{{"GET", "t"}}}), KindSessionReset); !strings.Contains(r.Error.Message, "timed out") {
 		t.Fatalf("the reset does not say why: %+v", r.Error)
 	}
 	next := e.exec(cmd("CLIENT", "ID"), cmd("GET", "t"))
@@ -779,10 +779,10 @@ func TestServerKilled(t *testing.T) {
 	failure(t, e.execOn(nil, h, cmd("PING")), KindSessionReset)
 	// The default session's connection died too: the PING was written to it
 	// and its outcome is unknown; the next call is told of the reset.
-	failure(t, e.call(nil, "resp_execute", map[string]any{"commands": [][]any{{"PING"}}}), KindConnectionLost)
-	failure(t, e.call(nil, "resp_execute", map[string]any{"commands": [][]any{{"PING"}}}), KindSessionReset)
+	failure(t, e.call(nil, "resp_execute", map[string]any{"format": "json", "commands": [][]any{{"PING"}}}), KindConnectionLost)
+	failure(t, e.call(nil, "resp_execute", map[string]any{"format": "json", "commands": [][]any{{"PING"}}}), KindSessionReset)
 	// Now nothing is connected: the next call cannot connect, and sends nothing.
-	failure(t, e.call(nil, "resp_execute", map[string]any{"commands": [][]any{{"PING"}}}), KindConnection)
+	failure(t, e.call(nil, "resp_execute", map[string]any{"format": "json", "commands": [][]any{{"PING"}}}), KindConnection)
 	if err := s.Restart(); err != nil {
 		t.Fatal(err)
 	}
@@ -885,12 +885,12 @@ func TestReplyBudget(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
 	e := connect(t, targetAt(s, ""), `{"reply_bytes": 2048}`)
 	e.exec(cmd("SET", "big", strings.Repeat("x", 3000)))
-	r := failure(t, e.call(nil, "resp_execute", map[string]any{"commands": [][]any{{"PING"}, {"GET", "big"}, {"PING"}}}), mcpcore.KindLimit)
+	r := failure(t, e.call(nil, "resp_execute", map[string]any{"format": "json", "commands": [][]any{{"PING"}, {"GET", "big"}, {"PING"}}}), mcpcore.KindLimit)
 	var partial execReply
 	if err := json.Unmarshal(r.Partial, &partial); err != nil || r.Error.Limit != LimitReplyBytes || r.Error.Max != 2048 ||
 		partial.Outcome != OutcomeUnknown || len(partial.Replies) != 1 || partial.Unknown != 2 {
 		t.Fatalf("error %+v, partial %s", r.Error, r.Partial)
 	}
-	failure(t, e.call(nil, "resp_execute", map[string]any{"commands": [][]any{{"PING"}}}), KindSessionReset)
+	failure(t, e.call(nil, "resp_execute", map[string]any{"format": "json", "commands": [][]any{{"PING"}}}), KindSessionReset)
 	e.exec(cmd("PING"))
 }

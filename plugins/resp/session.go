@@ -51,9 +51,10 @@ type SessionArgs struct {
 	Commands   [][]json.RawMessage `json:"commands,omitempty"`
 	DataBase64 string              `json:"data_base64,omitempty" jsonschema:"send on a raw session: bytes to write, base64"`
 	// receive
-	MaxFrames int   `json:"max_frames,omitempty" jsonschema:"receive: at most this many frames (default 1)"`
-	MaxBytes  int64 `json:"max_bytes,omitempty" jsonschema:"receive on a raw session: at most this many bytes (default 65536)"`
-	WaitMS    *int  `json:"wait_ms,omitempty" jsonschema:"receive: how long to wait for the first frame or byte, in milliseconds (default 1000, at most 240000); 0 returns at once"`
+	MaxFrames int    `json:"max_frames,omitempty" jsonschema:"receive: at most this many frames (default 1)"`
+	MaxBytes  int64  `json:"max_bytes,omitempty" jsonschema:"receive on a raw session: at most this many bytes (default 65536)"`
+	WaitMS    *int   `json:"wait_ms,omitempty" jsonschema:"receive: how long to wait for the first frame or byte, in milliseconds (default 1000, at most 240000); 0 returns at once"`
+	Format    string `json:"format,omitempty" jsonschema:"receive on a resp session: text (the default: the frames as execute's text form writes replies) or json (session, frames in the lossless JSON form, bytes, timed_out)"`
 }
 
 // SessionInfo describes one session (open, list).
@@ -105,10 +106,11 @@ func (p *Plugin) addSession() error {
 	}
 	schema.Properties["action"].Enum = []any{ActionOpen, ActionList, ActionClose, ActionSend, ActionReceive}
 	schema.Properties["mode"].Enum = []any{ModeRESP, ModeRaw}
+	schema.Properties["format"].Enum = []any{FormatText, FormatJSON}
 	mcpcore.AddTool(p.host, &mcp.Tool{Name: "session", InputSchema: schema,
 		Description: "Explicit RESP connections. open {target?, protocol?, database?, mode?: resp|raw} returns a session handle to echo in later calls (never invent one); " +
 			"list; close {session}. send {session, commands} writes commands without reading (blocking commands, SUBSCRIBE, MONITOR) and reports bytes written; " +
-			"receive {session, max_frames?, wait_ms?} returns the frames that arrived. After send/receive a session stays manual: " + p.host.ToolName("execute") +
+			"receive {session, max_frames?, wait_ms?, format?} returns the frames that arrived, as text like execute's ([N] before each of several; format json for the lossless JSON form). After send/receive a session stays manual: " + p.host.ToolName("execute") +
 			" no longer runs on it. A raw session sends data_base64 (or framed commands) and receives data_base64 with bytes, timed_out and eof."},
 		p.session, fastpath.Direct(mcpcore.ToolOptions{Timeout: SessionTimeout}))
 	return nil
@@ -132,6 +134,9 @@ func (p *Plugin) scopeOf(req *mcp.CallToolRequest) scope {
 }
 
 func (p *Plugin) session(ctx context.Context, req *mcp.CallToolRequest, in SessionArgs) (any, error) {
+	if !validFormat(in.Format) { // the schema's enum, for a caller that skips it
+		return nil, &mcpcore.ParamError{Path: "/format", Reason: fmt.Sprintf("%q is not %s or %s", in.Format, FormatText, FormatJSON)}
+	}
 	out, err := p.sessionAction(ctx, p.scopeOf(req), in)
 	if err != nil {
 		return nil, engineError(err)
@@ -231,13 +236,49 @@ func (p *Plugin) receive(ctx context.Context, sc scope, in SessionArgs) (any, er
 	if reply.Frames == nil {
 		reply.Frames = []resp.Value{}
 	}
+	out, ferr := reply.result(in.Format)
+	if ferr != nil {
+		return nil, fmt.Errorf("serialize the frames: %w", ferr)
+	}
 	if err != nil {
 		if ended(ctx, err) {
 			// The parser state and queued frames are kept: a later receive
 			// continues.
-			return nil, mcpcore.ErrorResult(reply)
+			return nil, mcpcore.ErrorResult(out)
 		}
-		return nil, mcpcore.ErrorResult(mcpcore.ToolErrorReply{Error: p.failure(rec.Session, err), Partial: reply})
+		return nil, mcpcore.ErrorResult(mcpcore.ToolErrorReply{Error: p.failure(rec.Session, err), Partial: out})
 	}
-	return reply, nil
+	return out, nil
+}
+
+// AppendText appends the reply's text form (FormatText) to b: each frame
+// as execute's text form writes a reply ([ExecuteReply.AppendText]), [N]
+// before each when there are several or a redirect line, then the
+// redirect lines, and "timed_out: ..." when no frame arrived in time.
+func (r ReceiveReply) AppendText(b []byte) ([]byte, error) {
+	numbered := len(r.Frames) != 1 || len(r.Redirects) > 0
+	var err error
+	for i := range r.Frames {
+		if b, err = appendTextReply(b, i, &r.Frames[i], numbered); err != nil {
+			return nil, err
+		}
+	}
+	b = appendRedirects(b, r.Redirects)
+	if r.TimedOut {
+		b = append(b, "timed_out: no frame arrived within wait_ms\n"...)
+	}
+	if len(b) == 0 {
+		return append(b, "(no frames)"...), nil
+	}
+	return b[:len(b)-1], nil
+}
+
+// result returns the reply in format: the reply itself for FormatJSON,
+// else its text form.
+func (r ReceiveReply) result(format string) (any, error) {
+	if format == FormatJSON {
+		return r, nil
+	}
+	b, err := r.AppendText(nil)
+	return mcpcore.Text(b), err
 }

@@ -27,7 +27,8 @@ type replyStream struct {
 	p      *Plugin
 	s      *session
 	cmds   Commands
-	inline int64 // the decoded size from which replies are streamed
+	inline int64  // the decoded size from which replies are streamed
+	format string // the result's format: FormatJSON, or else text
 
 	kept     []resp.Value // the replies, until streaming starts
 	keptCost int64
@@ -35,19 +36,20 @@ type replyStream struct {
 	streaming bool
 	mem       *fastpath.ResultMemory // the parts' memory, once streaming
 	n         int                    // replies taken
-	parts     [][]byte               // the replies' JSON, comma-separated, once streaming
+	parts     [][]byte               // the replies' JSON, comma-separated (or their text), once streaming
 	cur       []byte                 // the part being written
 	isErr     bool                   // a streamed reply is a server error
 	redirects []Redirect
 }
 
-// newReplyStream returns the stream of one execute of cmds on s; mem is
-// memory for the kept replies (the session's, from its last call).
-func (p *Plugin) newReplyStream(s *session, cmds Commands, mem []resp.Value) *replyStream {
+// newReplyStream returns the stream of one execute of cmds on s, whose
+// result is in format; mem is memory for the kept replies (the session's,
+// from its last call).
+func (p *Plugin) newReplyStream(s *session, cmds Commands, mem []resp.Value, format string) *replyStream {
 	if cap(mem) < len(cmds) {
 		mem = make([]resp.Value, 0, len(cmds))
 	}
-	return &replyStream{p: p, s: s, cmds: cmds, inline: p.host.Limits().InlineResultBytes, kept: mem[:0]}
+	return &replyStream{p: p, s: s, cmds: cmds, inline: p.host.Limits().InlineResultBytes, kept: mem[:0], format: format}
 }
 
 // onReply takes one reply (see resp.PipelineOptions.OnReply: v may be lent).
@@ -76,6 +78,33 @@ func (st *replyStream) onReply(v *resp.Value, cost int64) error {
 	return err
 }
 
+// room makes room for need more bytes in the current part, or starts a
+// new one sized for them.
+func (st *replyStream) room(need int) {
+	if cap(st.cur)-len(st.cur) < need {
+		if len(st.cur) > 0 {
+			st.parts = append(st.parts, st.cur)
+		}
+		st.cur = st.mem.Buffer(max(streamPartBytes, need))
+	}
+}
+
+// encodeText is encode of a text result: reply i in its text form and a
+// newline (see ExecuteReply.AppendText), after its index unless it is the
+// only command's and the call goes as usual (an error reply makes the
+// outcome error).
+func (st *replyStream) encodeText(i int, v *resp.Value, cost int64) error {
+	need := int(cost)*2 + 32
+	if len(v.Elems) == 0 {
+		need = 4*len(v.Str) + 64 // \xHH at most for each byte
+	}
+	st.room(need)
+	numbered := len(st.cmds) != 1 || st.s.ID() != DefaultSession || v.IsError()
+	var err error
+	st.cur, err = appendTextReply(st.cur, i, v, numbered)
+	return err
+}
+
 // valueCost is what a kept reply's JSON is first sized for: its part grows
 // if it needs more.
 const valueCost = 256
@@ -91,13 +120,10 @@ func (st *replyStream) encode(i int, v *resp.Value, cost int64) error {
 			st.redirects = append(st.redirects, r)
 		}
 	}
-	need := jsonSizeHint(v, cost) + 1
-	if cap(st.cur)-len(st.cur) < need {
-		if len(st.cur) > 0 {
-			st.parts = append(st.parts, st.cur)
-		}
-		st.cur = st.mem.Buffer(max(streamPartBytes, need))
+	if st.format != FormatJSON {
+		return st.encodeText(i, v, cost)
 	}
+	st.room(jsonSizeHint(v, cost) + 1)
 	if i > 0 {
 		st.cur = append(st.cur, ',')
 	}
@@ -123,8 +149,44 @@ func jsonSizeHint(v *resp.Value, cost int64) int {
 }
 
 // result returns the whole reply, its replies streamed, as parts:
-// reply's members but Replies, which must be empty.
-func (st *replyStream) result(reply ExecuteReply) (fastpath.EncodedJSONParts, error) {
+// reply's members but Replies, which must be empty. The parts are
+// fastpath.TextParts in text format.
+func (st *replyStream) result(reply ExecuteReply) (any, error) {
+	if st.format != FormatJSON {
+		return st.textResult(reply)
+	}
+	return st.jsonResult(reply)
+}
+
+// textResult is result in text format.
+func (st *replyStream) textResult(reply ExecuteReply) (fastpath.TextParts, error) {
+	head := reply.appendTextHead(nil)
+	var tail []byte
+	if reply.Unknown > 0 || len(reply.Redirects) > 0 || len(reply.Pushes) > 0 {
+		var err error
+		if tail, err = reply.appendTextTail(nil); err != nil {
+			return fastpath.TextParts{}, err
+		}
+	}
+	parts := make([][]byte, 0, len(st.parts)+3)
+	if len(head) > 0 {
+		parts = append(parts, head)
+	}
+	parts = append(parts, st.parts...)
+	if len(st.cur) > 0 {
+		parts = append(parts, st.cur)
+	}
+	st.parts, st.cur = nil, nil
+	if len(tail) > 0 {
+		parts = append(parts, tail)
+	} else if last := len(parts) - 1; last >= 0 && len(parts[last]) > 0 {
+		parts[last] = parts[last][:len(parts[last])-1] // the last reply's newline
+	}
+	return fastpath.TextParts{Parts: parts, Memory: st.mem}, nil
+}
+
+// jsonResult is result in JSON format.
+func (st *replyStream) jsonResult(reply ExecuteReply) (fastpath.EncodedJSONParts, error) {
 	head := jsonesc.Pair{JSONOnly: true}
 	reply.appendHead(&head)
 	tail := jsonesc.Pair{JSONOnly: true}
@@ -144,8 +206,11 @@ func (st *replyStream) result(reply ExecuteReply) (fastpath.EncodedJSONParts, er
 // partial is the reply of a call that failed after dispatch: reply itself
 // while the replies were kept, else its streamed parts.
 func (st *replyStream) partial(reply ExecuteReply) (any, error) {
-	if !st.streaming {
-		return reply, nil
+	switch {
+	case st.streaming:
+		return st.result(reply)
+	case st.format != FormatJSON:
+		return reply.text()
 	}
-	return st.result(reply)
+	return reply, nil
 }
