@@ -36,12 +36,12 @@ func TestRespExecuteText(t *testing.T) {
 		want    string
 		isError bool
 	}{
-		{[][]any{{"SET", "k", "v"}}, `OK`, false},
-		{[][]any{{"GET", "k"}}, `"v"`, false},
+		{[][]any{{"SET", "k", "v"}}, `(status) OK`, false},
+		{[][]any{{"GET", "k"}}, `v`, false},
 		{[][]any{{"GET", "nothing"}}, `(nil)`, false},
 		{[][]any{{"SET", "b", map[string]any{"base64": "AP8="}}, {"GET", "b"}, {"RPUSH", "l", "x", "y"}, {"LRANGE", "l", 0, -1}},
-			"[1] OK\n[2] \"\\x00\\xff\"\n[3] (integer) 2\n[4] 1) \"x\"\n    2) \"y\"", false},
-		{[][]any{{"INCR", "k"}, {"SET", "after", "yes"}}, "outcome: error\n[1] (error) ERR value is not an integer or out of range\n[2] OK", true},
+			"[1] (status) OK\n[2] \"\\x00\\xff\"\n[3] (integer) 2\n[4] 1) x\n    2) y", false},
+		{[][]any{{"INCR", "k"}, {"SET", "after", "yes"}}, "outcome: error\n[1] (error) ERR value is not an integer or out of range\n[2] (status) OK", true},
 	} {
 		if got, isErr := text(map[string]any{"commands": c.cmds}); got != c.want || isErr != c.isError {
 			t.Errorf("%v: isError %v,\n%s\nwant isError %v,\n%s", c.cmds, isErr, got, c.isError, c.want)

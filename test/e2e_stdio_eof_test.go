@@ -88,7 +88,7 @@ func TestStdioEOFAnswersDirectCalls(t *testing.T) {
 			t.Errorf("request %d answered with %.300q; ids answered: %v", id, line, slices.Sorted(maps.Keys(got)))
 		}
 	}
-	if !strings.Contains(got["6"], `"content":[{"type":"text","text":"\"v\""}]`) || strings.Contains(got["6"], `"structuredContent"`) {
+	if !strings.Contains(got["6"], `"content":[{"type":"text","text":"v"}]`) || strings.Contains(got["6"], `"structuredContent"`) {
 		t.Errorf("GET answered with %.300s", got["6"])
 	}
 }

@@ -11,14 +11,15 @@ import (
 // of redis-cli's RESP3 output, which language models know well, and
 // lossless against the JSON form ([Value.MarshalJSON]): [ParseTextForm]
 // reads it back to a value with the same JSON form. It has no final
-// newline. Compared with redis-cli:
+// newline. Compared with redis-cli, data costs the least:
 //
-//   - a simple string is written as it is (OK), or as (status) "..." when
-//     it could be mistaken for something else (empty, surrounding space,
-//     non-printable bytes, a leading digit, quote or parenthesis, or "=>")
-//   - a bulk string is quoted: "..." with \" \\ \n \r \t \a \b escaped,
+//   - a bulk string (the data an agent reads) is written as it is, or
+//     quoted when it could be mistaken for something else (empty,
+//     surrounding space, non-printable bytes, a leading digit, quote or
+//     parenthesis, or "=>"): "..." with \" \\ \n \r \t \a \b escaped,
 //     other non-printable bytes (and invalid UTF-8) as \xHH; printable
 //     UTF-8 as it is
+//   - a simple string (a status) is labelled: (status) OK
 //   - (integer) 5, (double) 1.5, (big number) 123..., (true), (false),
 //     (nil) for every null (RESP3's, RESP2's null bulk string and array)
 //   - (error) ERR ... for a simple error, (bulk error) "..." for a bulk
@@ -61,17 +62,17 @@ func appendTF(b []byte, v *Value, indent, depth int) ([]byte, error) {
 	}
 	switch v.Kind {
 	case KindSimpleString:
-		if bareStart(v.Str) {
-			b = append(b, v.Str...)
-		} else {
-			b = appendQuotedTF(append(b, "(status) "...), v.Str)
-		}
+		b = appendBareOrQuoted(append(b, statusLabel...), v.Str)
 	case KindSimpleError:
 		b = appendBareOrQuoted(append(b, "(error) "...), v.Str)
 	case KindBulkError:
 		b = appendQuotedTF(append(b, "(bulk error) "...), v.Str)
 	case KindBulkString:
-		b = appendQuotedTF(b, v.Str)
+		if bareStart(v.Str) {
+			b = append(b, v.Str...)
+		} else {
+			b = appendQuotedTF(b, v.Str)
+		}
 	case KindInteger:
 		b = strconv.AppendInt(append(b, "(integer) "...), v.Int, 10)
 	case KindDouble:
@@ -112,7 +113,10 @@ func appendTF(b []byte, v *Value, indent, depth int) ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
-const attributeLabel = "(attribute) "
+const (
+	attributeLabel = "(attribute) "
+	statusLabel    = "(status) "
+)
 
 // aggregateSep is the character after an item's index for each aggregate
 // kind, and emptyAggregate what an empty one is written as.
@@ -206,7 +210,7 @@ func bareAfterLabel(s []byte) bool {
 }
 
 // bareStart reports whether s can be written unquoted where a value
-// starts (a simple string): bareAfterLabel, and not starting as another
+// starts (a bulk string): bareAfterLabel, and not starting as another
 // value does (a label's parenthesis, an index's digit).
 func bareStart(s []byte) bool {
 	return bareAfterLabel(s) && s[0] != '(' && (s[0] < '0' || s[0] > '9')

@@ -72,7 +72,7 @@ var tfTexts = []struct {
 	kind   Kind
 	quoted bool // always quoted
 }{
-	{"(status) ", KindSimpleString, true},
+	{statusLabel, KindSimpleString, false},
 	{"(error) ", KindSimpleError, false},
 	{"(bulk error) ", KindBulkError, true},
 	{"(double) ", KindDouble, false},
@@ -95,7 +95,7 @@ func (p *tfParser) value(indent int, key bool, depth int) (Value, error) {
 	case c == ' ' || '0' <= c && c <= '9':
 		return p.aggregate(indent, key, depth)
 	case c != '(':
-		return p.bare(KindSimpleString, key, bareStart)
+		return p.bare(KindBulkString, key, bareStart)
 	}
 	for _, sc := range tfScalars {
 		if p.take(sc.label) {

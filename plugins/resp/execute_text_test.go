@@ -116,11 +116,12 @@ func TestExecuteText(t *testing.T) {
 		want    string
 		isError bool
 	}{
-		{[][]any{{"SET", "k", "v"}}, `OK`, false},
-		{[][]any{{"GET", "k"}}, `"v"`, false},
+		{[][]any{{"SET", "k", "v"}}, `(status) OK`, false},
+		{[][]any{{"GET", "k"}}, `v`, false},
+		{[][]any{{"SET", "k2", "(nil)"}, {"GET", "k2"}, {"SET", "k3", "12"}, {"GET", "k3"}}, "[1] (status) OK\n[2] \"(nil)\"\n[3] (status) OK\n[4] \"12\"", false},
 		{[][]any{{"GET", "missing"}}, `(nil)`, false},
-		{[][]any{{"SET", "bin", map[string]any{"base64": "AP8iCg=="}}, {"GET", "bin"}, {"INCR", "n"}}, "[1] OK\n[2] \"\\x00\\xff\\\"\\n\"\n[3] (integer) 1", false},
-		{[][]any{{"RPUSH", "l", "a", "b"}, {"LRANGE", "l", 0, -1}, {"LRANGE", "none", 0, -1}}, "[1] (integer) 2\n[2] 1) \"a\"\n    2) \"b\"\n[3] (empty array)", false},
+		{[][]any{{"SET", "bin", map[string]any{"base64": "AP8iCg=="}}, {"GET", "bin"}, {"INCR", "n"}}, "[1] (status) OK\n[2] \"\\x00\\xff\\\"\\n\"\n[3] (integer) 1", false},
+		{[][]any{{"RPUSH", "l", "a", "b"}, {"LRANGE", "l", 0, -1}, {"LRANGE", "none", 0, -1}}, "[1] (integer) 2\n[2] 1) a\n    2) b\n[3] (empty array)", false},
 		{[][]any{{"INCR", "k"}}, "outcome: error\n[1] (error) ERR value is not an integer or out of range", true},
 	} {
 		res := e.call(nil, "resp_execute", map[string]any{"commands": c.cmds})
@@ -210,7 +211,7 @@ func TestExecuteTextStreamed(t *testing.T) {
 		}
 		// One large reply alone: no index.
 		one := e.call(nil, "resp_execute", map[string]any{"commands": [][]any{{"GET", "k"}}})
-		if got := string(e.resultJSON(one)); got != `"`+value+`"` {
+		if got := string(e.resultJSON(one)); got != value {
 			t.Fatalf("inline %d: GET k = %.100s", inline, got)
 		}
 	}
@@ -243,7 +244,7 @@ func TestReceiveText(t *testing.T) {
 	if res := e.call(nil, "resp_session", map[string]any{"action": "send", "session": sub, "commands": [][]any{{"SUBSCRIBE", "news"}}}); res.IsError {
 		t.Fatalf("send: %v", res.Content)
 	}
-	if got, want := receive(map[string]any{"wait_ms": 5000}), "1> \"subscribe\"\n2> \"news\"\n3> (integer) 1"; got != want {
+	if got, want := receive(map[string]any{"wait_ms": 5000}), "1> subscribe\n2> news\n3> (integer) 1"; got != want {
 		t.Errorf("subscribe acknowledgement:\n%s\nwant\n%s", got, want)
 	}
 	if got, want := receive(map[string]any{"wait_ms": 0}), "timed_out: no frame arrived within wait_ms"; got != want {
