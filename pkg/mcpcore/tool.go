@@ -385,6 +385,7 @@ func (c toolCall) page(owner string, mem *fastpath.ResultMemory, parts [][]byte,
 		return toolError(err), nil
 	}
 	s.calls.paged.Add(1)
+	s.calls.pagedBytes.Add(handle.TotalBytes)
 	ref, _ := json.Marshal(pagedResult{
 		ResultID:   handle.ID,
 		TotalBytes: handle.TotalBytes,
