@@ -11,6 +11,7 @@ require (
 	github.com/philippgille/chromem-go v0.7.0
 	github.com/prometheus/common v0.73.1
 	github.com/segmentio/encoding v0.5.4
+	go.opentelemetry.io/proto/otlp v1.11.1
 	go.uber.org/goleak v1.3.0
 	go.yaml.in/yaml/v3 v3.0.5
 	golang.org/x/oauth2 v0.37.0

@@ -677,8 +677,9 @@ func demote(l slog.Level) slog.Level {
 }
 
 // recovered logs a panic of plugin code, recovered by the caller, with
-// its stack, and counts it in mcpkit://info.
-func (s *Server) recovered(logger *slog.Logger, what string, r any) {
+// its stack, and counts it in mcpkit://info. The log line carries ctx's
+// trace (trace_id, span_id) when the call is traced.
+func (s *Server) recovered(ctx context.Context, logger *slog.Logger, what string, r any) {
 	s.calls.panicked.Add(1)
-	logger.Error(what+" panicked", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+	logger.ErrorContext(ctx, what+" panicked", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 }

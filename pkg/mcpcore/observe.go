@@ -9,7 +9,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
@@ -209,16 +208,20 @@ func (s *Server) ownerOf(names map[string]string, name string) bool {
 	return ok
 }
 
+// propagator reads the W3C keys the MCP convention carries in _meta (and
+// HTTP carries in headers): trace context and baggage, whatever global
+// propagator the process set.
+var propagator = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
+
 // start starts the request's SERVER span, named "{mcp.method.name}
 // {target}", as the conventions say, under the trace context of the
 // request's params._meta (traceparent, tracestate, baggage) or, when it
 // has none, of its HTTP headers.
 func (o *observer) start(ctx context.Context, method string, target attribute.KeyValue, req mcp.Request) (context.Context, trace.Span) {
-	prop := otel.GetTextMapPropagator()
 	if meta := paramsMeta(req); meta != nil && meta["traceparent"] != nil {
-		ctx = prop.Extract(ctx, metaCarrier(meta))
+		ctx = propagator.Extract(ctx, metaCarrier(meta))
 	} else if ex := req.GetExtra(); ex != nil && ex.Header != nil {
-		ctx = prop.Extract(ctx, propagation.HeaderCarrier(ex.Header))
+		ctx = propagator.Extract(ctx, propagation.HeaderCarrier(ex.Header))
 	}
 	name := method
 	attrs := make([]attribute.KeyValue, 0, 8)

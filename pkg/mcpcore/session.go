@@ -169,7 +169,7 @@ func (t *sessionTable) add(s *Server, ss *mcp.ServerSession, principal string) b
 func (s *Server) runEndHook(h *Host, fn func(*Session), sess *Session) {
 	defer func() {
 		if r := recover(); r != nil {
-			s.recovered(h.logger, "session end hook", r)
+			s.recovered(context.Background(), h.logger, "session end hook", r)
 		}
 	}()
 	fn(sess)
