@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -57,6 +60,7 @@ type observer struct {
 	transport attribute.KeyValue      // network.transport: pipe (stdio) or tcp (HTTP)
 	http      bool
 	reg       metric.Registration
+	points    sync.Map // pointKey → metric.RecordOption (pointAttrs)
 }
 
 // newObserver builds the server's observer from opts' providers, or
@@ -155,6 +159,9 @@ func (s *Server) observe(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		start := time.Now()
 		target := s.observedTarget(method, req)
+		if !knownMethod(method) {
+			method = "_OTHER" // a client's made-up method must not become a span name or series
+		}
 		var span trace.Span
 		if o.tracer != nil {
 			ctx, span = o.start(ctx, method, target, req)
@@ -166,21 +173,53 @@ func (s *Server) observe(next mcp.MethodHandler) mcp.MethodHandler {
 			o.end(span, errType, code, message, version, res)
 		}
 		if o.operation != nil {
-			attrs := make([]attribute.KeyValue, 0, 5)
-			attrs = append(attrs, attrMethod.String(method), o.transport)
-			if target.Valid() {
-				attrs = append(attrs, target)
-			}
-			if errType != "" {
-				attrs = append(attrs, attrErrorType.String(errType))
-			}
-			if version != "" {
-				attrs = append(attrs, attrProtocolVersion.String(version))
-			}
-			o.operation.Record(ctx, time.Since(start).Seconds(), metric.WithAttributes(attrs...))
+			o.operation.Record(ctx, time.Since(start).Seconds(), o.pointAttrs(method, target, errType, version))
 		}
 		return res, err
 	}
+}
+
+// knownMethod reports whether method is one MCP defines (those the SDK
+// dispatches: requests and notifications of the specification).
+func knownMethod(method string) bool {
+	switch method {
+	case "initialize", "ping", "tools/list", "tools/call", "resources/list", "resources/templates/list",
+		"resources/read", "resources/subscribe", "resources/unsubscribe", "prompts/list", "prompts/get",
+		"completion/complete", "logging/setLevel", "server/discover", "subscriptions/listen":
+		return true
+	}
+	return strings.HasPrefix(method, "notifications/") && len(method) < 64
+}
+
+// pointKey is what a point of mcp.server.operation.duration is keyed by.
+type pointKey struct {
+	method  string
+	target  attribute.KeyValue
+	errType string
+	version string
+}
+
+// pointAttrs returns the attributes of an operation's point, built once
+// per distinct set (a few dozen: methods, tools, outcomes and versions
+// are bounded) rather than sorted and hashed on every call.
+func (o *observer) pointAttrs(method string, target attribute.KeyValue, errType, version string) metric.RecordOption {
+	key := pointKey{method, target, errType, version}
+	if opt, ok := o.points.Load(key); ok {
+		return opt.(metric.RecordOption)
+	}
+	attrs := make([]attribute.KeyValue, 0, 5)
+	attrs = append(attrs, attrMethod.String(method), o.transport)
+	if target.Valid() {
+		attrs = append(attrs, target)
+	}
+	if errType != "" {
+		attrs = append(attrs, attrErrorType.String(errType))
+	}
+	if version != "" {
+		attrs = append(attrs, attrProtocolVersion.String(version))
+	}
+	opt, _ := o.points.LoadOrStore(key, metric.WithAttributeSet(attribute.NewSet(attrs...)))
+	return opt.(metric.RecordOption)
 }
 
 // observedTarget is the request's low-cardinality target, a tool's or a
@@ -319,11 +358,16 @@ func toolErrorKind(res mcp.Result) string {
 }
 
 // protocolVersion is the MCP version of a request: the one its _meta
-// names (2026-07-28, per request) or its session's.
+// names (2026-07-28, per request) or its session's; a version the SDK
+// does not support is not recorded (a client's made-up value must not
+// become a metric series).
 func protocolVersion(req mcp.Request) string {
 	if meta := paramsMeta(req); meta != nil {
 		if v, ok := meta[mcp.MetaKeyProtocolVersion].(string); ok {
-			return v
+			if slices.Contains(supportedVersions(), v) {
+				return v
+			}
+			return ""
 		}
 	}
 	if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil {
@@ -333,6 +377,9 @@ func protocolVersion(req mcp.Request) string {
 	}
 	return ""
 }
+
+// supportedVersions are the protocol versions the SDK serves.
+var supportedVersions = sync.OnceValue(mcp.SupportedProtocolVersions)
 
 // paramsMeta returns the request's params._meta, or nil (also for the
 // typed nil params of a request without them).
