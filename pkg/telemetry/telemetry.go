@@ -84,9 +84,9 @@ func Setup(ctx context.Context, opts Options) (*Telemetry, error) {
 		if err != nil {
 			return t, fmt.Errorf("telemetry: traces exporter: %w", err)
 		}
-		// The sampler comes from OTEL_TRACES_SAMPLER(_ARG), the batching
-		// from OTEL_BSP_*: the SDK reads them itself.
-		t.tp = sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+		// The sampler comes from OTEL_TRACES_SAMPLER(_ARG), which the SDK
+		// reads itself; the batching from OTEL_BSP_* (see batcher).
+		t.tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(newBatcher(exp)), sdktrace.WithResource(res))
 	}
 	var readers []sdkmetric.Option
 	if otlpMetrics {

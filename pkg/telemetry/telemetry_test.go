@@ -6,7 +6,10 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -125,4 +128,64 @@ func TestLogHandler(t *testing.T) {
 	if strings.Contains(lines[1], "trace_id") {
 		t.Errorf("untraced line: %s", lines[1])
 	}
+}
+
+// TestBatcher: spans are exported when a batch fills, at ForceFlush and
+// at Shutdown; none is lost or exported twice.
+func TestBatcher(t *testing.T) {
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "3600000") // never, within the test
+	t.Setenv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "4")
+	exp := &countingExporter{}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(newBatcher(exp)))
+	tr := tp.Tracer("t")
+	end := func(n int) {
+		for range n {
+			_, s := tr.Start(t.Context(), "s")
+			s.End()
+		}
+	}
+	end(4) // a full batch wakes the exporter
+	deadline := time.Now().Add(5 * time.Second)
+	for exp.count() != 4 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := exp.count(); got != 4 {
+		t.Fatalf("after a full batch: %d spans exported, want 4", got)
+	}
+	end(2)
+	if err := tp.ForceFlush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := exp.count(); got != 6 {
+		t.Fatalf("after ForceFlush: %d spans exported, want 6", got)
+	}
+	end(3)
+	if err := tp.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got, shut := exp.count(), exp.shut.Load(); got != 9 || !shut {
+		t.Fatalf("after Shutdown: %d spans exported (want 9), exporter shut down %v", got, shut)
+	}
+}
+
+// countingExporter counts the spans exported to it.
+type countingExporter struct {
+	mu   sync.Mutex
+	n    int
+	shut atomic.Bool
+}
+
+func (e *countingExporter) ExportSpans(_ context.Context, spans []sdktrace.ReadOnlySpan) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.n += len(spans)
+	return nil
+}
+
+func (e *countingExporter) Shutdown(context.Context) error { e.shut.Store(true); return nil }
+
+func (e *countingExporter) count() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.n
 }
