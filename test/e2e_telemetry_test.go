@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -350,5 +351,61 @@ func TestTelemetryMetricsHTTP(t *testing.T) {
 	}
 	if strings.Contains(hp.stderr.String(), token) {
 		t.Fatal("the bearer token appears in the logs")
+	}
+}
+
+// TestTelemetryMetricsAddr: --metrics-addr serves /metrics on a listener
+// of its own, behind the same bearer token (and no longer on the MCP
+// listener); it is refused with stdio, and beyond loopback without
+// authentication, before anything is served (exit code 3).
+func TestTelemetryMetricsAddr(t *testing.T) {
+	const token = "e2e-metrics-addr-token-91c4"
+	cfg := writeConfig(t, fmt.Sprintf(`{"http": {"bearer_tokens_file": %q}}`, writeConfig(t, token+"\n")))
+	hp := startHTTP(t, "--plugins", "diag", "--config", cfg, "--metrics-addr", "127.0.0.1:0")
+	var addr string
+	eventually(t, 10*time.Second, "the metrics listener", func() bool {
+		for line := range strings.Lines(hp.stderr.String()) {
+			var m map[string]any
+			if json.Unmarshal([]byte(line), &m) == nil && m["msg"] == "metrics listening" {
+				addr, _ = m["addr"].(string)
+			}
+		}
+		return addr != ""
+	})
+	cs := hp.connect(t, legacyEra, &http.Client{Transport: bearer{token: token}})
+	decode[diag.EchoReply](t, callTool(t, cs, "diag_echo", diag.EchoArgs{Message: "counted"}))
+	fams := scrape(t, "http://"+addr+"/metrics", token)
+	if got := sample(fams, "mcp_server_operation_duration_seconds", map[string]string{"gen_ai_tool_name": "diag_echo"}); got != 1 {
+		t.Errorf("diag_echo's duration count on --metrics-addr: %v, want 1", got)
+	}
+	for _, c := range []struct {
+		url, token string
+		want       int
+	}{
+		{"http://" + addr + "/metrics", "", http.StatusUnauthorized},
+		{hp.base + "/metrics", token, http.StatusNotFound},
+	} {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, c.url, nil)
+		if c.token != "" {
+			req.Header.Set("Authorization", "Bearer "+c.token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("GET %s (token %v): HTTP %d, want %d", c.url, c.token != "", resp.StatusCode, c.want)
+		}
+	}
+
+	for _, args := range [][]string{
+		{"serve", "--stdio", "--plugins", "diag", "--metrics-addr", "127.0.0.1:0"},
+		{"serve", "--http", "127.0.0.1:0", "--plugins", "diag", "--metrics-addr", "0.0.0.0:0"},
+	} {
+		out, err := exec.Command(binary(t), args...).CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 3 || !strings.Contains(string(out), "metrics_addr") {
+			t.Errorf("%v: %v\n%s", args, err, out)
+		}
 	}
 }

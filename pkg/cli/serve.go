@@ -161,7 +161,7 @@ const flagPlugins = "plugins"
 var serveCommand = Command{
 	Name:    "serve",
 	Summary: "serve MCP over stdio or streamable HTTP",
-	Usage:   "[--stdio | --http ADDR] [--plugins a,b] [--config FILE] [--log-level L] [--log-format F]",
+	Usage:   "[--stdio | --http ADDR [--metrics-addr ADDR]] [--plugins a,b] [--config FILE] [--log-level L] [--log-format F]",
 	Doc:     serveDoc,
 	Flags: func(fs *flag.FlagSet) {
 		AddServeFlags(fs)
@@ -360,7 +360,7 @@ func serveMetrics(ctx context.Context, web *httpSettings, h *httpserve.Handler, 
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		ready := func(addr net.Addr) { logger.Info("listening", "addr", addr.String(), "serves", httpserve.MetricsPath) }
+		ready := func(addr net.Addr) { logger.Info("metrics listening", "addr", addr.String(), "path", httpserve.MetricsPath) }
 		if err := httpserve.ListenAndServe(ctx, web.metricsAddr, guarded{mux, h.Authenticated()}, httpserve.ServeOptions{Logger: logger, Ready: ready, TLS: web.tls}); err != nil {
 			logger.Error("metrics listener failed", "err", err)
 		}
