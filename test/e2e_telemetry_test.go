@@ -409,3 +409,16 @@ func TestTelemetryMetricsAddr(t *testing.T) {
 		}
 	}
 }
+
+// TestTelemetryConsoleStdio: the console exporters write to stderr, never
+// to stdout, which over stdio carries JSON-RPC only (startStdio fails the
+// test on any other stdout line).
+func TestTelemetryConsoleStdio(t *testing.T) {
+	sp := startStdioEnv(t, []string{"OTEL_TRACES_EXPORTER=console", "OTEL_METRICS_EXPORTER=console", "OTEL_BSP_SCHEDULE_DELAY=50"},
+		"--plugins", "diag")
+	cs := sp.connect(t, legacyEra)
+	decode[diag.EchoReply](t, callTool(t, cs, "diag_echo", diag.EchoArgs{Message: "to the console"}))
+	eventually(t, 10*time.Second, "the span on stderr", func() bool {
+		return strings.Contains(sp.stderr.String(), `"Name":"tools/call diag_echo"`)
+	})
+}

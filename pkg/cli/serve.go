@@ -360,7 +360,9 @@ func serveMetrics(ctx context.Context, web *httpSettings, h *httpserve.Handler, 
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		ready := func(addr net.Addr) { logger.Info("metrics listening", "addr", addr.String(), "path", httpserve.MetricsPath) }
+		ready := func(addr net.Addr) {
+			logger.Info("metrics listening", "addr", addr.String(), "path", httpserve.MetricsPath)
+		}
 		if err := httpserve.ListenAndServe(ctx, web.metricsAddr, guarded{mux, h.Authenticated()}, httpserve.ServeOptions{Logger: logger, Ready: ready, TLS: web.tls}); err != nil {
 			logger.Error("metrics listener failed", "err", err)
 		}

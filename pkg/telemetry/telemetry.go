@@ -31,6 +31,8 @@ import (
 	"go.opentelemetry.io/contrib/exporters/autoexport"
 	"go.opentelemetry.io/otel"
 	promexporter "go.opentelemetry.io/otel/exporters/prometheus"
+	"go.opentelemetry.io/otel/exporters/stdout/stdoutmetric"
+	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -80,7 +82,7 @@ func Setup(ctx context.Context, opts Options) (*Telemetry, error) {
 		return t, err
 	}
 	if traces {
-		exp, err := autoexport.NewSpanExporter(ctx)
+		exp, err := spanExporter(ctx)
 		if err != nil {
 			return t, fmt.Errorf("telemetry: traces exporter: %w", err)
 		}
@@ -90,7 +92,7 @@ func Setup(ctx context.Context, opts Options) (*Telemetry, error) {
 	}
 	var readers []sdkmetric.Option
 	if otlpMetrics {
-		r, err := autoexport.NewMetricReader(ctx)
+		r, err := metricReader(ctx)
 		if err != nil {
 			return t, errors.Join(fmt.Errorf("telemetry: metrics exporter: %w", err), t.Shutdown(ctx))
 		}
@@ -134,6 +136,28 @@ func wanted(httpListener bool) (traces, otlpMetrics, prom bool) {
 		otlpMetrics = true
 	}
 	return traces, otlpMetrics, httpListener && me != "none"
+}
+
+// spanExporter is the exporter OTEL_TRACES_EXPORTER names, through
+// autoexport, but for "console", which writes to stderr rather than
+// stdout: over stdio, stdout carries JSON-RPC only.
+func spanExporter(ctx context.Context) (sdktrace.SpanExporter, error) {
+	if strings.TrimSpace(os.Getenv("OTEL_TRACES_EXPORTER")) == "console" {
+		return stdouttrace.New(stdouttrace.WithWriter(os.Stderr))
+	}
+	return autoexport.NewSpanExporter(ctx)
+}
+
+// metricReader is spanExporter's counterpart for OTEL_METRICS_EXPORTER.
+func metricReader(ctx context.Context) (sdkmetric.Reader, error) {
+	if strings.TrimSpace(os.Getenv("OTEL_METRICS_EXPORTER")) == "console" {
+		exp, err := stdoutmetric.New(stdoutmetric.WithWriter(os.Stderr))
+		if err != nil {
+			return nil, err
+		}
+		return sdkmetric.NewPeriodicReader(exp), nil
+	}
+	return autoexport.NewMetricReader(ctx)
 }
 
 // newResource describes the process: service.name and service.version,
