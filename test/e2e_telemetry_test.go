@@ -349,6 +349,12 @@ func TestTelemetryMetricsHTTP(t *testing.T) {
 	if f := fams[dur]; f == nil || f.GetType() != dto.MetricType_HISTOGRAM {
 		t.Errorf("%s is not a histogram: %v", dur, f)
 	}
+	cs.Close() // the session ends: its duration is recorded
+	eventually(t, 5*time.Second, "the session's duration and no session left", func() bool {
+		fams := scrape(t, metrics, token)
+		return sample(fams, "mcp_server_session_duration_seconds", map[string]string{"network_transport": "tcp", "mcp_protocol_version": legacyEra}) == 1 &&
+			sample(fams, "mcpkit_server_active_sessions", nil) == 0
+	})
 	if strings.Contains(hp.stderr.String(), token) {
 		t.Fatal("the bearer token appears in the logs")
 	}
