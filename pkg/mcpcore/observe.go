@@ -61,6 +61,7 @@ type observer struct {
 	http      bool
 	reg       metric.Registration
 	points    sync.Map // pointKey → metric.RecordOption (pointAttrs)
+	shapes    sync.Map // pointKey (no errType) → *spanShape
 }
 
 // newObserver builds the server's observer from opts' providers, or
@@ -162,15 +163,15 @@ func (s *Server) observe(next mcp.MethodHandler) mcp.MethodHandler {
 		if !knownMethod(method) {
 			method = "_OTHER" // a client's made-up method must not become a span name or series
 		}
+		version := protocolVersion(req)
 		var span trace.Span
 		if o.tracer != nil {
-			ctx, span = o.start(ctx, method, target, req)
+			ctx, span = o.start(ctx, method, target, version, req)
 		}
 		res, err := next(ctx, method, req)
 		errType, code, message := classify(res, err)
-		version := protocolVersion(req)
 		if span != nil {
-			o.end(span, errType, code, message, version, res)
+			o.end(span, errType, code, message, res)
 		}
 		if o.operation != nil {
 			o.operation.Record(ctx, time.Since(start).Seconds(), o.pointAttrs(method, target, errType, version))
@@ -256,15 +257,42 @@ var propagator = propagation.NewCompositeTextMapPropagator(propagation.TraceCont
 // {target}", as the conventions say, under the trace context of the
 // request's params._meta (traceparent, tracestate, baggage) or, when it
 // has none, of its HTTP headers.
-func (o *observer) start(ctx context.Context, method string, target attribute.KeyValue, req mcp.Request) (context.Context, trace.Span) {
+func (o *observer) start(ctx context.Context, method string, target attribute.KeyValue, version string, req mcp.Request) (context.Context, trace.Span) {
 	if meta := paramsMeta(req); meta != nil && meta["traceparent"] != nil {
 		ctx = propagator.Extract(ctx, metaCarrier(meta))
 	} else if ex := req.GetExtra(); ex != nil && ex.Header != nil {
 		ctx = propagator.Extract(ctx, propagation.HeaderCarrier(ex.Header))
 	}
+	shape := o.spanShape(method, target, version)
+	var extra []attribute.KeyValue
+	if p, ok := req.GetParams().(*mcp.ReadResourceParams); ok && p != nil {
+		extra = append(extra, attrResourceURI.String(p.URI))
+	}
+	if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil && ss.ID() != "" {
+		extra = append(extra, attrSessionID.String(ss.ID()))
+	}
+	if extra == nil {
+		return o.tracer.Start(ctx, shape.name, shape.opts...)
+	}
+	return o.tracer.Start(ctx, shape.name, append(slices.Clip(shape.opts), trace.WithAttributes(extra...))...)
+}
+
+// spanShape is what every span of one method, target and protocol version
+// starts with: its name, kind and attributes.
+type spanShape struct {
+	name string
+	opts []trace.SpanStartOption
+}
+
+// spanShape returns the shape of a request's span, built once per
+// distinct one (as pointAttrs), so that a call allocates none of it.
+func (o *observer) spanShape(method string, target attribute.KeyValue, version string) *spanShape {
+	key := pointKey{method: method, target: target, version: version}
+	if v, ok := o.shapes.Load(key); ok {
+		return v.(*spanShape)
+	}
 	name := method
-	attrs := make([]attribute.KeyValue, 0, 8)
-	attrs = append(attrs, attrMethod.String(method), o.transport)
+	attrs := []attribute.KeyValue{attrMethod.String(method), o.transport}
 	if target.Valid() {
 		name += " " + target.Value.AsString()
 		attrs = append(attrs, target)
@@ -272,25 +300,21 @@ func (o *observer) start(ctx context.Context, method string, target attribute.Ke
 	if method == "tools/call" {
 		attrs = append(attrs, attrOperationName.String("execute_tool"))
 	}
-	if p, ok := req.GetParams().(*mcp.ReadResourceParams); ok && p != nil {
-		attrs = append(attrs, attrResourceURI.String(p.URI))
-	}
 	if o.http {
 		attrs = append(attrs, attrProtocolName.String("http"))
 	}
-	if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil && ss.ID() != "" {
-		attrs = append(attrs, attrSessionID.String(ss.ID()))
+	if version != "" {
+		attrs = append(attrs, attrProtocolVersion.String(version))
 	}
-	return o.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+	shape := &spanShape{name: name, opts: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...)}}
+	v, _ := o.shapes.LoadOrStore(key, shape)
+	return v.(*spanShape)
 }
 
 // end records the request's outcome on its span and ends it: error.type
 // and an error status on failure (with the host's kind for a tool error),
 // the JSON-RPC code when there is one.
-func (o *observer) end(span trace.Span, errType, code, message, version string, res mcp.Result) {
-	if version != "" {
-		span.SetAttributes(attrProtocolVersion.String(version))
-	}
+func (o *observer) end(span trace.Span, errType, code, message string, res mcp.Result) {
 	if errType != "" {
 		span.SetAttributes(attrErrorType.String(errType))
 		if code != "" {
@@ -369,6 +393,14 @@ func protocolVersion(req mcp.Request) string {
 			}
 			return ""
 		}
+	}
+	if p, ok := req.GetParams().(*mcp.InitializeParams); ok && p != nil {
+		// Read before the session knows it: the version asked for, when
+		// the server supports it (the one it then answers with).
+		if slices.Contains(supportedVersions(), p.ProtocolVersion) {
+			return p.ProtocolVersion
+		}
+		return ""
 	}
 	if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil {
 		if init := ss.InitializeParams(); init != nil {

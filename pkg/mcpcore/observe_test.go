@@ -3,6 +3,7 @@ package mcpcore
 import (
 	"context"
 	"io"
+	"slices"
 	"sync/atomic"
 	"testing"
 
@@ -76,6 +77,9 @@ func TestObserveDirectAndSDKCalls(t *testing.T) {
 	got := map[string]sdktrace.ReadOnlySpan{}
 	for _, s := range spans.GetSpans().Snapshots() {
 		got[s.Name()] = s
+	}
+	if s := got["initialize"]; s == nil || !slices.Contains(s.Attributes(), attribute.String("mcp.protocol.version", legacyEra)) {
+		t.Errorf("the initialize span has no protocol version: %v", s)
 	}
 	for i, tool := range []string{"dx_echo", "dx_plain"} {
 		s := got["tools/call "+tool]
