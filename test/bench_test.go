@@ -47,6 +47,11 @@ func BenchmarkHTTPRoundTrip(b *testing.B) {
 // compareRoundTrips calls diag_echo b.N times on each session (see
 // benchpair.Compare) and returns the ratio, mcpkit over the SDK.
 func compareRoundTrips(b *testing.B, mcpkit, sdk *mcp.ClientSession) float64 {
+	return compareRoundTripsNamed(b, [2]string{"mcpkit", "sdk"}, mcpkit, sdk)
+}
+
+// compareRoundTripsNamed is compareRoundTrips of two sessions named names.
+func compareRoundTripsNamed(b *testing.B, names [2]string, first, second *mcp.ClientSession) float64 {
 	params := &mcp.CallToolParams{Name: "diag_echo", Arguments: map[string]any{"message": "ping"}}
 	call := func(cs *mcp.ClientSession) func() {
 		return func() {
@@ -56,7 +61,7 @@ func compareRoundTrips(b *testing.B, mcpkit, sdk *mcp.ClientSession) float64 {
 			}
 		}
 	}
-	return benchpair.Compare(b, [2]string{"mcpkit", "sdk"}, [2]func(){call(mcpkit), call(sdk)})
+	return benchpair.Compare(b, names, [2]func(){call(first), call(second)})
 }
 
 // buildInternal builds the command test/internal/<name> (a peer a

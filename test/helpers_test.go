@@ -165,11 +165,18 @@ type stdioProc struct {
 
 func startStdio(t testing.TB, args ...string) *stdioProc {
 	t.Helper()
+	return startStdioEnv(t, nil, args...)
+}
+
+// startStdioEnv is startStdio with env ("NAME=value") added to the
+// process's environment.
+func startStdioEnv(t testing.TB, env []string, args ...string) *stdioProc {
+	t.Helper()
 	stdinR, stdinW := io.Pipe()
 	stdoutR, stdoutW := io.Pipe()
 	sdkR, sdkW := io.Pipe()
 	sp := &stdioProc{stdin: stdinW, toSDK: sdkR, raw: make(chan map[string]any, 16)}
-	sp.proc = startProc(t, stdinR, stdoutW, append([]string{"serve", "--stdio"}, args...)...)
+	sp.proc = startBinaryEnv(t, env, binary(t), stdinR, stdoutW, append([]string{"serve", "--stdio"}, args...)...)
 	go func() { <-sp.done; stdoutW.Close(); stdinR.Close() }()
 	go func() {
 		defer sdkW.Close()

@@ -112,11 +112,12 @@ func (e *Env) Fail(err error) int {
 
 // Names of the shared flags.
 const (
-	flagStdio     = "stdio"
-	flagHTTP      = "http"
-	flagConfig    = "config"
-	flagLogLevel  = "log-level"
-	flagLogFormat = "log-format"
+	flagStdio       = "stdio"
+	flagHTTP        = "http"
+	flagConfig      = "config"
+	flagMetricsAddr = "metrics-addr"
+	flagLogLevel    = "log-level"
+	flagLogFormat   = "log-format"
 )
 
 // AddLogFlags defines --log-level and --log-format on fs. [Main] builds
@@ -133,6 +134,7 @@ func AddServeFlags(fs *flag.FlagSet) {
 	fs.Bool(flagStdio, false, "serve MCP over stdin/stdout")
 	fs.String(flagHTTP, "", "serve streamable HTTP at `ADDR` (path /mcp, health at /healthz)")
 	fs.String(flagConfig, "", "JSON configuration `FILE` (unknown fields are errors)")
+	fs.String(flagMetricsAddr, "", "serve /metrics at `ADDR` rather than on the --http listener (HTTP only; overrides http.metrics_addr)")
 	AddLogFlags(fs)
 }
 
@@ -179,6 +181,9 @@ func (e *Env) ServeParams() (ServeParams, error) {
 			}
 			return ServeParams{}, err
 		}
+	}
+	if metricsAddr, _ := FlagValue[string](e.Flags, flagMetricsAddr); metricsAddr != "" {
+		cfg.HTTP.MetricsAddr = metricsAddr
 	}
 	addr, from, err := ChooseTransport(stdioFlag, httpFlag, cfg.HTTP.Addr)
 	if err != nil {

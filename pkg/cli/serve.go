@@ -5,9 +5,11 @@ import (
 	"crypto/tls"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os/signal"
 	"slices"
 	"strings"
@@ -18,6 +20,7 @@ import (
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore/httpserve"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore/stdio"
+	"github.com/mcpkit/mcpkit/pkg/telemetry"
 )
 
 // ServeParams is what [Serve] serves. [Env.ServeParams] fills it from the
@@ -92,6 +95,20 @@ func Serve(ctx context.Context, p ServeParams) int {
 			logger.Error("refusing to serve HTTP", "err", err)
 			return ExitConfig
 		}
+	} else if p.Options.Config.HTTP.MetricsAddr != "" {
+		logger.Error("refusing to serve stdio", "err", &mcpcore.ConfigError{Field: "http.metrics_addr",
+			Reason: "/metrics is served over HTTP only; over stdio export metrics with OTLP (OTEL_EXPORTER_OTLP_ENDPOINT)"})
+		return ExitConfig
+	}
+	tel, err := setupTelemetry(ctx, &p, web != nil)
+	if err != nil {
+		logger.Error("cannot start", "err", err)
+		return ExitConfig
+	}
+	defer shutdownTelemetry(tel, logger)
+	logger = p.Options.Logger
+	if web != nil {
+		web.metrics = tel.MetricsHandler()
 	}
 	srv, err := mcpcore.NewServer(ctx, p.Options)
 	if err != nil {
@@ -144,7 +161,7 @@ const flagPlugins = "plugins"
 var serveCommand = Command{
 	Name:    "serve",
 	Summary: "serve MCP over stdio or streamable HTTP",
-	Usage:   "[--stdio | --http ADDR] [--plugins a,b] [--config FILE] [--log-level L] [--log-format F]",
+	Usage:   "[--stdio | --http ADDR [--metrics-addr ADDR]] [--plugins a,b] [--config FILE] [--log-level L] [--log-format F]",
 	Doc:     serveDoc,
 	Flags: func(fs *flag.FlagSet) {
 		AddServeFlags(fs)
@@ -205,6 +222,7 @@ func httpOptions(srv *mcpcore.Server, web *httpSettings, logger *slog.Logger) ht
 		SessionStore:        plugins.SessionStore,
 		SessionOpened:       srv.TrackSession,
 		Routes:              routes,
+		AuthRefused:         srv.CountAuthRefused,
 		Logger:              logger,
 	}
 }
@@ -231,6 +249,10 @@ type httpSettings struct {
 	tokens  []string
 	tls     *tls.Config
 	noMCP   string // ServeParams.NoMCP
+	// metrics is the Prometheus handler (nil when metrics are off), served
+	// at /metrics or on metricsAddr.
+	metrics     http.Handler
+	metricsAddr string
 }
 
 // httpSetup reads the HTTP credentials and TLS files. Whether the listen
@@ -248,12 +270,16 @@ func httpSetup(addr string, c mcpcore.HTTPConfig, logger *slog.Logger) (*httpSet
 	if tlsConfig == nil && httpserve.CheckListenAddr(addr, false) != nil {
 		logger.Warn("serving plain HTTP beyond loopback: bearer tokens cross the network in clear text; set http.tls_cert_file and http.tls_key_file, or terminate TLS in front of mcpkit")
 	}
-	return &httpSettings{addr: addr, origins: c.AllowedOrigins, tokens: tokens, tls: tlsConfig}, nil
+	return &httpSettings{addr: addr, origins: c.AllowedOrigins, tokens: tokens, tls: tlsConfig, metricsAddr: c.MetricsAddr}, nil
 }
 
 // serveHTTP serves streamable HTTP until ctx ends.
 func serveHTTP(ctx context.Context, srv *mcpcore.Server, web *httpSettings, logger *slog.Logger) int {
-	h, err := httpserve.NewHandler(httpOptions(srv, web, logger))
+	opts := httpOptions(srv, web, logger)
+	if web.metricsAddr == "" {
+		opts.Metrics = web.metrics
+	}
+	h, err := httpserve.NewHandler(opts)
 	if err != nil {
 		logger.Error("refusing to serve HTTP", "err", err)
 		return ExitConfig
@@ -264,6 +290,14 @@ func serveHTTP(ctx context.Context, srv *mcpcore.Server, web *httpSettings, logg
 	if err := httpserve.CheckListenAddr(web.addr, h.Authenticated()); err != nil {
 		logger.Error("refusing to serve HTTP", "err", err)
 		return ExitConfig
+	}
+	if web.metricsAddr != "" && web.metrics != nil {
+		if err := httpserve.CheckListenAddr(web.metricsAddr, h.Authenticated()); err != nil {
+			logger.Error("refusing to serve HTTP", "err", fmt.Errorf("http.metrics_addr: %w", err))
+			return ExitConfig
+		}
+		stop := serveMetrics(ctx, web, h, logger)
+		defer stop()
 	}
 	scheme, path := "http", httpserve.MCPPath
 	if web.tls != nil {
@@ -289,6 +323,61 @@ func serveHTTP(ctx context.Context, srv *mcpcore.Server, web *httpSettings, logg
 	logger.Info("shut down")
 	return ExitOK
 }
+
+// setupTelemetry builds the OpenTelemetry providers the OTEL_* environment
+// asks for (pkg/telemetry), with Prometheus when the process serves HTTP,
+// and hands them to the server's options; with traces exported, the logs
+// carry trace_id and span_id.
+func setupTelemetry(ctx context.Context, p *ServeParams, httpListener bool) (*telemetry.Telemetry, error) {
+	tel, err := telemetry.Setup(ctx, telemetry.Options{ServiceName: "mcpkit", Version: p.Options.Version,
+		Prometheus: httpListener, Logger: p.Options.Logger})
+	if err != nil {
+		return nil, err
+	}
+	p.Options.TracerProvider, p.Options.MeterProvider = tel.TracerProvider(), tel.MeterProvider()
+	if tel.Tracing() {
+		p.Options.Logger = slog.New(telemetry.LogHandler(p.Options.Logger.Handler()))
+	}
+	return tel, nil
+}
+
+// shutdownTelemetry flushes the spans and metrics still buffered, once
+// the server has closed (deferred before it).
+func shutdownTelemetry(tel *telemetry.Telemetry, logger *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := tel.Shutdown(ctx); err != nil {
+		logger.Warn("telemetry: flushing at exit", "err", err)
+	}
+}
+
+// serveMetrics serves /metrics alone on web.metricsAddr, behind what
+// guards /mcp (h.Protect), until ctx ends; stop waits for it to end.
+func serveMetrics(ctx context.Context, web *httpSettings, h *httpserve.Handler, logger *slog.Logger) (stop func()) {
+	mux := http.NewServeMux()
+	mux.Handle(httpserve.MetricsPath, h.Protect(web.metrics))
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ready := func(addr net.Addr) {
+			logger.Info("metrics listening", "addr", addr.String(), "path", httpserve.MetricsPath)
+		}
+		if err := httpserve.ListenAndServe(ctx, web.metricsAddr, guarded{mux, h.Authenticated()}, httpserve.ServeOptions{Logger: logger, Ready: ready, TLS: web.tls}); err != nil {
+			logger.Error("metrics listener failed", "err", err)
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// guarded is a handler behind h.Protect: ListenAndServe's listen check
+// asks whether it requires authentication.
+type guarded struct {
+	http.Handler
+	auth bool
+}
+
+func (g guarded) Authenticated() bool { return g.auth }
 
 func pluginNames(srv *mcpcore.Server) []string {
 	var names []string

@@ -6,6 +6,9 @@ import (
 
 	"github.com/mcpkit/mcpkit/internal/benchpair"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
 type echoArgs struct {
@@ -46,4 +49,41 @@ func BenchmarkToolCall(b *testing.B) {
 		}
 	}
 	benchpair.Compare(b, [2]string{"host", "sdk"}, [2]func(){call(a), call(c)})
+}
+
+// BenchmarkObservedToolCall compares a tools/call round trip through the
+// host with telemetry on (every span sampled, exported to a discarding
+// batcher; the operation histogram recorded) and off, over in-memory
+// transports: the in-process share of test/'s BenchmarkTelemetryOverhead.
+func BenchmarkObservedToolCall(b *testing.B) {
+	registerTestPlugins()
+	setAttach("ta", func(h *Host) {
+		AddTool(h, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in echoArgs) (any, error) {
+			return in, nil
+		})
+	})
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	b.Cleanup(func() { tp.Shutdown(context.Background()); mp.Shutdown(context.Background()) })
+	servers := [2]*Server{}
+	for i, o := range []Options{{Plugins: []string{"ta"}, TracerProvider: tp, MeterProvider: mp}, {Plugins: []string{"ta"}}} {
+		srv, err := NewServer(b.Context(), o)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { srv.Close(context.Background()) })
+		servers[i] = srv
+	}
+	on, ssOn := connectMemory(b, servers[0].MCP())
+	off, ssOff := connectMemory(b, servers[1].MCP())
+	b.Cleanup(func() { on.Close(); ssOn.Wait(); off.Close(); ssOff.Wait() })
+	params := &mcp.CallToolParams{Name: "ta_echo", Arguments: map[string]any{"message": "ping"}}
+	call := func(cs *mcp.ClientSession) func() {
+		return func() {
+			if res, err := cs.CallTool(b.Context(), params); err != nil || res.IsError {
+				b.Fatalf("call: %v %v", err, res)
+			}
+		}
+	}
+	benchpair.Compare(b, [2]string{"telemetry", "off"}, [2]func(){call(on), call(off)})
 }

@@ -62,6 +62,10 @@ type HTTPConfig struct {
 	// the certificate chain and its private key.
 	TLSCertFile string `json:"tls_cert_file,omitempty"`
 	TLSKeyFile  string `json:"tls_key_file,omitempty"`
+	// MetricsAddr serves /metrics on a listener of its own, under the same
+	// rules as /mcp's (bearer tokens when configured; beyond loopback only
+	// with them); empty serves it at /metrics on the HTTP listener.
+	MetricsAddr string `json:"metrics_addr,omitempty"`
 }
 
 // TLSConfig loads the configured certificate; it returns nil when TLS is

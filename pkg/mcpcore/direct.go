@@ -579,6 +579,9 @@ func (s *Server) directChain(middleware []mcp.Middleware) mcp.MethodHandler {
 	for _, m := range slices.Backward(middleware) {
 		h = m(h)
 	}
+	if s.obs != nil {
+		h = s.observe(h) // outermost, as on the SDK's path
+	}
 	return h
 }
 

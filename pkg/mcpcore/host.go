@@ -14,6 +14,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/yosida95/uritemplate/v3"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // InfoURI is the built-in resource that describes a running server.
@@ -42,6 +44,12 @@ type Options struct {
 	// the handler's *mcp.CallToolResult. (Middleware added to MCP() later
 	// wraps the host's result encoding and sees a type of its own.)
 	Middleware []mcp.Middleware
+	// TracerProvider and MeterProvider, when set, have the host record
+	// every request: a SERVER span (in the context each handler receives)
+	// and the metrics of docs/observability.md. Nil records nothing
+	// (pkg/telemetry builds them from the OTEL_* environment).
+	TracerProvider trace.TracerProvider
+	MeterProvider  metric.MeterProvider
 }
 
 // Server is an assembled MCP server: the SDK server plus the host state
@@ -58,6 +66,7 @@ type Server struct {
 	workers   *workers // run the tool handlers
 	calls     callStats
 	sessions  sessionTable
+	obs       *observer // nil: no telemetry
 
 	// life ends when Close starts (Host.Context).
 	life    context.Context
@@ -147,6 +156,9 @@ func NewServer(ctx context.Context, opts Options) (_ *Server, err error) {
 		if err := s.attach(ctx, info, opts.Config.Plugins[info.Name]); err != nil {
 			return nil, err
 		}
+	}
+	if s.obs, err = s.newObserver(opts); err != nil {
+		return nil, fmt.Errorf("telemetry: %w", err)
 	}
 	s.mcp = s.newSDKServer(opts)
 	s.addInfoResource()
@@ -241,6 +253,9 @@ func (s *Server) newSDKServer(opts Options) *mcp.Server {
 	srv.AddReceivingMiddleware(s.addInstructions, s.trackSessions)
 	srv.AddReceivingMiddleware(opts.Middleware...)
 	srv.AddReceivingMiddleware(encodeToolResults)
+	if s.obs != nil {
+		srv.AddReceivingMiddleware(s.observe)
+	}
 	srv.AddSendingMiddleware(sendLogsByDefault)
 	s.directCall = s.directChain(opts.Middleware)
 	s.reuseResults = len(opts.Middleware) == 0
@@ -305,6 +320,7 @@ func (s *Server) Close(ctx context.Context) error {
 		s.logger.Info("plugin closed", "plugin", h.name)
 	}
 	s.results.Close()
+	s.obs.close()
 	return errors.Join(errs...)
 }
 
@@ -663,8 +679,9 @@ func demote(l slog.Level) slog.Level {
 }
 
 // recovered logs a panic of plugin code, recovered by the caller, with
-// its stack, and counts it in mcpkit://info.
-func (s *Server) recovered(logger *slog.Logger, what string, r any) {
+// its stack, and counts it in mcpkit://info. The log line carries ctx's
+// trace (trace_id, span_id) when the call is traced.
+func (s *Server) recovered(ctx context.Context, logger *slog.Logger, what string, r any) {
 	s.calls.panicked.Add(1)
-	logger.Error(what+" panicked", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+	logger.ErrorContext(ctx, what+" panicked", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 }

@@ -55,6 +55,8 @@ type CallStats struct {
 
 type callStats struct {
 	started, inFlight, failed, rejected, timedOut, cancelled, paged, panicked atomic.Int64
+	// Exported as metrics only (see observer.meters).
+	pagedBytes, refusedAuth atomic.Int64
 }
 
 func (c *callStats) snapshot() CallStats {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -28,6 +29,7 @@ type Session struct {
 	principal string
 	ss        *mcp.ServerSession
 	seq       uint64
+	start     time.Time // for mcp.server.session.duration
 }
 
 // ID identifies the session among the live ones: the Mcp-Session-Id of a
@@ -144,7 +146,7 @@ func (t *sessionTable) add(s *Server, ss *mcp.ServerSession, principal string) b
 		return true
 	}
 	t.seq++
-	sess := &Session{id: ss.ID(), principal: principal, ss: ss, seq: t.seq}
+	sess := &Session{id: ss.ID(), principal: principal, ss: ss, seq: t.seq, start: time.Now()}
 	if sess.id == "" {
 		sess.id = "s-" + strconv.FormatUint(t.seq, 10)
 	}
@@ -154,6 +156,7 @@ func (t *sessionTable) add(s *Server, ss *mcp.ServerSession, principal string) b
 		t.mu.Lock()
 		delete(t.live, ss)
 		t.mu.Unlock()
+		s.obs.recordSession(sess)
 		for _, h := range s.hosts {
 			for _, fn := range h.sessionEnd {
 				s.runEndHook(h, fn, sess)
@@ -166,7 +169,7 @@ func (t *sessionTable) add(s *Server, ss *mcp.ServerSession, principal string) b
 func (s *Server) runEndHook(h *Host, fn func(*Session), sess *Session) {
 	defer func() {
 		if r := recover(); r != nil {
-			s.recovered(h.logger, "session end hook", r)
+			s.recovered(context.Background(), h.logger, "session end hook", r)
 		}
 	}()
 	fn(sess)

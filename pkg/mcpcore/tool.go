@@ -245,7 +245,7 @@ func (c toolCall) run(ctx context.Context, req *mcp.CallToolRequest, fn func(con
 func (c toolCall) invoke(ctx context.Context, fn func(context.Context) (any, error)) (out outcome) {
 	defer func() {
 		if r := recover(); r != nil {
-			c.host.srv.recovered(c.host.logger.With("tool", c.tool), "tool handler", r)
+			c.host.srv.recovered(ctx, c.host.logger.With("tool", c.tool), "tool handler", r)
 			out = outcome{panicked: true, err: &KindError{Kind: KindInternal,
 				Err: fmt.Errorf("tool %s failed with an internal error (a panic); the server log has the details", c.tool)}}
 		}
@@ -392,6 +392,7 @@ func (c toolCall) page(owner string, mem *fastpath.ResultMemory, parts [][]byte,
 		return toolError(err), nil
 	}
 	s.calls.paged.Add(1)
+	s.calls.pagedBytes.Add(handle.TotalBytes)
 	ref, _ := json.Marshal(pagedResult{
 		ResultID:   handle.ID,
 		TotalBytes: handle.TotalBytes,

@@ -23,6 +23,8 @@ const (
 	MCPPath = "/mcp"
 	// HealthPath is the path of the health check, never behind auth.
 	HealthPath = "/healthz"
+	// MetricsPath serves Options.Metrics.
+	MetricsPath = "/metrics"
 
 	// DefaultBodyTimeout is the default of Options.BodyTimeout.
 	DefaultBodyTimeout = 30 * time.Second
@@ -112,6 +114,13 @@ type Options struct {
 	SessionOpened func(ss *mcp.ServerSession, principal string) error
 	// Routes are plugin routes served on the same listener.
 	Routes []Route
+	// Metrics, when set, is served at /metrics (Prometheus scrapes it),
+	// behind the same bearer tokens or verifier as /mcp when there are
+	// any, and the same Host check.
+	Metrics http.Handler
+	// AuthRefused, when set, is called for each request refused for its
+	// bearer token (a metric counts them).
+	AuthRefused func()
 	// Logger receives the handler's logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -231,6 +240,17 @@ func (h *Handler) Close() {
 	h.watchers.Wait()
 }
 
+// Protect puts next behind what guards /mcp but the Origin check (a
+// scraper sends none): the Host check and, when /mcp requires it, the
+// bearer token. /metrics is served through it, on the listener or on a
+// separate one (mcpkit serve --metrics-addr).
+func (h *Handler) Protect(next http.Handler) http.Handler {
+	if h.Authenticated() {
+		next = h.authenticate(next)
+	}
+	return h.checkHost(next)
+}
+
 // OpenSessions returns the number of addressable legacy sessions open on
 // this instance (those being initialized included).
 func (h *Handler) OpenSessions() int {
@@ -247,6 +267,10 @@ func (h *Handler) OpenSessions() int {
 func (h *Handler) routes(endpoint http.Handler, plugin []Route) (*http.ServeMux, error) {
 	core := []Route{{Pattern: HealthPath, Handler: http.HandlerFunc(serveHealth), Owner: coreOwner}}
 	reserved := []string{HealthPath}
+	if h.opts.Metrics != nil {
+		core = append(core, Route{Pattern: MetricsPath, Handler: h.Protect(h.opts.Metrics), Owner: coreOwner})
+		reserved = append(reserved, MetricsPath)
+	}
 	if !h.opts.NoMCP {
 		core = append(core, Route{Pattern: MCPPath, Handler: endpoint, Owner: coreOwner})
 		reserved = append(reserved, MCPPath)

@@ -1,0 +1,458 @@
+package mcpcore
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// The names of the OpenTelemetry semantic conventions for MCP
+// (semantic-conventions-genai v0.1.0, docs/gen-ai/mcp.md, status
+// Development) and of mcpkit's own instruments; docs/observability.md
+// lists them.
+const (
+	instrumentationName = "github.com/mcpkit/mcpkit/pkg/mcpcore"
+
+	attrMethod          = attribute.Key("mcp.method.name")
+	attrToolName        = attribute.Key("gen_ai.tool.name")
+	attrPromptName      = attribute.Key("gen_ai.prompt.name")
+	attrOperationName   = attribute.Key("gen_ai.operation.name")
+	attrResourceURI     = attribute.Key("mcp.resource.uri")
+	attrSessionID       = attribute.Key("mcp.session.id")
+	attrProtocolVersion = attribute.Key("mcp.protocol.version")
+	attrErrorType       = attribute.Key("error.type")
+	attrStatusCode      = attribute.Key("rpc.response.status_code")
+	attrTransport       = attribute.Key("network.transport")
+	attrProtocolName    = attribute.Key("network.protocol.name")
+	attrErrorKind       = attribute.Key("mcpkit.error.kind") // the ToolErrorReply kind of a failed call
+	attrReason          = attribute.Key("reason")
+
+	// errorTypeTool is error.type of a call answered with isError (the
+	// conventions' value); the host's kind is on the span.
+	errorTypeTool = "tool_error"
+)
+
+// durationBuckets are the explicit bucket boundaries the conventions
+// advise for mcp.server.operation.duration and mcp.server.session.duration.
+var durationBuckets = []float64{0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300}
+
+// observer records the server's telemetry: a SERVER span per MCP request
+// when tracing is on, the operation and session durations and, read only
+// when exported, the host's counters. A server built without providers
+// has none (Server.obs is nil) and records nothing.
+type observer struct {
+	tracer    trace.Tracer // nil without tracing
+	operation metric.Float64Histogram
+	session   metric.Float64Histogram // nil without metrics, like operation
+	transport attribute.KeyValue      // network.transport: pipe (stdio) or tcp (HTTP)
+	http      bool
+	reg       metric.Registration
+	points    sync.Map // pointKey → metric.RecordOption (pointAttrs)
+	shapes    sync.Map // pointKey (no errType) → *spanShape
+}
+
+// newObserver builds the server's observer from opts' providers, or
+// returns nil when both are nil.
+func (s *Server) newObserver(opts Options) (*observer, error) {
+	if opts.TracerProvider == nil && opts.MeterProvider == nil {
+		return nil, nil
+	}
+	o := &observer{transport: attrTransport.String("pipe")}
+	if opts.Transport == "http" {
+		o.transport, o.http = attrTransport.String("tcp"), true
+	}
+	if opts.TracerProvider != nil {
+		o.tracer = opts.TracerProvider.Tracer(instrumentationName, trace.WithInstrumentationVersion(opts.Version))
+	}
+	if opts.MeterProvider != nil {
+		if err := o.meters(s, opts.MeterProvider.Meter(instrumentationName, metric.WithInstrumentationVersion(opts.Version))); err != nil {
+			return nil, err
+		}
+	}
+	return o, nil
+}
+
+// meters creates the instruments: the two histograms the conventions
+// name, and mcpkit's counters, observed from the host's own (callStats,
+// the session table) when a reader collects, so that a call costs them
+// nothing.
+func (o *observer) meters(s *Server, m metric.Meter) (err error) {
+	if o.operation, err = m.Float64Histogram("mcp.server.operation.duration", metric.WithUnit("s"),
+		metric.WithDescription("MCP request or notification duration as observed on the receiver from the time it was received until the result or ack is sent."),
+		metric.WithExplicitBucketBoundaries(durationBuckets...)); err != nil {
+		return err
+	}
+	if o.session, err = m.Float64Histogram("mcp.server.session.duration", metric.WithUnit("s"),
+		metric.WithDescription("The duration of the MCP session as observed on the MCP server."),
+		metric.WithExplicitBucketBoundaries(durationBuckets...)); err != nil {
+		return err
+	}
+	sessions, err := m.Int64ObservableUpDownCounter("mcpkit.server.active_sessions", metric.WithUnit("{session}"),
+		metric.WithDescription("Client sessions open now."))
+	if err != nil {
+		return err
+	}
+	inflight, err := m.Int64ObservableUpDownCounter("mcpkit.server.inflight_calls", metric.WithUnit("{call}"),
+		metric.WithDescription("Tool calls whose handler is running now."))
+	if err != nil {
+		return err
+	}
+	rejected, err := m.Int64ObservableCounter("mcpkit.server.rejected_calls", metric.WithUnit("{call}"),
+		metric.WithDescription("Calls refused or cut short, by reason: limit (concurrent_tool_calls full), timeout (a tool's timeout), auth (an HTTP request refused for its bearer token)."))
+	if err != nil {
+		return err
+	}
+	paged, err := m.Int64ObservableCounter("mcpkit.server.paged_results", metric.WithUnit("{result}"),
+		metric.WithDescription("Tool results too large to answer inline, retained for the read tool."))
+	if err != nil {
+		return err
+	}
+	pagedBytes, err := m.Int64ObservableCounter("mcpkit.server.paged_result_bytes", metric.WithUnit("By"),
+		metric.WithDescription("Bytes of the results retained for the read tool."))
+	if err != nil {
+		return err
+	}
+	limit, timeout, auth := metric.WithAttributes(attrReason.String("limit")), metric.WithAttributes(attrReason.String("timeout")), metric.WithAttributes(attrReason.String("auth"))
+	o.reg, err = m.RegisterCallback(func(_ context.Context, ob metric.Observer) error {
+		ob.ObserveInt64(sessions, int64(s.sessions.count()))
+		ob.ObserveInt64(inflight, s.calls.inFlight.Load())
+		ob.ObserveInt64(rejected, s.calls.rejected.Load(), limit)
+		ob.ObserveInt64(rejected, s.calls.timedOut.Load(), timeout)
+		ob.ObserveInt64(rejected, s.calls.refusedAuth.Load(), auth)
+		ob.ObserveInt64(paged, s.calls.paged.Load())
+		ob.ObserveInt64(pagedBytes, s.calls.pagedBytes.Load())
+		return nil
+	}, sessions, inflight, rejected, paged, pagedBytes)
+	return err
+}
+
+// close unregisters the callback: a closed server is no longer observed.
+func (o *observer) close() {
+	if o != nil && o.reg != nil {
+		_ = o.reg.Unregister()
+	}
+}
+
+// CountAuthRefused counts an HTTP request refused for its bearer token
+// (mcpkit.server.rejected_calls{reason="auth"}); the HTTP transport calls
+// it.
+func (s *Server) CountAuthRefused() { s.calls.refusedAuth.Add(1) }
+
+// observe is the receiving middleware that records each request: its
+// SERVER span, started under the caller's trace context and carried by
+// the context every handler receives, and its duration. It is the
+// outermost, so that both cover the host's encoding of the result.
+func (s *Server) observe(next mcp.MethodHandler) mcp.MethodHandler {
+	o := s.obs
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		start := time.Now()
+		target := s.observedTarget(method, req)
+		if !knownMethod(method) {
+			method = "_OTHER" // a client's made-up method must not become a span name or series
+		}
+		version := protocolVersion(req)
+		var span trace.Span
+		if o.tracer != nil {
+			ctx, span = o.start(ctx, method, target, version, req)
+		}
+		res, err := next(ctx, method, req)
+		errType, code, message := classify(res, err)
+		if span != nil {
+			o.end(span, errType, code, message, res)
+		}
+		if o.operation != nil {
+			o.operation.Record(ctx, time.Since(start).Seconds(), o.pointAttrs(method, target, errType, version))
+		}
+		return res, err
+	}
+}
+
+// knownMethod reports whether method is one MCP defines (those the SDK
+// dispatches: requests and notifications of the specification).
+func knownMethod(method string) bool {
+	switch method {
+	case "initialize", "ping", "tools/list", "tools/call", "resources/list", "resources/templates/list",
+		"resources/read", "resources/subscribe", "resources/unsubscribe", "prompts/list", "prompts/get",
+		"completion/complete", "logging/setLevel", "server/discover", "subscriptions/listen":
+		return true
+	}
+	return strings.HasPrefix(method, "notifications/") && len(method) < 64
+}
+
+// pointKey is what a point of mcp.server.operation.duration is keyed by.
+type pointKey struct {
+	method  string
+	target  attribute.KeyValue
+	errType string
+	version string
+}
+
+// pointAttrs returns the attributes of an operation's point, built once
+// per distinct set (a few dozen: methods, tools, outcomes and versions
+// are bounded) rather than sorted and hashed on every call.
+func (o *observer) pointAttrs(method string, target attribute.KeyValue, errType, version string) metric.RecordOption {
+	key := pointKey{method, target, errType, version}
+	if opt, ok := o.points.Load(key); ok {
+		return opt.(metric.RecordOption)
+	}
+	attrs := make([]attribute.KeyValue, 0, 5)
+	attrs = append(attrs, attrMethod.String(method), o.transport)
+	if target.Valid() {
+		attrs = append(attrs, target)
+	}
+	if errType != "" {
+		attrs = append(attrs, attrErrorType.String(errType))
+	}
+	if version != "" {
+		attrs = append(attrs, attrProtocolVersion.String(version))
+	}
+	opt, _ := o.points.LoadOrStore(key, metric.WithAttributeSet(attribute.NewSet(attrs...)))
+	return opt.(metric.RecordOption)
+}
+
+// observedTarget is the request's low-cardinality target, a tool's or a
+// prompt's name, when the server has it: a name a client made up must not
+// become a metric series of its own.
+func (s *Server) observedTarget(method string, req mcp.Request) attribute.KeyValue {
+	switch p := req.GetParams().(type) {
+	case *mcp.CallToolParamsRaw:
+		if p != nil && s.ownerOf(s.tools, p.Name) {
+			return attrToolName.String(p.Name)
+		}
+	case *mcp.GetPromptParams:
+		if p != nil && s.ownerOf(s.prompts, p.Name) {
+			return attrPromptName.String(p.Name)
+		}
+	}
+	return attribute.KeyValue{}
+}
+
+// ownerOf reports whether names (s.tools or s.prompts) has name.
+func (s *Server) ownerOf(names map[string]string, name string) bool {
+	s.regMu.RLock()
+	defer s.regMu.RUnlock()
+	_, ok := names[name]
+	return ok
+}
+
+// propagator reads the W3C keys the MCP convention carries in _meta (and
+// HTTP carries in headers): trace context and baggage, whatever global
+// propagator the process set.
+var propagator = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
+
+// start starts the request's SERVER span, named "{mcp.method.name}
+// {target}", as the conventions say, under the trace context of the
+// request's params._meta (traceparent, tracestate, baggage) or, when it
+// has none, of its HTTP headers.
+func (o *observer) start(ctx context.Context, method string, target attribute.KeyValue, version string, req mcp.Request) (context.Context, trace.Span) {
+	if meta := paramsMeta(req); meta != nil && meta["traceparent"] != nil {
+		ctx = propagator.Extract(ctx, metaCarrier(meta))
+	} else if ex := req.GetExtra(); ex != nil && ex.Header != nil {
+		ctx = propagator.Extract(ctx, propagation.HeaderCarrier(ex.Header))
+	}
+	shape := o.spanShape(method, target, version)
+	var extra []attribute.KeyValue
+	if p, ok := req.GetParams().(*mcp.ReadResourceParams); ok && p != nil {
+		extra = append(extra, attrResourceURI.String(p.URI))
+	}
+	if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil && ss.ID() != "" {
+		extra = append(extra, attrSessionID.String(ss.ID()))
+	}
+	if extra == nil {
+		return o.tracer.Start(ctx, shape.name, shape.opts...)
+	}
+	return o.tracer.Start(ctx, shape.name, append(slices.Clip(shape.opts), trace.WithAttributes(extra...))...)
+}
+
+// spanShape is what every span of one method, target and protocol version
+// starts with: its name, kind and attributes.
+type spanShape struct {
+	name string
+	opts []trace.SpanStartOption
+}
+
+// spanShape returns the shape of a request's span, built once per
+// distinct one (as pointAttrs), so that a call allocates none of it.
+func (o *observer) spanShape(method string, target attribute.KeyValue, version string) *spanShape {
+	key := pointKey{method: method, target: target, version: version}
+	if v, ok := o.shapes.Load(key); ok {
+		return v.(*spanShape)
+	}
+	name := method
+	attrs := []attribute.KeyValue{attrMethod.String(method), o.transport}
+	if target.Valid() {
+		name += " " + target.Value.AsString()
+		attrs = append(attrs, target)
+	}
+	if method == "tools/call" {
+		attrs = append(attrs, attrOperationName.String("execute_tool"))
+	}
+	if o.http {
+		attrs = append(attrs, attrProtocolName.String("http"))
+	}
+	if version != "" {
+		attrs = append(attrs, attrProtocolVersion.String(version))
+	}
+	shape := &spanShape{name: name, opts: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...)}}
+	v, _ := o.shapes.LoadOrStore(key, shape)
+	return v.(*spanShape)
+}
+
+// end records the request's outcome on its span and ends it: error.type
+// and an error status on failure (with the host's kind for a tool error),
+// the JSON-RPC code when there is one.
+func (o *observer) end(span trace.Span, errType, code, message string, res mcp.Result) {
+	if errType != "" {
+		span.SetAttributes(attrErrorType.String(errType))
+		if code != "" {
+			span.SetAttributes(attrStatusCode.String(code))
+		}
+		if errType == errorTypeTool {
+			if kind := toolErrorKind(res); kind != "" {
+				span.SetAttributes(attrErrorKind.String(kind))
+				message = kind
+			}
+		}
+		span.SetStatus(codes.Error, message)
+	}
+	span.End()
+}
+
+// classify returns error.type of a request's outcome ("" when it
+// succeeded): the JSON-RPC error code, or tool_error for a tool result
+// with isError; and the code and message of a JSON-RPC error.
+func classify(res mcp.Result, err error) (errType, code, message string) {
+	if err != nil {
+		if je, ok := err.(*jsonrpc.Error); ok {
+			c := strconv.FormatInt(je.Code, 10)
+			return c, c, je.Message
+		}
+		return "_OTHER", "", err.Error()
+	}
+	if r := toolResult(res); r != nil && r.IsError {
+		return errorTypeTool, "", ""
+	}
+	return "", "", ""
+}
+
+// toolResult returns a tools/call result, as a handler returned it or as
+// the host encodes it, or nil.
+func toolResult(res mcp.Result) *mcp.CallToolResult {
+	switch r := res.(type) {
+	case *mcp.CallToolResult:
+		return r
+	case *encodedResult:
+		return r.CallToolResult
+	}
+	return nil
+}
+
+// toolErrorKind reads the kind of a failed call's ToolErrorReply.
+func toolErrorKind(res mcp.Result) string {
+	r := toolResult(res)
+	if r == nil {
+		return ""
+	}
+	raw, ok := r.StructuredContent.(json.RawMessage)
+	if !ok {
+		return ""
+	}
+	var reply struct {
+		Error struct {
+			Kind string `json:"kind"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(raw, &reply) != nil {
+		return ""
+	}
+	return reply.Error.Kind
+}
+
+// protocolVersion is the MCP version of a request: the one its _meta
+// names (2026-07-28, per request) or its session's; a version the SDK
+// does not support is not recorded (a client's made-up value must not
+// become a metric series).
+func protocolVersion(req mcp.Request) string {
+	if meta := paramsMeta(req); meta != nil {
+		if v, ok := meta[mcp.MetaKeyProtocolVersion].(string); ok {
+			if slices.Contains(supportedVersions(), v) {
+				return v
+			}
+			return ""
+		}
+	}
+	if p, ok := req.GetParams().(*mcp.InitializeParams); ok && p != nil {
+		// Read before the session knows it: the version asked for, when
+		// the server supports it (the one it then answers with).
+		if slices.Contains(supportedVersions(), p.ProtocolVersion) {
+			return p.ProtocolVersion
+		}
+		return ""
+	}
+	if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil {
+		if init := ss.InitializeParams(); init != nil {
+			return init.ProtocolVersion
+		}
+	}
+	return ""
+}
+
+// supportedVersions are the protocol versions the SDK serves.
+var supportedVersions = sync.OnceValue(mcp.SupportedProtocolVersions)
+
+// paramsMeta returns the request's params._meta, or nil (also for the
+// typed nil params of a request without them).
+func paramsMeta(req mcp.Request) map[string]any {
+	p := req.GetParams()
+	if p == nil {
+		return nil
+	}
+	if v := reflect.ValueOf(p); v.Kind() == reflect.Pointer && v.IsNil() {
+		return nil
+	}
+	return p.GetMeta()
+}
+
+// metaCarrier reads the W3C keys of params._meta (unprefixed, as SEP-414
+// and the conventions say) for a propagator.
+type metaCarrier map[string]any
+
+func (c metaCarrier) Get(key string) string {
+	v, _ := c[key].(string)
+	return v
+}
+
+func (c metaCarrier) Set(key, value string) { c[key] = value }
+
+func (c metaCarrier) Keys() []string {
+	keys := make([]string, 0, len(c))
+	for k := range c {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+// recordSession records a session's duration when it ends.
+func (o *observer) recordSession(sess *Session) {
+	if o == nil || o.session == nil {
+		return
+	}
+	attrs := []attribute.KeyValue{o.transport}
+	if init := sess.ss.InitializeParams(); init != nil && init.ProtocolVersion != "" {
+		attrs = append(attrs, attrProtocolVersion.String(init.ProtocolVersion))
+	}
+	o.session.Record(context.Background(), time.Since(sess.start).Seconds(), metric.WithAttributes(attrs...))
+}
