@@ -210,7 +210,11 @@ func (p *Plugin) execute(ctx context.Context, req *mcp.CallToolRequest, in Execu
 		return nil, engineError(err)
 	}
 	st := p.newReplyStream(s, in.Commands, s.TakeReplies()) // given back below once the replies are serialized
-	res, err := conn.Pipeline(ctx, in.Commands, resp.PipelineOptions{MaxReplyBytes: p.host.Limit(LimitReplyBytes), OnReply: st.onReply})
+	pctx, ps := tel.startPipeline(ctx, s.Target().Addr, in.Commands)
+	res, err := conn.Pipeline(pctx, in.Commands, resp.PipelineOptions{MaxReplyBytes: p.host.Limit(LimitReplyBytes), OnReply: st.onReply})
+	if ps.active() {
+		tel.end(ctx, ps, st.pipelineEnd(ctx, s.Target().Addr, res.Received, err))
+	}
 	reply := ExecuteReply{Session: s.ID(), Outcome: OutcomeOK, Replies: st.kept, Pushes: res.Pushes}
 	if reply.Replies == nil {
 		reply.Replies = []resp.Value{}
