@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/mcpkit/mcpkit/internal/plugintel"
 	"github.com/mcpkit/mcpkit/pkg/resp"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -102,29 +103,23 @@ type pipelineSpan struct {
 // unless a span records or a metric is enabled.
 func (t *telemetry) startPipeline(ctx context.Context, addr string, cmds Commands) (context.Context, pipelineSpan) {
 	var ps pipelineSpan
-	if trace.SpanContextFromContext(ctx).IsValid() {
-		var span trace.Span
-		ctx, span = t.tracer.Start(ctx, "redis", trace.WithSpanKind(trace.SpanKindClient))
-		if span.IsRecording() {
-			op := operationName(cmds)
-			host, port := splitAddr(addr)
-			span.SetName(op + " " + addr)
-			attrs := []attribute.KeyValue{
-				attribute.String("db.system.name", "redis"),
-				attribute.String("db.operation.name", op),
-				attribute.String("server.address", host),
-			}
-			if port > 0 {
-				attrs = append(attrs, attribute.Int("server.port", port))
-			}
-			if len(cmds) != 1 {
-				attrs = append(attrs, attribute.Int("db.operation.batch.size", len(cmds)))
-			}
-			span.SetAttributes(attrs...)
-			ps.span = span
-		} else {
-			span.End()
+	ctx, ps.span = plugintel.Child(ctx, t.tracer, trace.SpanKindClient)
+	if ps.span != nil {
+		op := operationName(cmds)
+		host, port := splitAddr(addr)
+		ps.span.SetName(op + " " + addr)
+		attrs := []attribute.KeyValue{
+			attribute.String("db.system.name", "redis"),
+			attribute.String("db.operation.name", op),
+			attribute.String("server.address", host),
 		}
+		if port > 0 {
+			attrs = append(attrs, attribute.Int("server.port", port))
+		}
+		if len(cmds) != 1 {
+			attrs = append(attrs, attribute.Int("db.operation.batch.size", len(cmds)))
+		}
+		ps.span.SetAttributes(attrs...)
 	}
 	if t.duration.Enabled(ctx) || t.pipelines.Enabled(ctx) || t.commands.Enabled(ctx) {
 		ps.metrics = true
