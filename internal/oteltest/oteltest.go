@@ -199,3 +199,9 @@ func Points(rm metricdata.ResourceMetrics, scope, name string, want ...attribute
 	}
 	return out
 }
+
+// Ended are all the spans ended so far, in the order they ended.
+func Ended() []sdktrace.ReadOnlySpan {
+	Install()
+	return recorder.Ended()
+}

@@ -9,8 +9,10 @@ package plugintel
 import (
 	"context"
 	"errors"
+	"net/http"
 
-	"github.com/mcpkit/mcpkit/pkg/mcpcore"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -39,8 +41,9 @@ func Child(ctx context.Context, tracer trace.Tracer, kind trace.SpanKind) (conte
 }
 
 // ErrorType is error.type for a call's error: the kind the host reports
-// for it (the error's ErrorKind, as [mcpcore.KindError] gives, or
-// timeout, cancelled, error), "" for nil.
+// for it (the error's ErrorKind, as mcpcore.KindError gives, or timeout,
+// cancelled, error: mcpcore's kinds, spelled here so that the engines,
+// which import no MCP code, can use this package), "" for nil.
 func ErrorType(err error) string {
 	var kinded interface{ ErrorKind() string }
 	switch {
@@ -48,12 +51,12 @@ func ErrorType(err error) string {
 		return ""
 	case errors.As(err, &kinded) && kinded.ErrorKind() != "":
 		return kinded.ErrorKind()
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, mcpcore.ErrTimeout):
-		return mcpcore.KindTimeout
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
 	case errors.Is(err, context.Canceled):
-		return mcpcore.KindCancelled
+		return "cancelled"
 	}
-	return mcpcore.KindOther
+	return "error"
 }
 
 // Outcome is OutcomeOK for a nil error, else OutcomeError.
@@ -62,4 +65,16 @@ func Outcome(err error) string {
 		return OutcomeOK
 	}
 	return OutcomeError
+}
+
+// RemoteParent is ctx with the W3C trace context (traceparent,
+// tracestate) an HTTP request's header carries, through the global
+// propagator (none unless the program sets one: mcpkit's core does), as
+// the parent of the spans started from it — unless ctx already carries a
+// span (the core's, for the request), which stays the parent.
+func RemoteParent(ctx context.Context, h http.Header) context.Context {
+	if trace.SpanContextFromContext(ctx).IsValid() {
+		return ctx
+	}
+	return otel.GetTextMapPropagator().Extract(ctx, propagation.HeaderCarrier(h))
 }
