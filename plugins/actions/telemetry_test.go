@@ -22,7 +22,9 @@ import (
 // mcpkit.action.calls by action, transport and outcome.
 func TestActionTelemetryMCP(t *testing.T) {
 	var reqs oteltest.Requests
-	p := New(func(context.Context, Config, action.PubSub) (*action.App, io.Closer, error) { return testApp(t), nil, nil })
+	p := New(func(context.Context, Config, action.PubSub) (*action.App, io.Closer, error) {
+		return testApp(t), nil, nil
+	})
 	c := mcpcore.DefaultConfig()
 	c.Plugins = map[string]mcpcore.PluginConfig{"actions": {Prefix: noPrefix(), Config: json.RawMessage(`{}`)}}
 	cs, _, err := mcptest.Connect(t, mcpcore.Options{Config: c, Instances: []mcpcore.Instance{{Name: "actions", Plugin: p}},
