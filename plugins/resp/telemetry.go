@@ -68,11 +68,11 @@ type telemetry struct {
 }
 
 // tel is the package's telemetry, shared by every plugin instance.
-var tel = newTelemetry()
+var tel = newTelemetry(otel.GetTracerProvider(), otel.GetMeterProvider())
 
-func newTelemetry() *telemetry {
-	m := otel.Meter(ScopeName)
-	t := &telemetry{tracer: otel.Tracer(ScopeName)}
+func newTelemetry(tp trace.TracerProvider, mp metric.MeterProvider) *telemetry {
+	m := mp.Meter(ScopeName)
+	t := &telemetry{tracer: tp.Tracer(ScopeName)}
 	var errs [3]error
 	t.duration, errs[0] = m.Float64Histogram(MetricOperationDuration, metric.WithUnit("s"),
 		metric.WithDescription("Duration of RESP pipelines sent by execute, from the first byte written to the last reply read."),

@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"context"
 	"encoding/json"
 	"net"
 	"strconv"
@@ -14,7 +15,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 )
 
 // TestExecuteTelemetry: each execute sends one pipeline, which is a
@@ -199,5 +202,23 @@ func TestOperationName(t *testing.T) {
 		if got := operationName(c.cmds); got != c.want {
 			t.Errorf("operationName(%q) = %q, want %q", c.cmds, got, c.want)
 		}
+	}
+}
+
+// TestPipelineTelemetryOff: with nothing configured (the global
+// providers' state before the core sets any) and no span in the call's
+// context, a pipeline's telemetry allocates nothing and reads no clock.
+func TestPipelineTelemetryOff(t *testing.T) {
+	off := newTelemetry(tracenoop.NewTracerProvider(), metricnoop.NewMeterProvider())
+	cmds := Commands{{[]byte("GET"), []byte("k")}}
+	ctx := context.Background()
+	allocs := testing.AllocsPerRun(100, func() {
+		_, ps := off.startPipeline(ctx, "127.0.0.1:6379", cmds)
+		if ps.active() || !ps.start.IsZero() {
+			t.Fatal("telemetry active with nothing configured")
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations per pipeline with telemetry off, want 0", allocs)
 	}
 }
