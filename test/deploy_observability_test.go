@@ -1,7 +1,9 @@
 package test
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -251,7 +253,7 @@ var prometheusMetrics = map[string]bool{"up": true, "scrape_duration_seconds": t
 // TestDeployDashboardMetrics: every metric deploy/grafana/mcpkit.json
 // queries is one the code exports, under the name the OpenTelemetry
 // Prometheus exporter gives it, and the plugins' metrics (those the
-// plugins' telemetry tests check) all have a panel. The core's metrics
+// plugins' telemetry tests check) all have a panel and are documented. The core's metrics
 // (mcp.*) are checked once the tree's code exports any: until the core's
 // telemetry and the plugins' are in one tree, their names are listed.
 func TestDeployDashboardMetrics(t *testing.T) {
@@ -293,6 +295,14 @@ func TestDeployDashboardMetrics(t *testing.T) {
 			}
 		}
 	}
+	var docs []byte // the observability pages (the plugins' may be merged into the core's)
+	for _, page := range []string{"observability.md", "observability-plugins.md"} {
+		b, err := os.ReadFile(filepath.Join("..", "docs", page))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			t.Fatal(err)
+		}
+		docs = append(docs, b...)
+	}
 	for _, m := range exportedMetrics(t) {
 		if !strings.HasPrefix(m.file, filepath.Join("..", "plugins")) && !strings.Contains(m.file, filepath.Join("pkg", "action")) {
 			continue
@@ -300,6 +310,9 @@ func TestDeployDashboardMetrics(t *testing.T) {
 		names := promNames(t, m)
 		if !slices.ContainsFunc(names, func(n string) bool { return queried[n] }) {
 			t.Errorf("%s (%s, %s) has no panel in the dashboard", m.name, names[0], m.file)
+		}
+		if !bytes.Contains(docs, []byte("`"+m.name+"`")) {
+			t.Errorf("%s (%s) is not listed in docs/observability*.md", m.name, m.file)
 		}
 	}
 }
