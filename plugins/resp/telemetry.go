@@ -156,7 +156,6 @@ func (t *telemetry) end(ctx context.Context, ps pipelineSpan, e pipelineEnd) {
 	if ps.metrics {
 		elapsed = time.Since(ps.start).Seconds()
 	}
-	attrs := operationAttrs(e.addr, e.cmds, errType, e.firstErr)
 	if ps.span != nil {
 		if errType != "" {
 			msg := errType
@@ -174,7 +173,7 @@ func (t *telemetry) end(ctx context.Context, ps pipelineSpan, e pipelineEnd) {
 	if !ps.metrics {
 		return
 	}
-	t.duration.Record(ctx, elapsed, metric.WithAttributes(attrs...))
+	t.duration.Record(ctx, elapsed, metric.WithAttributes(operationAttrs(e.addr, e.cmds, errType, e.firstErr)...))
 	t.pipelines.Add(ctx, 1, metric.WithAttributes(attribute.String("db.system.name", "redis"), attribute.String("outcome", outcome)))
 	t.addCommands(ctx, commandOK, int64(e.received-e.errs))
 	t.addCommands(ctx, commandError, int64(e.errs))

@@ -11,10 +11,10 @@ import (
 )
 
 // TestVerifyTelemetry: each access token check is an INTERNAL span, the
-// child of the caller's span, with its outcome and whether the grant was
-// cached (never the token), counted in mcpkit.oauth.token.checks: a
-// valid token read from the store, then from the cache, then an unknown
-// token.
+// child of the caller's span (none without one), with its outcome and
+// whether the grant was cached (never the token), counted in
+// mcpkit.oauth.token.checks: a valid token read from the store, then from
+// the cache, then an unknown token.
 func TestVerifyTelemetry(t *testing.T) {
 	oteltest.Install()
 	e := newEnv(t, oauth.Options{Store: oauth.NewMemoryStore()})
@@ -60,10 +60,23 @@ func TestVerifyTelemetry(t *testing.T) {
 					t.Errorf("the token is attribute %s", kv.Key)
 				}
 			}
+			// Without a parent (no request span, no traceparent): no span
+			// of its own, but counted.
+			ended := len(oteltest.Ended())
+			if _, err := e.srv.Verify(t.Context(), c.token, e.resource()); (err == nil) != (c.outcome == "valid") {
+				t.Fatalf("verify without a parent: %v", err)
+			}
+			if spans := oteltest.Ended()[ended:]; len(spans) != 0 {
+				t.Errorf("a check without a parent span started %v", spans)
+			}
 			after := oteltest.Collect(t)
-			kv := []attribute.KeyValue{attribute.String("outcome", c.outcome), attribute.Bool("mcpkit.oauth.cached", c.cached)}
-			if n := oteltest.Count(after, oauth.ScopeName, oauth.MetricTokenChecks, kv...) - oteltest.Count(before, oauth.ScopeName, oauth.MetricTokenChecks, kv...); n != 1 {
-				t.Errorf("%s%v: +%d, want +1", oauth.MetricTokenChecks, kv, n)
+			want := map[bool]int64{c.cached: 1}
+			want[c.outcome == "valid"]++ // the second check: a valid grant is cached by then
+			for _, cached := range []bool{false, true} {
+				kv := []attribute.KeyValue{attribute.String("outcome", c.outcome), attribute.Bool("mcpkit.oauth.cached", cached)}
+				if n := oteltest.Count(after, oauth.ScopeName, oauth.MetricTokenChecks, kv...) - oteltest.Count(before, oauth.ScopeName, oauth.MetricTokenChecks, kv...); n != want[cached] {
+					t.Errorf("%s%v: +%d, want +%d", oauth.MetricTokenChecks, kv, n, want[cached])
+				}
 			}
 		})
 	}
