@@ -1,8 +1,13 @@
 package action_test
 
 import (
+	"context"
+	"net/http"
+	"strconv"
 	"testing"
+	"time"
 
+	"github.com/coder/websocket"
 	"github.com/mcpkit/mcpkit/internal/oteltest"
 	"github.com/mcpkit/mcpkit/pkg/action"
 	"go.opentelemetry.io/otel/attribute"
@@ -99,5 +104,41 @@ func TestActionTelemetryCLI(t *testing.T) {
 	}
 	if n := oteltest.Count(after, action.ScopeName, action.MetricCalls, kv...) - oteltest.Count(before, action.ScopeName, action.MetricCalls, kv...); n != 1 {
 		t.Errorf("%s%v: +%d, want +1", action.MetricCalls, kv, n)
+	}
+}
+
+// TestActionTelemetryWebSocket: each action a WebSocket connection runs
+// is a SERVER span, the child of the traceparent its upgrade request
+// sent, counted under the websocket transport.
+func TestActionTelemetryWebSocket(t *testing.T) {
+	oteltest.Install()
+	u := wsServe(t, action.NewLocalPubSub(), action.WebSocketOptions{})
+	_, parent := oteltest.Parent(t, "client")
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPHeader: http.Header{"Traceparent": {traceparent(parent.SpanContext())}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	kv := []attribute.KeyValue{attribute.String("mcpkit.action.name", "status"), attribute.String("mcpkit.action.transport", "websocket"), attribute.String("outcome", "ok")}
+	before := oteltest.Collect(t)
+	for i := range 2 {
+		if m := wsCall(t, c, `{"messageType":"action","action":"status","messageId":`+strconv.Itoa(i)+`}`); m["response"] == nil {
+			t.Fatalf("status: %v", m)
+		}
+	}
+	after := oteltest.Collect(t)
+	kids := oteltest.Children(parent.SpanContext())
+	if len(kids) != 2 {
+		t.Fatalf("%d child spans of the client's span, want 2", len(kids))
+	}
+	for _, sp := range kids {
+		if v, _ := oteltest.Attr(sp, "mcpkit.action.transport"); sp.Name() != "action status" || sp.SpanKind() != trace.SpanKindServer || v.AsString() != "websocket" {
+			t.Errorf("span %q kind %v transport %q, want action status SERVER websocket", sp.Name(), sp.SpanKind(), v.Emit())
+		}
+	}
+	if n := oteltest.Count(after, action.ScopeName, action.MetricCalls, kv...) - oteltest.Count(before, action.ScopeName, action.MetricCalls, kv...); n != 2 {
+		t.Errorf("%s%v: +%d, want +2", action.MetricCalls, kv, n)
 	}
 }
