@@ -230,7 +230,8 @@ func TestDeployScaleKubernetes(t *testing.T) {
 		kinds[doc["kind"].(string)+"/"+meta["name"].(string)] = doc
 		walk(doc)
 	}
-	for _, want := range []string{"StatefulSet/postgres", "Service/postgres", "Deployment/redis", "Service/redis", "Deployment/mcpkit", "Service/mcpkit", "Ingress/mcpkit"} {
+	for _, want := range []string{"StatefulSet/postgres", "Service/postgres", "Deployment/redis", "Service/redis", "Deployment/mcpkit", "Service/mcpkit", "Ingress/mcpkit",
+		"ServiceAccount/prometheus", "Role/prometheus", "RoleBinding/prometheus", "Deployment/prometheus"} {
 		if kinds[want] == nil {
 			t.Errorf("kubernetes.yaml has no %s", want)
 		}
@@ -260,7 +261,7 @@ func TestDeployScaleKubernetes(t *testing.T) {
 		return
 	}
 	dir := t.TempDir()
-	for _, f := range []string{"kustomization.yaml", "kubernetes.yaml", "mcpkit.json"} {
+	for _, f := range []string{"kustomization.yaml", "kubernetes.yaml", "mcpkit.json", "prometheus-kubernetes.yml"} {
 		if err := os.WriteFile(filepath.Join(dir, f), readScale(t, f), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -273,11 +274,14 @@ func TestDeployScaleKubernetes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(dir, "secrets", "mcpkit-tokens"), []byte("x\n"), 0o600); err != nil {
-		t.Fatal(err)
+	for _, f := range []string{"mcpkit-tokens", "prometheus-token"} { // read by volumes, not secretKeyRef
+		if err := os.WriteFile(filepath.Join(dir, "secrets", f), []byte("x\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	out, err := exec.Command(kubectl, "kustomize", dir).CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "kind: Ingress") || !strings.Contains(string(out), "image: registry.example.com/mcpkit:latest") {
+	if err != nil || !strings.Contains(string(out), "kind: Ingress") || !strings.Contains(string(out), "image: registry.example.com/mcpkit:latest") ||
+		!strings.Contains(string(out), "kubernetes_sd_configs") {
 		t.Errorf("kubectl kustomize: %v\n%s", err, out)
 	}
 }

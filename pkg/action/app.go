@@ -156,6 +156,7 @@ func (a *App) run(ctx context.Context, c *Conn, act *Action, raw json.RawMessage
 	start := time.Now()
 	c.Params = act.Redacted(m)
 	secrets := act.schema.secretValues(m)
+	ctx, span := tel.runSpan(ctx, c, act)
 	defer func() {
 		if p := recover(); p != nil {
 			out, err = nil, &Error{Kind: KindInternal, Message: "internal error", Err: fmt.Errorf("panic: %v", p)}
@@ -163,6 +164,7 @@ func (a *App) run(ctx context.Context, c *Conn, act *Action, raw json.RawMessage
 				"panic", scrub(fmt.Sprint(p), secrets), "stack", string(debug.Stack()))
 		}
 		err = a.finish(act, c, err, secrets)
+		tel.endRun(ctx, span, c, act, start, err)
 		if a.logger.Enabled(ctx, slog.LevelDebug) {
 			a.logger.Debug("action", "action", act.Name, "conn", c.Type, "id", c.ID, "params", c.Params,
 				"took", time.Since(start), "error", err)

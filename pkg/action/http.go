@@ -278,7 +278,7 @@ func (h *httpHandler) serveAction(w http.ResponseWriter, r *http.Request, id str
 		}
 	}
 	c := &Conn{Type: "web", ID: id, Remote: RemoteAddr(r, h.trustForwarded), Principal: cl.principal, Session: cl.session}
-	out, err := h.app.run(r.Context(), c, act, raw, m)
+	out, err := h.app.run(requestContext(r), c, act, raw, m)
 	if c.Session != nil { // before anything is written
 		h.sessions.setCookie(w, r, c.Session, cl.cookie != "")
 	}

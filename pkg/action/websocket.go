@@ -142,7 +142,7 @@ func (h *wsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return // Accept has written the error response
 	}
 	ws.SetReadLimit(h.opts.MaxMessageBytes)
-	ctx, cancel := context.WithCancel(r.Context())
+	ctx, cancel := context.WithCancel(requestContext(r))
 	wc := &wsConn{
 		h: h, ws: ws, ctx: ctx, cancel: cancel,
 		conn:      Conn{Type: "websocket", ID: NewID(), Remote: r.RemoteAddr},

@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
+	"github.com/mcpkit/mcpkit/internal/plugintel"
 	"github.com/mcpkit/mcpkit/pkg/action"
 	"github.com/mcpkit/mcpkit/pkg/action/oauth"
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
@@ -192,7 +193,7 @@ func (p *Plugin) attachOAuth() error {
 // reached, and its user becomes the principal.
 func tokenVerifier(srv *oauth.Server) auth.TokenVerifier {
 	return func(ctx context.Context, token string, r *http.Request) (*auth.TokenInfo, error) {
-		g, err := srv.Verify(ctx, token, srv.Resource(r))
+		g, err := srv.Verify(plugintel.RemoteParent(ctx, r.Header), token, srv.Resource(r))
 		if errors.Is(err, oauth.ErrInvalidToken) {
 			return nil, fmt.Errorf("%w (%v)", auth.ErrInvalidToken, err)
 		}
@@ -214,7 +215,7 @@ func (p *Plugin) identifyBearer(r *http.Request) (string, error) {
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return "", nil
 	}
-	g, err := p.oauth.Verify(r.Context(), strings.TrimSpace(token), p.oauth.Resource(r))
+	g, err := p.oauth.Verify(plugintel.RemoteParent(r.Context(), r.Header), strings.TrimSpace(token), p.oauth.Resource(r))
 	if errors.Is(err, oauth.ErrInvalidToken) {
 		return "", &action.Error{Kind: action.KindUnauthorized, Message: "the bearer token is unknown, expired or revoked", Err: err}
 	}

@@ -300,8 +300,8 @@ func executeSchema() (*jsonschema.Schema, error) {
 		return nil, err
 	}
 	s.Properties["format"].Enum = []any{FormatText, FormatJSON}
-	s.Properties["format"].Description = "text (the default): one text block, each reply as redis-cli writes it (OK, \"value\" with \\xHH for other bytes, " +
-		"(integer) 5, (nil), (error) ERR ..., 1) ... for arrays, 1# k => v for maps), lossless, [N] before each reply of several; " +
+	s.Properties["format"].Description = "text (the default): one text block, each reply in redis-cli's style (value as it is, quoted with \\xHH for other bytes when it could be misread, " +
+		"(status) OK, (integer) 5, (nil), (error) ERR ..., 1) ... for arrays, 1# k => v for maps), lossless, [N] before each reply of several; " +
 		"json: the lossless JSON form (type, encoding, value) as text and structuredContent, for programs"
 	return s, nil
 }
@@ -313,7 +313,7 @@ func (p *Plugin) addExecute() error {
 	}
 	mcpcore.AddTool(p.host, &mcp.Tool{Name: "execute", InputSchema: schema,
 		Description: "Run an ordered pipeline of RESP commands on a persistent connection (the caller's default session, or an explicit one from " +
-			p.host.ToolName("session") + "). Returns the replies in order as redis-cli shows them (OK, \"value\", (integer) 5, (nil), (error) ...), " +
+			p.host.ToolName("session") + "). Returns the replies in order in redis-cli's style (value, (status) OK, (integer) 5, (nil), (error) ...), " +
 			"[N] before each when there are several, and labelled lines only when there is more to say (session, outcome: error|unknown, unknown, redirect, push); " +
 			"format \"json\" returns session, outcome, replies in lossless RESP3 JSON (type, encoding utf8|base64, value) and pushes instead. Not a transaction: use MULTI/EXEC. " +
 			"Arguments are UTF-8 strings, safe integers or {\"base64\":...}. Subscriptions, MONITOR, CLIENT REPLY/TRACKING, SCRIPT DEBUG, " +
@@ -343,7 +343,11 @@ func (p *Plugin) execute(ctx context.Context, req *mcp.CallToolRequest, in Execu
 		return nil, engineError(err)
 	}
 	st := p.newReplyStream(s, in.Commands, s.TakeReplies(), in.Format) // given back below once the replies are serialized
-	res, err := conn.Pipeline(ctx, in.Commands, resp.PipelineOptions{MaxReplyBytes: p.host.Limit(LimitReplyBytes), OnReply: st.onReply})
+	pctx, ps := tel.startPipeline(ctx, s.Target().Addr, in.Commands)
+	res, err := conn.Pipeline(pctx, in.Commands, resp.PipelineOptions{MaxReplyBytes: p.host.Limit(LimitReplyBytes), OnReply: st.onReply})
+	if ps.active() {
+		tel.end(ctx, ps, st.pipelineEnd(ctx, s.Target().Addr, res.Received, err))
+	}
 	reply := ExecuteReply{Session: s.ID(), Outcome: OutcomeOK, Replies: st.kept, Pushes: res.Pushes}
 	if reply.Replies == nil {
 		reply.Replies = []resp.Value{}

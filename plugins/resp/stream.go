@@ -2,6 +2,7 @@ package resp
 
 import (
 	"bytes"
+	"context"
 	"unicode/utf8"
 
 	"github.com/mcpkit/mcpkit/internal/fastpath"
@@ -39,6 +40,8 @@ type replyStream struct {
 	parts     [][]byte               // the replies' JSON, comma-separated (or their text), once streaming
 	cur       []byte                 // the part being written
 	isErr     bool                   // a streamed reply is a server error
+	errs      int                    // streamed error replies, for telemetry
+	firstErr  string                 // the first one's prefix (errorPrefix)
 	redirects []Redirect
 }
 
@@ -115,6 +118,10 @@ func (st *replyStream) encode(i int, v *resp.Value, cost int64) error {
 	st.p.reg.ObserveOne(st.s, st.cmds[i], v)
 	if v.IsError() {
 		st.isErr = true
+		if st.errs == 0 {
+			st.firstErr = errorPrefix(v)
+		}
+		st.errs++
 		for _, r := range st.p.redirects([]resp.Value{*v}) {
 			r.Index = i
 			st.redirects = append(st.redirects, r)
@@ -213,4 +220,20 @@ func (st *replyStream) partial(reply ExecuteReply) (any, error) {
 		return reply.text()
 	}
 	return reply, nil
+}
+
+// pipelineEnd describes how the pipeline whose replies st took ended,
+// for its telemetry; received is the count of replies read, err the
+// pipeline's failure.
+func (st *replyStream) pipelineEnd(ctx context.Context, addr string, received int, err error) pipelineEnd {
+	e := pipelineEnd{addr: addr, cmds: st.cmds, received: received, err: err}
+	if st.streaming {
+		e.errs, e.firstErr = st.errs, st.firstErr
+	} else {
+		e.errs, e.firstErr = errorStats(st.kept)
+	}
+	if err != nil {
+		e.errStatus = failureOutcome(ctx, err)
+	}
+	return e
 }

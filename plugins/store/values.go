@@ -168,7 +168,7 @@ func addTool[In any](p *Plugin, t *mcp.Tool, fn mcpcore.ToolFunc[In], opts ...mc
 	}
 	tool := *t
 	tool.InputSchema = s
-	mcpcore.AddTool(p.host, &tool, storageKind(fn), opts...)
+	mcpcore.AddTool(p.host, &tool, instrument(p, t.Name, storageKind(fn)), opts...)
 }
 
 // inputSchema is the input schema of a tool whose arguments are In.

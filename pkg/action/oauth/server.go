@@ -249,9 +249,11 @@ type Grant struct {
 // [ErrInvalidToken] when the token is unknown, expired, revoked or bound
 // to another resource. Any other error means the store failed. A valid
 // token is remembered for Options.VerifyCache.
-func (s *Server) Verify(ctx context.Context, token, resource string) (Grant, error) {
+func (s *Server) Verify(ctx context.Context, token, resource string) (_ Grant, err error) {
+	ctx, span := tel.startCheck(ctx)
 	key := keyAccess(token)
 	g, gen, ok := s.cache.get(key)
+	defer func(cached bool) { tel.endCheck(ctx, span, cached, err) }(ok)
 	if !ok {
 		read := time.Now()
 		var err error
