@@ -3,7 +3,6 @@ package test
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -295,13 +294,9 @@ func TestDeployDashboardMetrics(t *testing.T) {
 			}
 		}
 	}
-	var docs []byte // the observability pages (the plugins' may be merged into the core's)
-	for _, page := range []string{"observability.md", "observability-plugins.md"} {
-		b, err := os.ReadFile(filepath.Join("..", "docs", page))
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			t.Fatal(err)
-		}
-		docs = append(docs, b...)
+	docs, err := os.ReadFile(filepath.Join("..", "docs", "observability.md"))
+	if err != nil {
+		t.Fatal(err)
 	}
 	for _, m := range exportedMetrics(t) {
 		if !strings.HasPrefix(m.file, filepath.Join("..", "plugins")) && !strings.Contains(m.file, filepath.Join("pkg", "action")) {

@@ -16,7 +16,7 @@ import (
 
 // Telemetry of action runs, through the global OpenTelemetry providers
 // (no-ops unless the program sets them: mcpkit's core does from the
-// OTEL_* environment). docs/observability-plugins.md lists the names.
+// OTEL_* environment). docs/observability.md lists the names.
 const (
 	// ScopeName is the instrumentation scope of the action spans and
 	// metrics.

@@ -20,7 +20,7 @@ import (
 // providers the core sets (no-ops when it sets none). Names follow the
 // OpenTelemetry database semantic conventions (v1.37 of the database
 // client spans and metrics; Redis conventions as published, in
-// development) and docs/observability-plugins.md lists them.
+// development) and docs/observability.md lists them.
 const (
 	// ScopeName is the instrumentation scope of the RESP plugin's spans
 	// and metrics.

@@ -21,7 +21,7 @@ import (
 // providers the core sets (no-ops when it sets none). Each tool call runs
 // one store transaction (a load, one per 1000 documents; a backup or dump
 // reads one snapshot), so a call is the unit: one span, one count, one
-// duration point. docs/observability-plugins.md lists the names.
+// duration point. docs/observability.md lists the names.
 const (
 	// ScopeName is the instrumentation scope of the store plugin's spans
 	// and metrics.

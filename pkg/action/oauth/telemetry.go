@@ -14,7 +14,7 @@ import (
 
 // Telemetry of access token checks (Verify), through the global
 // OpenTelemetry providers (no-ops unless the program sets them: mcpkit's
-// core does). docs/observability-plugins.md lists the names.
+// core does). docs/observability.md lists the names.
 const (
 	// ScopeName is the instrumentation scope of the OAuth server's spans
 	// and metrics.
