@@ -52,6 +52,11 @@ func compareRoundTrips(b *testing.B, mcpkit, sdk *mcp.ClientSession) float64 {
 
 // compareRoundTripsNamed is compareRoundTrips of two sessions named names.
 func compareRoundTripsNamed(b *testing.B, names [2]string, first, second *mcp.ClientSession) float64 {
+	return benchpair.Compare(b, names, echoCalls(b, first, second))
+}
+
+// echoCalls returns a no-op tools/call (diag_echo) through each session.
+func echoCalls(b *testing.B, first, second *mcp.ClientSession) [2]func() {
 	params := &mcp.CallToolParams{Name: "diag_echo", Arguments: map[string]any{"message": "ping"}}
 	call := func(cs *mcp.ClientSession) func() {
 		return func() {
@@ -61,7 +66,7 @@ func compareRoundTripsNamed(b *testing.B, names [2]string, first, second *mcp.Cl
 			}
 		}
 	}
-	return benchpair.Compare(b, names, [2]func(){call(first), call(second)})
+	return [2]func(){call(first), call(second)}
 }
 
 // buildInternal builds the command test/internal/<name> (a peer a

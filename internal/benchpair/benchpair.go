@@ -21,6 +21,13 @@ const (
 // calibrate b.N; longer ones log the result.
 func Compare(b *testing.B, names [2]string, ops [2]func()) float64 {
 	b.Helper()
+	_, ratio := CompareCalls(b, names, ops)
+	return ratio
+}
+
+// CompareCalls is Compare, also returning each op's time per call.
+func CompareCalls(b *testing.B, names [2]string, ops [2]func()) (perCall [2]time.Duration, ratio float64) {
+	b.Helper()
 	for _, op := range ops {
 		for range warmup {
 			op()
@@ -38,14 +45,15 @@ func Compare(b *testing.B, names [2]string, ops [2]func()) float64 {
 		}
 	}
 	b.StopTimer()
-	ratio := float64(took[0]) / float64(took[1])
+	ratio = float64(took[0]) / float64(took[1])
 	for i, name := range names {
+		perCall[i] = took[i] / time.Duration(b.N)
 		b.ReportMetric(float64(took[i].Nanoseconds())/float64(b.N), name+"-ns/call")
 	}
 	b.ReportMetric(ratio, "ratio")
 	if b.N >= 100 {
 		b.Logf("%s over %d calls: %s %v/call, %s %v/call, ratio %.3f", b.Name(), b.N,
-			names[0], took[0]/time.Duration(b.N), names[1], took[1]/time.Duration(b.N), ratio)
+			names[0], perCall[0], names[1], perCall[1], ratio)
 	}
-	return ratio
+	return perCall, ratio
 }
