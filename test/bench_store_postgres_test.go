@@ -72,19 +72,16 @@ func BenchmarkStorePostgres(b *testing.B) {
 	}
 	ids, groups := storeArguments(storeGets, storeQueries)
 	checkStoreSides(b, ctx, sides, ids, groups)
-	q := measureStoreQueries(b, ctx, sides, ids, groups)
+	q := measureStoreQueries(b, ctx, sides, groups)
 	eqPages, counts, rangePages := q.eqPages, q.counts, q.rangePages
-	// The gets again, the three sides taking turns: the docstore, bare
+	// The gets, the three sides taking turns: the docstore, bare
 	// pgx, and the least a get needs from a store that several processes
 	// share: the row and, in the same snapshot, the store's version (what
 	// tells a process that its catalog is out of date), one statement. The
 	// server's latency moves from run to run (a bare SELECT's p50 has been
 	// 20 µs in one and 70 µs in the next), so the ratios are of sides
 	// measured at the same time.
-	three := measureStoreEach(b, []storeSide{sides[0], sides[1], pgxVersionedGet{px}}, storeGets, func(s storeSide, i int) error {
-		_, err := s.get(ctx, ids[i], false)
-		return err
-	})
+	three := measureStoreGets(b, ctx, []storeSide{sides[0], sides[1], pgxVersionedGet{px}}, ids)
 	gets, bound := [2]respRounds{three[0], three[1]}, [2]respRounds{three[2], three[1]}
 	one, two := pgTwoInstances(b, srv)
 	b.StopTimer()

@@ -191,8 +191,10 @@ func BenchmarkStoreSQLite(b *testing.B) {
 	}
 	checkStoreSides(b, ctx, sides, getIDs, groups)
 
-	q := measureStoreQueries(b, ctx, sides, getIDs, groups)
-	gets, eqPages, counts, rangePages := q.gets, q.eqPages, q.counts, q.rangePages
+	g := measureStoreGets(b, ctx, sides[:], getIDs)
+	gets := [2]respRounds{g[0], g[1]}
+	q := measureStoreQueries(b, ctx, sides, groups)
+	eqPages, counts, rangePages := q.eqPages, q.counts, q.rangePages
 	reopenIDs := randomIDs(storeReopens)
 	reopens := measureStoreSides(b, sides, storeReopens, func(s storeSide, i int) error {
 		if err := s.reopen(ctx); err != nil {
@@ -293,17 +295,23 @@ func measureStoreEach(b *testing.B, sides []storeSide, n int, op func(s storeSid
 }
 
 // storeQueryRounds are the measured rounds of each kind of read, per side.
-type storeQueryRounds struct{ gets, eqPages, counts, rangePages [2]respRounds }
+type storeQueryRounds struct{ eqPages, counts, rangePages [2]respRounds }
 
-// measureStoreQueries measures, on both sides (see measureStoreSides),
-// gets of ids, then equality pages, counts and range pages of groups.
-func measureStoreQueries(b *testing.B, ctx context.Context, sides [2]storeSide, ids, groups []int64) storeQueryRounds {
+// measureStoreGets measures gets of ids on each side, the sides taking
+// turns (see measureStoreEach).
+func measureStoreGets(b *testing.B, ctx context.Context, sides []storeSide, ids []int64) []respRounds {
 	b.Helper()
-	var q storeQueryRounds
-	q.gets = measureStoreSides(b, sides, len(ids), func(s storeSide, i int) error {
+	return measureStoreEach(b, sides, len(ids), func(s storeSide, i int) error {
 		_, err := s.get(ctx, ids[i], false)
 		return err
 	})
+}
+
+// measureStoreQueries measures, on both sides (see measureStoreSides),
+// equality pages, counts and range pages of groups.
+func measureStoreQueries(b *testing.B, ctx context.Context, sides [2]storeSide, groups []int64) storeQueryRounds {
+	b.Helper()
+	var q storeQueryRounds
 	q.eqPages = measureStoreSides(b, sides, len(groups), func(s storeSide, i int) error {
 		_, err := s.eqPage(ctx, groups[i])
 		return err
