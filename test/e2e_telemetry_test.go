@@ -338,9 +338,13 @@ func TestTelemetryMetricsHTTP(t *testing.T) {
 			t.Errorf("%s%v = %v, want %v", dur, c.labels, got, c.want)
 		}
 	}
-	for reason, want := range map[string]float64{"limit": 1, "timeout": 1, "auth": 1} {
-		if got := sample(fams, "mcpkit_server_rejected_calls_total", map[string]string{"reason": reason}); got != want {
-			t.Errorf("rejected_calls{reason=%q} = %v, want %v", reason, got, want)
+	for reason, want := range map[[2]string]float64{{"limit", "concurrent_tool_calls"}: 1, {"timeout", "tool_timeout"}: 1, {"auth", ""}: 1} {
+		labels := map[string]string{"reason": reason[0]}
+		if reason[1] != "" {
+			labels["limit"] = reason[1]
+		}
+		if got := sample(fams, "mcpkit_server_rejected_calls_total", labels); got != want {
+			t.Errorf("rejected_calls%v = %v, want %v", labels, got, want)
 		}
 	}
 	if got := sample(fams, "mcpkit_server_active_sessions", nil); got != 1 {

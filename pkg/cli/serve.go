@@ -195,6 +195,7 @@ func stdioOptions(srv *mcpcore.Server, logger *slog.Logger) stdio.Options {
 		// waiting to be written and a next request already read.
 		MaxPendingRequests: 2 * lim.ConcurrentToolCalls,
 		MaxInflightBytes:   lim.InflightRequestBytes,
+		Refused:            srv.CountRefused,
 		Logger:             logger,
 	}
 }
@@ -222,7 +223,7 @@ func httpOptions(srv *mcpcore.Server, web *httpSettings, logger *slog.Logger) ht
 		SessionStore:        plugins.SessionStore,
 		SessionOpened:       srv.TrackSession,
 		Routes:              routes,
-		AuthRefused:         srv.CountAuthRefused,
+		Refused:             srv.CountRefused,
 		Logger:              logger,
 	}
 }

@@ -56,7 +56,10 @@ type CallStats struct {
 type callStats struct {
 	started, inFlight, failed, rejected, timedOut, cancelled, paged, panicked atomic.Int64
 	// Exported as metrics only (see observer.meters).
-	pagedBytes, refusedAuth atomic.Int64
+	pagedBytes atomic.Int64
+	// refused counts the transports' refusals (see Server.CountRefused),
+	// one per row of transportRefusals, and those of an unknown kind.
+	refused [len(transportRefusals) + 1]atomic.Int64
 }
 
 func (c *callStats) snapshot() CallStats {

@@ -39,6 +39,7 @@ const (
 	attrProtocolName    = attribute.Key("network.protocol.name")
 	attrErrorKind       = attribute.Key("mcpkit.error.kind") // the ToolErrorReply kind of a failed call
 	attrReason          = attribute.Key("reason")
+	attrLimit           = attribute.Key("limit") // the limit that refused a request (mcpkit.server.rejected_calls)
 
 	// errorTypeTool is error.type of a call answered with isError (the
 	// conventions' value); the host's kind is on the span.
@@ -111,7 +112,7 @@ func (o *observer) meters(s *Server, m metric.Meter) (err error) {
 		return err
 	}
 	rejected, err := m.Int64ObservableCounter("mcpkit.server.rejected_calls", metric.WithUnit("{call}"),
-		metric.WithDescription("Calls refused or cut short, by reason: limit (concurrent_tool_calls full), timeout (a tool's timeout), auth (an HTTP request refused for its bearer token)."))
+		metric.WithDescription("Requests and calls refused or cut short, by reason (limit, timeout, auth) and the limit that refused them."))
 	if err != nil {
 		return err
 	}
@@ -125,13 +126,19 @@ func (o *observer) meters(s *Server, m metric.Meter) (err error) {
 	if err != nil {
 		return err
 	}
-	limit, timeout, auth := metric.WithAttributes(attrReason.String("limit")), metric.WithAttributes(attrReason.String("timeout")), metric.WithAttributes(attrReason.String("auth"))
+	limit := metric.WithAttributes(attrReason.String(reasonLimit), attrLimit.String("concurrent_tool_calls"))
+	timeout := metric.WithAttributes(attrReason.String(reasonTimeout), attrLimit.String("tool_timeout"))
+	refusedOpts := refusalOptions()
 	o.reg, err = m.RegisterCallback(func(_ context.Context, ob metric.Observer) error {
 		ob.ObserveInt64(sessions, int64(s.sessions.count()))
 		ob.ObserveInt64(inflight, s.calls.inFlight.Load())
 		ob.ObserveInt64(rejected, s.calls.rejected.Load(), limit)
 		ob.ObserveInt64(rejected, s.calls.timedOut.Load(), timeout)
-		ob.ObserveInt64(rejected, s.calls.refusedAuth.Load(), auth)
+		for i, opt := range refusedOpts {
+			if n := s.calls.refused[i].Load(); n > 0 || i < len(transportRefusals) {
+				ob.ObserveInt64(rejected, n, opt)
+			}
+		}
 		ob.ObserveInt64(paged, s.calls.paged.Load())
 		ob.ObserveInt64(pagedBytes, s.calls.pagedBytes.Load())
 		return nil
@@ -146,10 +153,56 @@ func (o *observer) close() {
 	}
 }
 
-// CountAuthRefused counts an HTTP request refused for its bearer token
-// (mcpkit.server.rejected_calls{reason="auth"}); the HTTP transport calls
-// it.
-func (s *Server) CountAuthRefused() { s.calls.refusedAuth.Add(1) }
+// The reasons of mcpkit.server.rejected_calls.
+const (
+	reasonLimit   = "limit"   // a limit refused the request or call
+	reasonTimeout = "timeout" // a time limit ran out
+	reasonAuth    = "auth"    // the request's credentials were refused
+)
+
+// refusal is one series of mcpkit.server.rejected_calls that a transport
+// counts: its reason and the limit that refused (none for auth).
+type refusal struct{ reason, limit string }
+
+// transportRefusals are the refusals the transports count through
+// [Server.CountRefused]; the host counts its own two (concurrent_tool_calls
+// and tool_timeout) in callStats. docs/observability.md lists them all.
+var transportRefusals = [...]refusal{
+	{reasonLimit, "frame_bytes"},            // a message over frame_bytes: HTTP 413, or a stdio line answered with an error
+	{reasonLimit, "inflight_request_bytes"}, // HTTP 503: request bodies in flight over the budget
+	{reasonLimit, "http_sessions"},          // HTTP 503: a legacy session beyond the cap
+	{reasonTimeout, "body_timeout"},         // HTTP 408: a body not received in time
+	{reasonAuth, ""},                        // HTTP 401/403: a bearer token refused, or another principal's session
+}
+
+// refusalOptions are the record options of transportRefusals' series, in
+// their order, then the one of an unknown refusal (reason _OTHER).
+func refusalOptions() []metric.ObserveOption {
+	opts := make([]metric.ObserveOption, 0, len(transportRefusals)+1)
+	for _, r := range transportRefusals {
+		attrs := []attribute.KeyValue{attrReason.String(r.reason)}
+		if r.limit != "" {
+			attrs = append(attrs, attrLimit.String(r.limit))
+		}
+		opts = append(opts, metric.WithAttributes(attrs...))
+	}
+	return append(opts, metric.WithAttributes(attrReason.String("_OTHER")))
+}
+
+// CountRefused counts a request a transport refused, in
+// mcpkit.server.rejected_calls: reason is "limit", "timeout" or "auth",
+// and limit names the limit that refused it ("frame_bytes",
+// "inflight_request_bytes", "http_sessions", "body_timeout"; "" for auth).
+// The stdio and HTTP transports call it through their Refused hooks, once
+// per refusal; a pair it does not know is counted with reason _OTHER, so
+// that no refusal goes uncounted.
+func (s *Server) CountRefused(reason, limit string) {
+	i := slices.Index(transportRefusals[:], refusal{reason, limit})
+	if i < 0 {
+		i = len(transportRefusals)
+	}
+	s.calls.refused[i].Add(1)
+}
 
 // observe is the receiving middleware that records each request: its
 // SERVER span, started under the caller's trace context and carried by

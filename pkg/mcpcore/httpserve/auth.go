@@ -133,9 +133,7 @@ type refusalWriter struct {
 func (rw *refusalWriter) WriteHeader(code int) {
 	abandonBody(rw.ResponseWriter, rw.r)
 	if code == http.StatusUnauthorized || code == http.StatusForbidden {
-		if rw.h.opts.AuthRefused != nil {
-			rw.h.opts.AuthRefused()
-		}
+		rw.h.refused("auth", "")
 		var params []string
 		if u := rw.h.resourceMetadata(rw.r); u != "" {
 			params = append(params, fmt.Sprintf("resource_metadata=%q", u))

@@ -109,6 +109,14 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) (body []byte,
 	}
 	refuse := func(status int, msg string) ([]byte, func(), bool) {
 		release()
+		switch status {
+		case http.StatusRequestEntityTooLarge:
+			h.refused("limit", "frame_bytes")
+		case http.StatusServiceUnavailable:
+			h.refused("limit", "inflight_request_bytes")
+		case http.StatusRequestTimeout:
+			h.refused("timeout", "body_timeout")
+		}
 		if status != http.StatusServiceUnavailable {
 			abandonBody(w, r)
 			http.Error(w, msg, status)

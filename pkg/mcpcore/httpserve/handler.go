@@ -118,9 +118,12 @@ type Options struct {
 	// behind the same bearer tokens or verifier as /mcp when there are
 	// any, and the same Host check.
 	Metrics http.Handler
-	// AuthRefused, when set, is called for each request refused for its
-	// bearer token (a metric counts them).
-	AuthRefused func()
+	// Refused, when set, is called once for each /mcp or /metrics request
+	// refused by a limit or for its credentials (a metric counts them):
+	// reason "limit" with the limit (frame_bytes, inflight_request_bytes,
+	// http_sessions), "timeout" with body_timeout, or "auth" with "" (a
+	// bearer token refused, 401 or 403; another principal's session, 403).
+	Refused func(reason, limit string)
 	// Logger receives the handler's logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -144,6 +147,13 @@ type Handler struct {
 	ephemeral map[*session]struct{} // sessions that end with the request that opened them
 	closed    bool
 	watchers  sync.WaitGroup // one per session, until it ends
+}
+
+// refused reports a refusal to Options.Refused.
+func (h *Handler) refused(reason, limit string) {
+	if h.opts.Refused != nil {
+		h.opts.Refused(reason, limit)
+	}
 }
 
 // Errors of [NewHandler].

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -54,11 +56,14 @@ const mcpHead = "POST /mcp HTTP/1.1\r\nContent-Type: application/json\r\nAccept:
 
 // TestStalledBodies: a client that sends headers and then stalls is
 // answered 408 when BodyTimeout passes, and its connection is closed, on
-// /mcp and on plugin routes alike, whatever the body's framing.
+// /mcp and on plugin routes alike, whatever the body's framing; each /mcp
+// one is reported once to Options.Refused as timeout body_timeout.
 func TestStalledBodies(t *testing.T) {
+	var refusals refusalLog
 	env := start(t, Options{
 		BodyTimeout: 300 * time.Millisecond,
 		Routes:      []Route{{Pattern: "POST /api/{name}", Handler: nameRoute(), Owner: "actions"}},
+		Refused:     refusals.add,
 	})
 	var conns []*rawConn
 	for range 20 {
@@ -90,13 +95,39 @@ func TestStalledBodies(t *testing.T) {
 	if d := time.Since(began); d > 3*time.Second {
 		t.Errorf("stalled requests answered after %v", d)
 	}
+	if got := refusals.get(); len(got) != 1 || got["timeout body_timeout"] != len(conns) {
+		t.Errorf("refusals reported: %v, want %d timeout body_timeout", got, len(conns))
+	}
+}
+
+// refusalLog counts what Options.Refused is told, by "reason limit".
+type refusalLog struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (l *refusalLog) add(reason, limit string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.n == nil {
+		l.n = map[string]int{}
+	}
+	l.n[reason+" "+limit]++
+}
+
+func (l *refusalLog) get() map[string]int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return maps.Clone(l.n)
 }
 
 // TestRefusedBeforeBody: a request refused before its body is read (no
 // token, a foreign origin) is answered at once, however the body stalls,
-// and its connection closes.
+// and its connection closes; each token refusal is reported once to
+// Options.Refused as auth (a foreign origin is not a refused call).
 func TestRefusedBeforeBody(t *testing.T) {
-	env := start(t, Options{BearerTokens: []string{"secret"}, BodyTimeout: time.Minute})
+	var refusals refusalLog
+	env := start(t, Options{BearerTokens: []string{"secret"}, BodyTimeout: time.Minute, Refused: refusals.add})
 	var conns []*rawConn
 	for range 20 {
 		conns = append(conns,
@@ -117,6 +148,9 @@ func TestRefusedBeforeBody(t *testing.T) {
 		if !c.closedAfterReply(2 * time.Second) {
 			t.Fatalf("request %d: connection left open", i)
 		}
+	}
+	if got := refusals.get(); len(got) != 1 || got["auth "] != 40 {
+		t.Errorf("refusals reported: %v, want 40 auth", got)
 	}
 }
 

@@ -252,6 +252,7 @@ func (h *Handler) lookup(w http.ResponseWriter, r *http.Request, id string, resu
 		owner = s.principal
 	}
 	if !mayUse(owner, r) {
+		h.refused("auth", "")
 		http.Error(w, "session user mismatch", http.StatusForbidden)
 		return nil, false
 	}
@@ -282,6 +283,7 @@ func (h *Handler) refuseSession(w http.ResponseWriter, id jsonrpc.ID, err error)
 	h.logger.Warn("refusing HTTP session", "error", err)
 	switch {
 	case errors.Is(err, errSessionLimit):
+		h.refused("limit", "http_sessions")
 		refuseLimit(w, id, err, "http_sessions", int64(h.opts.MaxSessions))
 	case errors.Is(err, errClosing):
 		refuseLimit(w, id, err, "", 0)

@@ -70,6 +70,11 @@ type Options struct {
 	// except that a request is always admitted when none is pending, so that
 	// one frame of MaxFrameBytes always works. Default 256 MiB.
 	MaxInflightBytes int64
+	// Refused, when set, is called once for each message refused by a
+	// limit (a metric counts them): reason "limit" and limit "frame_bytes"
+	// for a line over MaxFrameBytes. The other two limits pause reading
+	// rather than refuse.
+	Refused func(reason, limit string)
 	// Logger receives diagnostics; nil means discard. NEVER write logs to
 	// the writer w.
 	Logger *slog.Logger
@@ -136,9 +141,10 @@ func (t *Transport) ConnectTaking(ctx context.Context, take func(msg jsonrpc.Mes
 
 // conn is the mcp.Connection returned by Transport.Connect.
 type conn struct {
-	r      io.Reader
-	w      io.Writer
-	logger *slog.Logger
+	r       io.Reader
+	w       io.Writer
+	logger  *slog.Logger
+	refused func(reason, limit string) // Options.Refused, or nil
 
 	// Owned by the reader goroutine.
 	br        *bufio.Reader
@@ -192,6 +198,7 @@ func newConn(r io.Reader, w io.Writer, opts Options) *conn {
 		r:           r,
 		w:           w,
 		logger:      logger,
+		refused:     opts.Refused,
 		br:          bufio.NewReaderSize(r, readBufferBytes),
 		max:         limit,
 		ids:         wire.NewTable(),
@@ -684,6 +691,9 @@ func (c *conn) rejectOversized(size int64) {
 	id := normalizeID(c.idScan.Value())
 	c.logger.Warn("stdio: rejected oversized frame",
 		"limit", "frame_bytes", "max_bytes", c.max, "read_bytes", size, "id", string(orNull(id)))
+	if c.refused != nil {
+		c.refused("limit", "frame_bytes")
+	}
 	c.writeError(id, jsonrpc.CodeInvalidRequest, fmt.Sprintf(
 		"frame of more than %d bytes exceeds the frame_bytes limit (%d)", c.max, c.max))
 }
