@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -140,10 +141,23 @@ func checkServerSpan(t testing.TB, s *tracepb.Span, tp traceparent, tool, transp
 	}
 	want := map[string]string{"mcp.method.name": "tools/call", "gen_ai.tool.name": tool, "gen_ai.operation.name": "execute_tool",
 		"network.transport": transport, "mcp.protocol.version": era}
+	if transport == "tcp" {
+		want["network.protocol.name"], want["network.protocol.version"], want["client.address"] = "http", "1.1", "127.0.0.1"
+	}
 	for k, v := range want {
 		if a[k] != v {
 			t.Errorf("span %q: %s = %q, want %q (all: %v)", s.Name, k, a[k], v, a)
 		}
+	}
+	// The go-sdk client numbers its requests from 1.
+	if id, err := strconv.Atoi(a["jsonrpc.request.id"]); err != nil || id < 1 {
+		t.Errorf("span %q: jsonrpc.request.id %q, want the request's id (all: %v)", s.Name, a["jsonrpc.request.id"], a)
+	}
+	if port, err := strconv.Atoi(a["client.port"]); transport == "tcp" && (err != nil || port <= 0) {
+		t.Errorf("span %q: client.port %q", s.Name, a["client.port"])
+	}
+	if era == legacyEra && transport == "tcp" && a["mcp.session.id"] == "" {
+		t.Errorf("span %q: no mcp.session.id in a legacy HTTP session (all: %v)", s.Name, a)
 	}
 }
 
@@ -188,7 +202,8 @@ func TestTelemetryTracesStdio(t *testing.T) {
 
 // TestTelemetryTracesHTTP: over streamable HTTP, in both eras, the span
 // of a tools/call has the parent the client sent in _meta; without one,
-// the traceparent HTTP header is the parent.
+// the traceparent HTTP header is the parent; with both, _meta's is the
+// parent and the header's a link (the conventions' ambient context).
 func TestTelemetryTracesHTTP(t *testing.T) {
 	rcv := startOTLPReceiver(t)
 	hp := startListeningEnv(t, rcv.env(), binary(t), "serve", "--http", "127.0.0.1:0", "--log-format", "json", "--plugins", "diag")
@@ -202,10 +217,44 @@ func TestTelemetryTracesHTTP(t *testing.T) {
 		}
 
 		hdr := newTraceparent(20 + i)
-		hcs := hp.connect(t, era, &http.Client{Transport: headerTransport{"traceparent": hdr.String(), "tracestate": "e2e=1"}})
+		// The request-info headers a client sends are its own invention: the
+		// span has the server's.
+		hcs := hp.connect(t, era, &http.Client{Transport: headerTransport{"traceparent": hdr.String(), "tracestate": "e2e=1",
+			"Mcpkit-Client-Address": "203.0.113.9:1", "Mcpkit-Jsonrpc-Request-Id": "forged", "Mcpkit-Http-Version": "9"}})
 		decode[diag.EchoReply](t, callTool(t, hcs, "diag_echo", diag.EchoArgs{Message: "traced by header"}))
 		checkServerSpan(t, rcv.span(t, "tools/call diag_echo", hdr.trace), hdr, "diag_echo", "tcp", era)
+
+		meta, ambient := newTraceparent(30+i), newTraceparent(40+i)
+		bcs := hp.connect(t, era, &http.Client{Transport: headerTransport{"traceparent": ambient.String()}})
+		decode[diag.EchoReply](t, callWithMeta(t, bcs, meta, "diag_echo", diag.EchoArgs{Message: "traced by both"}))
+		s := rcv.span(t, "tools/call diag_echo", meta.trace)
+		checkServerSpan(t, s, meta, "diag_echo", "tcp", era)
+		if len(s.Links) != 1 || hex.EncodeToString(s.Links[0].TraceId) != ambient.trace || hex.EncodeToString(s.Links[0].SpanId) != ambient.span {
+			t.Errorf("%s: links %v, want one to the HTTP request's %s", era, s.Links, ambient)
+		}
+		for _, s := range rcv.spansOf(ambient.trace) { // the session's initialize may be there: it had no _meta
+			if strings.HasPrefix(s.Name, "tools/call") {
+				t.Errorf("%s: the call's span is in the HTTP header's trace: the _meta traceparent must be its parent", era)
+			}
+		}
 	}
+	// A span without an ambient context has no link.
+	if s := rcv.span(t, "tools/call diag_echo", newTraceparent(10).trace); len(s.Links) != 0 {
+		t.Errorf("a call with _meta only has links %v", s.Links)
+	}
+}
+
+// spansOf returns the spans received in the trace traceID (hex).
+func (r *otlpReceiver) spansOf(traceID string) []*tracepb.Span {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []*tracepb.Span
+	for _, s := range r.spans {
+		if hex.EncodeToString(s.TraceId) == traceID {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // headerTransport adds headers to every request.
@@ -311,9 +360,13 @@ func TestTelemetryMetricsHTTP(t *testing.T) {
 	})
 	decode[diag.EchoReply](t, callTool(t, cs, "diag_echo", diag.EchoArgs{Message: "ok"}))
 	toolError(t, callTool(t, cs, "diag_fail", diag.FailArgs{Kind: "conflict", Message: "on purpose"}))
+	if _, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "diag_no_such_tool"}); err == nil {
+		t.Fatal("an unknown tool answered")
+	}
 
 	fams := scrape(t, metrics, token)
-	base := map[string]string{"mcp_method_name": "tools/call", "network_transport": "tcp", "mcp_protocol_version": legacyEra}
+	base := map[string]string{"mcp_method_name": "tools/call", "network_transport": "tcp", "mcp_protocol_version": legacyEra,
+		"gen_ai_operation_name": "execute_tool", "network_protocol_name": "http", "network_protocol_version": "1.1"}
 	with := func(extra ...string) map[string]string {
 		m := map[string]string{}
 		for k, v := range base {
@@ -333,6 +386,8 @@ func TestTelemetryMetricsHTTP(t *testing.T) {
 		{with("gen_ai_tool_name", "diag_echo", "error_type", "tool_error"), 1},
 		{with("gen_ai_tool_name", "diag_sleep", "error_type", "tool_error"), 1},
 		{with("gen_ai_tool_name", "diag_fail", "error_type", "tool_error"), 1},
+		{with("gen_ai_tool_name", "", "error_type", "-32602", "rpc_response_status_code", "-32602"), 1},
+		{with("gen_ai_tool_name", "diag_fail", "error_type", "tool_error", "rpc_response_status_code", ""), 1},
 	} {
 		if got := sample(fams, dur, c.labels); got != c.want {
 			t.Errorf("%s%v = %v, want %v", dur, c.labels, got, c.want)

@@ -224,6 +224,7 @@ func httpOptions(srv *mcpcore.Server, web *httpSettings, logger *slog.Logger) ht
 		SessionOpened:       srv.TrackSession,
 		Routes:              routes,
 		Refused:             srv.CountRefused,
+		RequestInfo:         srv.Observed(),
 		Logger:              logger,
 	}
 }

@@ -223,9 +223,11 @@ func (c *directConn) accept(req *jsonrpc.Request, checked bool) func() bool {
 	}
 	if _, dup := c.sdkCalls[req.ID]; dup || handler == nil || c.stopped || c.broken != nil {
 		c.sdkCalls[req.ID] = struct{}{}
+		c.t.srv.obs.tagRequest(req)
 		return nil
 	}
 	ctx, cancel := context.WithCancelCause(c.t.ctx)
+	ctx = c.t.srv.obs.withRequestID(ctx, req.ID)
 	c.calls[req.ID] = cancel
 	c.wg.Add(1)
 	return func() bool { return c.serve(ctx, req.ID, params, args, modern) }

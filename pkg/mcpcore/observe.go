@@ -3,6 +3,8 @@ package mcpcore
 import (
 	"context"
 	"encoding/json"
+	"net"
+	"net/http"
 	"reflect"
 	"slices"
 	"strconv"
@@ -17,6 +19,8 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/mcpkit/mcpkit/pkg/mcpcore/internal/wire"
 )
 
 // The names of the OpenTelemetry semantic conventions for MCP
@@ -37,6 +41,10 @@ const (
 	attrStatusCode      = attribute.Key("rpc.response.status_code")
 	attrTransport       = attribute.Key("network.transport")
 	attrProtocolName    = attribute.Key("network.protocol.name")
+	attrNetProtoVersion = attribute.Key("network.protocol.version")
+	attrRequestID       = attribute.Key("jsonrpc.request.id")
+	attrClientAddress   = attribute.Key("client.address")
+	attrClientPort      = attribute.Key("client.port")
 	attrErrorKind       = attribute.Key("mcpkit.error.kind") // the ToolErrorReply kind of a failed call
 	attrReason          = attribute.Key("reason")
 	attrLimit           = attribute.Key("limit") // the limit that refused a request (mcpkit.server.rejected_calls)
@@ -217,9 +225,17 @@ func (s *Server) observe(next mcp.MethodHandler) mcp.MethodHandler {
 			method = "_OTHER" // a client's made-up method must not become a span name or series
 		}
 		version := protocolVersion(req)
+		var hdr http.Header // what the transport tells (see wire.HeaderRequestID)
+		if ex := req.GetExtra(); ex != nil {
+			hdr = ex.Header
+		}
+		httpVersion := ""
+		if o.http {
+			httpVersion = headerValue(hdr, wire.HeaderHTTPVersion)
+		}
 		var span trace.Span
 		if o.tracer != nil {
-			ctx, span = o.start(ctx, method, target, version, req)
+			ctx, span = o.start(ctx, method, target, version, req, hdr)
 		}
 		res, err := next(ctx, method, req)
 		errType, code, message := classify(res, err)
@@ -227,9 +243,47 @@ func (s *Server) observe(next mcp.MethodHandler) mcp.MethodHandler {
 			o.end(span, errType, code, message, res)
 		}
 		if o.operation != nil {
-			o.operation.Record(ctx, time.Since(start).Seconds(), o.pointAttrs(method, target, errType, version))
+			o.operation.Record(ctx, time.Since(start).Seconds(), o.pointAttrs(method, target, errType, version, httpVersion))
 		}
 		return res, err
+	}
+}
+
+// headerValue is h's first value for key, a canonical header name, or "".
+func headerValue(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// Observed reports whether the server records telemetry (the HTTP
+// transport then tells it what the SDK does not: see
+// httpserve.Options.RequestInfo).
+func (s *Server) Observed() bool { return s.obs != nil }
+
+// requestIDKey is the context key of a direct call's JSON-RPC id, which
+// the SDK's path gives the middleware in RequestExtra (see tagRequest).
+type requestIDKey struct{}
+
+// withRequestID puts a direct call's id in its context, when traced.
+func (o *observer) withRequestID(ctx context.Context, id jsonrpc.ID) context.Context {
+	if o == nil || o.tracer == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, requestIDKey{}, id)
+}
+
+// tagRequest gives a request the SDK will answer, read by Server.Run's
+// connection (stdio), its id where observe finds it: the SDK passes
+// RequestExtra on to the middleware, and nothing else of the message.
+// Only when traced: the id is a span attribute.
+func (o *observer) tagRequest(req *jsonrpc.Request) {
+	if o == nil || o.tracer == nil || req.Extra != nil {
+		return
+	}
+	if id, ok := wire.IDString(req.ID); ok {
+		req.Extra = &mcp.RequestExtra{Header: http.Header{wire.HeaderRequestID: {id}}}
 	}
 }
 
@@ -247,30 +301,43 @@ func knownMethod(method string) bool {
 
 // pointKey is what a point of mcp.server.operation.duration is keyed by.
 type pointKey struct {
-	method  string
-	target  attribute.KeyValue
-	errType string
-	version string
+	method      string
+	target      attribute.KeyValue
+	errType     string
+	version     string
+	httpVersion string
 }
 
 // pointAttrs returns the attributes of an operation's point, built once
 // per distinct set (a few dozen: methods, tools, outcomes and versions
 // are bounded) rather than sorted and hashed on every call.
-func (o *observer) pointAttrs(method string, target attribute.KeyValue, errType, version string) metric.RecordOption {
-	key := pointKey{method, target, errType, version}
+func (o *observer) pointAttrs(method string, target attribute.KeyValue, errType, version, httpVersion string) metric.RecordOption {
+	key := pointKey{method, target, errType, version, httpVersion}
 	if opt, ok := o.points.Load(key); ok {
 		return opt.(metric.RecordOption)
 	}
-	attrs := make([]attribute.KeyValue, 0, 5)
+	attrs := make([]attribute.KeyValue, 0, 9)
 	attrs = append(attrs, attrMethod.String(method), o.transport)
 	if target.Valid() {
 		attrs = append(attrs, target)
 	}
+	if method == "tools/call" {
+		attrs = append(attrs, attrOperationName.String("execute_tool"))
+	}
 	if errType != "" {
 		attrs = append(attrs, attrErrorType.String(errType))
+		if _, err := strconv.Atoi(errType); err == nil { // a JSON-RPC error's code
+			attrs = append(attrs, attrStatusCode.String(errType))
+		}
 	}
 	if version != "" {
 		attrs = append(attrs, attrProtocolVersion.String(version))
+	}
+	if o.http {
+		attrs = append(attrs, attrProtocolName.String("http"))
+		if httpVersion != "" {
+			attrs = append(attrs, attrNetProtoVersion.String(httpVersion))
+		}
 	}
 	opt, _ := o.points.LoadOrStore(key, metric.WithAttributeSet(attribute.NewSet(attrs...)))
 	return opt.(metric.RecordOption)
@@ -307,27 +374,83 @@ func (s *Server) ownerOf(names map[string]string, name string) bool {
 var propagator = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
 
 // start starts the request's SERVER span, named "{mcp.method.name}
-// {target}", as the conventions say, under the trace context of the
-// request's params._meta (traceparent, tracestate, baggage) or, when it
-// has none, of its HTTP headers.
-func (o *observer) start(ctx context.Context, method string, target attribute.KeyValue, version string, req mcp.Request) (context.Context, trace.Span) {
+// {target}", as the conventions say. Its parent is the trace context of
+// the request's params._meta (traceparent, tracestate, baggage), and the
+// ambient context (over HTTP the traceparent header of the HTTP request
+// that brought it, else a span already in ctx) is a link; a request
+// without a valid traceparent in _meta has the ambient context as its
+// parent (semantic-conventions-genai v0.1.0, "Context propagation").
+func (o *observer) start(ctx context.Context, method string, target attribute.KeyValue, version string, req mcp.Request, hdr http.Header) (context.Context, trace.Span) {
+	var fromHeader context.Context // the HTTP request's trace context
+	if o.http && hdr["Traceparent"] != nil {
+		fromHeader = propagator.Extract(ctx, propagation.HeaderCarrier(hdr))
+	}
+	var link trace.SpanContext
 	if meta := paramsMeta(req); meta != nil && meta["traceparent"] != nil {
-		ctx = propagator.Extract(ctx, metaCarrier(meta))
-	} else if ex := req.GetExtra(); ex != nil && ex.Header != nil {
-		ctx = propagator.Extract(ctx, propagation.HeaderCarrier(ex.Header))
+		if parent := propagator.Extract(ctx, metaCarrier(meta)); trace.SpanContextFromContext(parent).IsValid() {
+			link = trace.SpanContextFromContext(ctx)
+			if fromHeader != nil {
+				link = trace.SpanContextFromContext(fromHeader)
+			}
+			ctx, fromHeader = parent, nil
+		}
+	}
+	if fromHeader != nil {
+		ctx = fromHeader
 	}
 	shape := o.spanShape(method, target, version)
+	extra := o.requestAttrs(ctx, req, hdr)
+	if extra == nil && !link.IsValid() {
+		return o.tracer.Start(ctx, shape.name, shape.opts...)
+	}
+	opts := append(slices.Clip(shape.opts), trace.WithAttributes(extra...))
+	if link.IsValid() {
+		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: link}))
+	}
+	return o.tracer.Start(ctx, shape.name, opts...)
+}
+
+// requestAttrs are the attributes of one request's span beyond its
+// shape's: the resource's URI, the session, the JSON-RPC id, over HTTP
+// the client's address and the HTTP version.
+func (o *observer) requestAttrs(ctx context.Context, req mcp.Request, hdr http.Header) []attribute.KeyValue {
 	var extra []attribute.KeyValue
-	if p, ok := req.GetParams().(*mcp.ReadResourceParams); ok && p != nil {
-		extra = append(extra, attrResourceURI.String(p.URI))
+	switch p := req.GetParams().(type) {
+	case *mcp.ReadResourceParams:
+		if p != nil {
+			extra = append(extra, attrResourceURI.String(p.URI))
+		}
+	case *mcp.SubscribeParams:
+		if p != nil {
+			extra = append(extra, attrResourceURI.String(p.URI))
+		}
+	case *mcp.UnsubscribeParams:
+		if p != nil {
+			extra = append(extra, attrResourceURI.String(p.URI))
+		}
 	}
 	if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil && ss.ID() != "" {
 		extra = append(extra, attrSessionID.String(ss.ID()))
 	}
-	if extra == nil {
-		return o.tracer.Start(ctx, shape.name, shape.opts...)
+	if id, ok := ctx.Value(requestIDKey{}).(jsonrpc.ID); ok {
+		if s, ok := wire.IDString(id); ok {
+			extra = append(extra, attrRequestID.String(s))
+		}
+	} else if s := headerValue(hdr, wire.HeaderRequestID); s != "" {
+		extra = append(extra, attrRequestID.String(s))
 	}
-	return o.tracer.Start(ctx, shape.name, append(slices.Clip(shape.opts), trace.WithAttributes(extra...))...)
+	if o.http {
+		if v := headerValue(hdr, wire.HeaderHTTPVersion); v != "" {
+			extra = append(extra, attrNetProtoVersion.String(v))
+		}
+		if host, port, err := net.SplitHostPort(headerValue(hdr, wire.HeaderClientAddr)); err == nil {
+			extra = append(extra, attrClientAddress.String(host))
+			if n, err := strconv.Atoi(port); err == nil {
+				extra = append(extra, attrClientPort.Int(n))
+			}
+		}
+	}
+	return extra
 }
 
 // spanShape is what every span of one method, target and protocol version

@@ -124,6 +124,13 @@ type Options struct {
 	// http_sessions), "timeout" with body_timeout, or "auth" with "" (a
 	// bearer token refused, 401 or 403; another principal's session, 403).
 	Refused func(reason, limit string)
+	// RequestInfo, when set, gives the server's middleware what the SDK
+	// does not (for the host's telemetry: the JSON-RPC id of a request
+	// sent alone, the client's address, the HTTP version) in headers of
+	// the request it reads as mcp.RequestExtra.Header (see
+	// wire.HeaderRequestID). Without it, as with it, a client's own copy
+	// of those headers is removed.
+	RequestInfo bool
 	// Logger receives the handler's logs; nil discards them.
 	Logger *slog.Logger
 }

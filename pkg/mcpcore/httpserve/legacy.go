@@ -40,6 +40,10 @@ func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 		defer release()
 		body = b
 	}
+	wire.StripRequestInfo(r.Header)
+	if h.opts.RequestInfo {
+		requestInfo(r, body)
+	}
 	switch {
 	case r.Header.Get(headerSessionID) != "":
 		h.serveLegacy(w, r, body)
@@ -50,6 +54,16 @@ func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 		h.serveStateless(w, r, body)
 	default:
 		h.serveLegacy(w, r, body)
+	}
+}
+
+// requestInfo sets the headers of Options.RequestInfo on r, whose body
+// is body: the id of a request sent alone (a batch's are not set).
+func requestInfo(r *http.Request, body []byte) {
+	r.Header.Set(wire.HeaderClientAddr, r.RemoteAddr)
+	r.Header.Set(wire.HeaderHTTPVersion, wire.HTTPVersion(r.ProtoMajor, r.ProtoMinor))
+	if id, ok := wire.RequestID(body); ok {
+		r.Header.Set(wire.HeaderRequestID, id)
 	}
 }
 
