@@ -1,6 +1,7 @@
 package test
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"net"
@@ -69,20 +70,36 @@ func TestTelemetryRefusalsHTTP(t *testing.T) {
 	}
 
 	// inflight_request_bytes: a body of 1 MiB announced and stalled holds
-	// the whole budget; the next bodies are refused until it ends.
-	stalled, err := net.Dial("tcp", strings.TrimPrefix(hp.base, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fmt.Fprintf(stalled, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n%s\r\nContent-Length: %d\r\n\r\n{", strings.TrimPrefix(hp.base, "http://"), authA, 1<<20)
+	// the whole budget; the next bodies are refused until it ends. Every
+	// 503 the test sees is one refusal (the stalled request's own, should
+	// a ping's body have been in flight when it arrived, included).
+	addr := strings.TrimPrefix(hp.base, "http://")
 	refusedInflight := 0
-	eventually(t, 5*time.Second, "a body refused for inflight_request_bytes", func() bool {
-		if rawPost(t, mcpURL, ping, authA) == http.StatusServiceUnavailable {
+	post := func() int {
+		code := rawPost(t, mcpURL, ping, authA)
+		if code == http.StatusServiceUnavailable {
 			refusedInflight++
 		}
-		return refusedInflight > 0
-	})
-	stalled.Close()
+		return code
+	}
+	for attempt := 0; refusedInflight == 0 && attempt < 5; attempt++ {
+		stalled, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(stalled, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n%s\r\nContent-Length: %d\r\n\r\n{", addr, authA, 1<<20)
+		time.Sleep(200 * time.Millisecond) // the server takes the request
+		post()
+		stalled.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+		if line, _ := bufio.NewReader(stalled).ReadString('\n'); strings.HasPrefix(line, "HTTP/1.1 503") {
+			refusedInflight++
+		}
+		stalled.Close()
+	}
+	if refusedInflight == 0 {
+		t.Fatal("no body was refused for inflight_request_bytes")
+	}
+	eventually(t, 5*time.Second, "the budget back", func() bool { return post() != http.StatusServiceUnavailable })
 
 	// http_sessions: the second legacy session.
 	first := hp.connect(t, legacyEra, &http.Client{Transport: bearer{token: tokenA}})

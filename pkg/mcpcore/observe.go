@@ -69,8 +69,7 @@ type observer struct {
 	transport attribute.KeyValue      // network.transport: pipe (stdio) or tcp (HTTP)
 	http      bool
 	reg       metric.Registration
-	points    sync.Map // pointKey → metric.RecordOption (pointAttrs)
-	shapes    sync.Map // pointKey (no errType) → *spanShape
+	shapes    sync.Map // shapeKey → *callShape
 }
 
 // newObserver builds the server's observer from opts' providers, or
@@ -233,9 +232,10 @@ func (s *Server) observe(next mcp.MethodHandler) mcp.MethodHandler {
 		if o.http {
 			httpVersion = headerValue(hdr, wire.HeaderHTTPVersion)
 		}
+		shape := o.shape(shapeKey{method, target.Key, target.Value.AsString(), version, httpVersion})
 		var span trace.Span
 		if o.tracer != nil {
-			ctx, span = o.start(ctx, method, target, version, req, hdr)
+			ctx, span = o.start(ctx, shape, req, hdr)
 		}
 		res, err := next(ctx, method, req)
 		errType, code, message := classify(res, err)
@@ -243,7 +243,7 @@ func (s *Server) observe(next mcp.MethodHandler) mcp.MethodHandler {
 			o.end(span, errType, code, message, res)
 		}
 		if o.operation != nil {
-			o.operation.Record(ctx, time.Since(start).Seconds(), o.pointAttrs(method, target, errType, version, httpVersion))
+			o.operation.Record(ctx, time.Since(start).Seconds(), shape.point(errType)...)
 		}
 		return res, err
 	}
@@ -299,48 +299,76 @@ func knownMethod(method string) bool {
 	return strings.HasPrefix(method, "notifications/") && len(method) < 64
 }
 
-// pointKey is what a point of mcp.server.operation.duration is keyed by.
-type pointKey struct {
+// shapeKey is what the span and the points of a request are built from:
+// its method, its target (a tool's or a prompt's name, when the server
+// has it), its protocol version and, over HTTP, the HTTP version. All are
+// bounded: a few dozen distinct keys in a server's life.
+type shapeKey struct {
 	method      string
-	target      attribute.KeyValue
-	errType     string
+	targetKey   attribute.Key // attrToolName, attrPromptName or ""
+	target      string
 	version     string
 	httpVersion string
 }
 
-// pointAttrs returns the attributes of an operation's point, built once
-// per distinct set (a few dozen: methods, tools, outcomes and versions
-// are bounded) rather than sorted and hashed on every call.
-func (o *observer) pointAttrs(method string, target attribute.KeyValue, errType, version, httpVersion string) metric.RecordOption {
-	key := pointKey{method, target, errType, version, httpVersion}
-	if opt, ok := o.points.Load(key); ok {
-		return opt.(metric.RecordOption)
+// callShape is what every request of one shapeKey starts its span with
+// (name, kind, attributes) and records its duration with, built once, so
+// that a call builds, sorts and hashes none of it: one map lookup.
+type callShape struct {
+	name     string
+	spanOpts []trace.SpanStartOption
+	attrs    []attribute.KeyValue  // the point's, without error.type
+	ok       []metric.RecordOption // the point of a request that succeeded (a slice: Record's variadic argument, not allocated per call)
+	failed   sync.Map              // error.type → []metric.RecordOption
+}
+
+// shape returns the callShape of key, building it the first time.
+func (o *observer) shape(key shapeKey) *callShape {
+	if v, ok := o.shapes.Load(key); ok {
+		return v.(*callShape)
 	}
-	attrs := make([]attribute.KeyValue, 0, 9)
-	attrs = append(attrs, attrMethod.String(method), o.transport)
-	if target.Valid() {
-		attrs = append(attrs, target)
+	attrs := make([]attribute.KeyValue, 0, 8)
+	attrs = append(attrs, attrMethod.String(key.method), o.transport)
+	name := key.method
+	if key.targetKey != "" {
+		name += " " + key.target
+		attrs = append(attrs, key.targetKey.String(key.target))
 	}
-	if method == "tools/call" {
+	if key.method == "tools/call" {
 		attrs = append(attrs, attrOperationName.String("execute_tool"))
 	}
-	if errType != "" {
-		attrs = append(attrs, attrErrorType.String(errType))
-		if _, err := strconv.Atoi(errType); err == nil { // a JSON-RPC error's code
-			attrs = append(attrs, attrStatusCode.String(errType))
-		}
-	}
-	if version != "" {
-		attrs = append(attrs, attrProtocolVersion.String(version))
+	if key.version != "" {
+		attrs = append(attrs, attrProtocolVersion.String(key.version))
 	}
 	if o.http {
 		attrs = append(attrs, attrProtocolName.String("http"))
-		if httpVersion != "" {
-			attrs = append(attrs, attrNetProtoVersion.String(httpVersion))
+		if key.httpVersion != "" {
+			attrs = append(attrs, attrNetProtoVersion.String(key.httpVersion))
 		}
 	}
-	opt, _ := o.points.LoadOrStore(key, metric.WithAttributeSet(attribute.NewSet(attrs...)))
-	return opt.(metric.RecordOption)
+	shape := &callShape{name: name, attrs: attrs,
+		spanOpts: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...)},
+		ok:       []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attrs...))}}
+	v, _ := o.shapes.LoadOrStore(key, shape)
+	return v.(*callShape)
+}
+
+// point returns the record option of a request that ended with errType
+// ("" when it succeeded): the shape's attributes with error.type and, for
+// a JSON-RPC error, rpc.response.status_code, built once per error type.
+func (c *callShape) point(errType string) []metric.RecordOption {
+	if errType == "" {
+		return c.ok
+	}
+	if opt, ok := c.failed.Load(errType); ok {
+		return opt.([]metric.RecordOption)
+	}
+	attrs := append(slices.Clip(c.attrs), attrErrorType.String(errType))
+	if _, err := strconv.Atoi(errType); err == nil { // a JSON-RPC error's code
+		attrs = append(attrs, attrStatusCode.String(errType))
+	}
+	opt, _ := c.failed.LoadOrStore(errType, []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attrs...))})
+	return opt.([]metric.RecordOption)
 }
 
 // observedTarget is the request's low-cardinality target, a tool's or a
@@ -380,7 +408,7 @@ var propagator = propagation.NewCompositeTextMapPropagator(propagation.TraceCont
 // that brought it, else a span already in ctx) is a link; a request
 // without a valid traceparent in _meta has the ambient context as its
 // parent (semantic-conventions-genai v0.1.0, "Context propagation").
-func (o *observer) start(ctx context.Context, method string, target attribute.KeyValue, version string, req mcp.Request, hdr http.Header) (context.Context, trace.Span) {
+func (o *observer) start(ctx context.Context, shape *callShape, req mcp.Request, hdr http.Header) (context.Context, trace.Span) {
 	var fromHeader context.Context // the HTTP request's trace context
 	if o.http && hdr["Traceparent"] != nil {
 		fromHeader = propagator.Extract(ctx, propagation.HeaderCarrier(hdr))
@@ -398,23 +426,26 @@ func (o *observer) start(ctx context.Context, method string, target attribute.Ke
 	if fromHeader != nil {
 		ctx = fromHeader
 	}
-	shape := o.spanShape(method, target, version)
-	extra := o.requestAttrs(ctx, req, hdr)
-	if extra == nil && !link.IsValid() {
-		return o.tracer.Start(ctx, shape.name, shape.opts...)
-	}
-	opts := append(slices.Clip(shape.opts), trace.WithAttributes(extra...))
+	var buf [6]attribute.KeyValue
+	extra := o.requestAttrs(buf[:0], ctx, req, hdr)
+	var span trace.Span
 	if link.IsValid() {
-		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: link}))
+		ctx, span = o.tracer.Start(ctx, shape.name, append(slices.Clip(shape.spanOpts), trace.WithLinks(trace.Link{SpanContext: link}))...)
+	} else {
+		ctx, span = o.tracer.Start(ctx, shape.name, shape.spanOpts...)
 	}
-	return o.tracer.Start(ctx, shape.name, opts...)
+	if len(extra) > 0 {
+		// After the start rather than as an option: an option's
+		// attributes are copied once more. The sampler sees the shape's.
+		span.SetAttributes(extra...)
+	}
+	return ctx, span
 }
 
 // requestAttrs are the attributes of one request's span beyond its
 // shape's: the resource's URI, the session, the JSON-RPC id, over HTTP
 // the client's address and the HTTP version.
-func (o *observer) requestAttrs(ctx context.Context, req mcp.Request, hdr http.Header) []attribute.KeyValue {
-	var extra []attribute.KeyValue
+func (o *observer) requestAttrs(extra []attribute.KeyValue, ctx context.Context, req mcp.Request, hdr http.Header) []attribute.KeyValue {
 	switch p := req.GetParams().(type) {
 	case *mcp.ReadResourceParams:
 		if p != nil {
@@ -432,17 +463,14 @@ func (o *observer) requestAttrs(ctx context.Context, req mcp.Request, hdr http.H
 	if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil && ss.ID() != "" {
 		extra = append(extra, attrSessionID.String(ss.ID()))
 	}
-	if id, ok := ctx.Value(requestIDKey{}).(jsonrpc.ID); ok {
+	if s := headerValue(hdr, wire.HeaderRequestID); s != "" {
+		extra = append(extra, attrRequestID.String(s))
+	} else if id, ok := ctx.Value(requestIDKey{}).(jsonrpc.ID); ok {
 		if s, ok := wire.IDString(id); ok {
 			extra = append(extra, attrRequestID.String(s))
 		}
-	} else if s := headerValue(hdr, wire.HeaderRequestID); s != "" {
-		extra = append(extra, attrRequestID.String(s))
 	}
 	if o.http {
-		if v := headerValue(hdr, wire.HeaderHTTPVersion); v != "" {
-			extra = append(extra, attrNetProtoVersion.String(v))
-		}
 		if host, port, err := net.SplitHostPort(headerValue(hdr, wire.HeaderClientAddr)); err == nil {
 			extra = append(extra, attrClientAddress.String(host))
 			if n, err := strconv.Atoi(port); err == nil {
@@ -451,40 +479,6 @@ func (o *observer) requestAttrs(ctx context.Context, req mcp.Request, hdr http.H
 		}
 	}
 	return extra
-}
-
-// spanShape is what every span of one method, target and protocol version
-// starts with: its name, kind and attributes.
-type spanShape struct {
-	name string
-	opts []trace.SpanStartOption
-}
-
-// spanShape returns the shape of a request's span, built once per
-// distinct one (as pointAttrs), so that a call allocates none of it.
-func (o *observer) spanShape(method string, target attribute.KeyValue, version string) *spanShape {
-	key := pointKey{method: method, target: target, version: version}
-	if v, ok := o.shapes.Load(key); ok {
-		return v.(*spanShape)
-	}
-	name := method
-	attrs := []attribute.KeyValue{attrMethod.String(method), o.transport}
-	if target.Valid() {
-		name += " " + target.Value.AsString()
-		attrs = append(attrs, target)
-	}
-	if method == "tools/call" {
-		attrs = append(attrs, attrOperationName.String("execute_tool"))
-	}
-	if o.http {
-		attrs = append(attrs, attrProtocolName.String("http"))
-	}
-	if version != "" {
-		attrs = append(attrs, attrProtocolVersion.String(version))
-	}
-	shape := &spanShape{name: name, opts: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...)}}
-	v, _ := o.shapes.LoadOrStore(key, shape)
-	return v.(*spanShape)
 }
 
 // end records the request's outcome on its span and ends it: error.type

@@ -2,12 +2,15 @@ package mcpcore
 
 import (
 	"context"
+	"net/http"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/mcpkit/mcpkit/pkg/mcpcore/internal/wire"
 )
 
 // BenchmarkObserve is what the host's telemetry adds to one tools/call,
@@ -29,7 +32,8 @@ func BenchmarkObserve(b *testing.B) {
 	res := &mcp.CallToolResult{}
 	h := srv.observe(func(context.Context, string, mcp.Request) (mcp.Result, error) { return res, nil })
 	req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "ta_echo",
-		Meta: mcp.Meta{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}}}
+		Meta: mcp.Meta{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}},
+		Extra: &mcp.RequestExtra{Header: http.Header{wire.HeaderRequestID: {"7"}}}} // the request's id, as the transport gives it
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := h(b.Context(), "tools/call", req); err != nil {
