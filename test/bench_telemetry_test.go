@@ -28,6 +28,7 @@ import (
 // against it on a machine where 5% is out of reach.
 func BenchmarkTelemetryOverhead(b *testing.B) {
 	rcv := startOTLPReceiver(b)
+	rcv.discard()
 	// The SDK's default batching (a batch every 5 s or of 512 spans), not
 	// the tests' short delay.
 	on := []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + rcv.url, "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf", "OTEL_TRACES_SAMPLER=always_on",

@@ -28,11 +28,20 @@ import (
 )
 
 // otlpReceiver is an OTLP/HTTP receiver (protobuf) that keeps the spans
-// it is sent; metrics are accepted and dropped.
+// it is sent (but after discard); metrics are accepted and dropped.
 type otlpReceiver struct {
-	url   string
-	mu    sync.Mutex
-	spans []*tracepb.Span
+	url       string
+	mu        sync.Mutex
+	spans     []*tracepb.Span
+	discarded bool
+}
+
+// discard makes r drop the spans it receives from now on, after decoding
+// them (a benchmark's receiver must not grow its process's heap).
+func (r *otlpReceiver) discard() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.discarded = true
 }
 
 func startOTLPReceiver(t testing.TB) *otlpReceiver {
@@ -48,6 +57,9 @@ func startOTLPReceiver(t testing.TB) *otlpReceiver {
 		}
 		r.mu.Lock()
 		for _, rs := range in.ResourceSpans {
+			if r.discarded {
+				break
+			}
 			for _, ss := range rs.ScopeSpans {
 				r.spans = append(r.spans, ss.Spans...)
 			}
