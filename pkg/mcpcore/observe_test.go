@@ -3,7 +3,9 @@ package mcpcore
 import (
 	"context"
 	"io"
+	"maps"
 	"slices"
+	"strconv"
 	"sync/atomic"
 	"testing"
 
@@ -81,6 +83,17 @@ func TestObserveDirectAndSDKCalls(t *testing.T) {
 	if s := got["initialize"]; s == nil || !slices.Contains(s.Attributes(), attribute.String("mcp.protocol.version", legacyEra)) {
 		t.Errorf("the initialize span has no protocol version: %v", s)
 	}
+	ids := map[string]bool{} // jsonrpc.request.id, on the direct path (from the context) and the SDK's (from RequestExtra)
+	for _, name := range []string{"initialize", "tools/call dx_echo", "tools/call dx_plain"} {
+		if s := got[name]; s != nil {
+			set := attribute.NewSet(s.Attributes()...)
+			v, _ := set.Value("jsonrpc.request.id")
+			if _, err := strconv.Atoi(v.AsString()); err != nil || ids[v.AsString()] {
+				t.Errorf("%s: jsonrpc.request.id %q, want its own request's id", name, v.AsString())
+			}
+			ids[v.AsString()] = true
+		}
+	}
 	for i, tool := range []string{"dx_echo", "dx_plain"} {
 		s := got["tools/call "+tool]
 		if s == nil {
@@ -120,5 +133,43 @@ func TestObserveDirectAndSDKCalls(t *testing.T) {
 	}
 	if counts["dx_echo/pipe"] != 1 || counts["dx_plain/pipe"] != 1 {
 		t.Errorf("operation durations recorded: %v, want one per tool over pipe", counts)
+	}
+}
+
+// TestCountRefused: each refusal a transport reports is one point of
+// mcpkit.server.rejected_calls with its reason and limit, every known
+// series present from the start; a pair the host does not know is
+// counted with reason _OTHER rather than lost.
+func TestCountRefused(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	srv, err := NewServer(t.Context(), Options{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close(context.Background()) })
+	srv.CountRefused("limit", "frame_bytes")
+	srv.CountRefused("limit", "frame_bytes")
+	srv.CountRefused("auth", "")
+	srv.CountRefused("limit", "no_such_limit")
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(t.Context(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if sum, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == "mcpkit.server.rejected_calls" {
+				for _, dp := range sum.DataPoints {
+					reason, _ := dp.Attributes.Value("reason")
+					limit, _ := dp.Attributes.Value("limit")
+					got[reason.AsString()+" "+limit.AsString()] = dp.Value
+				}
+			}
+		}
+	}
+	want := map[string]int64{"limit concurrent_tool_calls": 0, "timeout tool_timeout": 0, "limit frame_bytes": 2,
+		"limit inflight_request_bytes": 0, "limit http_sessions": 0, "timeout body_timeout": 0, "auth ": 1, "_OTHER ": 1}
+	if !maps.Equal(got, want) {
+		t.Errorf("rejected_calls = %v, want %v", got, want)
 	}
 }
