@@ -115,20 +115,12 @@ func TestObserveDirectAndSDKCalls(t *testing.T) {
 			}
 		}
 	}
-	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(t.Context(), &rm); err != nil {
-		t.Fatal(err)
-	}
 	counts := map[string]uint64{}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if h, ok := m.Data.(metricdata.Histogram[float64]); ok && m.Name == "mcp.server.operation.duration" {
-				for _, dp := range h.DataPoints {
-					tool, _ := dp.Attributes.Value("gen_ai.tool.name")
-					transport, _ := dp.Attributes.Value("network.transport")
-					counts[tool.AsString()+"/"+transport.AsString()] += dp.Count
-				}
-			}
+	if h, ok := collect(t, reader, "mcp.server.operation.duration").(metricdata.Histogram[float64]); ok {
+		for _, dp := range h.DataPoints {
+			tool, _ := dp.Attributes.Value("gen_ai.tool.name")
+			transport, _ := dp.Attributes.Value("network.transport")
+			counts[tool.AsString()+"/"+transport.AsString()] += dp.Count
 		}
 	}
 	if counts["dx_echo/pipe"] != 1 || counts["dx_plain/pipe"] != 1 {
@@ -151,20 +143,12 @@ func TestCountRefused(t *testing.T) {
 	srv.CountRefused("limit", "frame_bytes")
 	srv.CountRefused("auth", "")
 	srv.CountRefused("limit", "no_such_limit")
-	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(t.Context(), &rm); err != nil {
-		t.Fatal(err)
-	}
 	got := map[string]int64{}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if sum, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == "mcpkit.server.rejected_calls" {
-				for _, dp := range sum.DataPoints {
-					reason, _ := dp.Attributes.Value("reason")
-					limit, _ := dp.Attributes.Value("limit")
-					got[reason.AsString()+" "+limit.AsString()] = dp.Value
-				}
-			}
+	if sum, ok := collect(t, reader, "mcpkit.server.rejected_calls").(metricdata.Sum[int64]); ok {
+		for _, dp := range sum.DataPoints {
+			reason, _ := dp.Attributes.Value("reason")
+			limit, _ := dp.Attributes.Value("limit")
+			got[reason.AsString()+" "+limit.AsString()] = dp.Value
 		}
 	}
 	want := map[string]int64{"limit concurrent_tool_calls": 0, "timeout tool_timeout": 0, "limit frame_bytes": 2,
@@ -172,4 +156,22 @@ func TestCountRefused(t *testing.T) {
 	if !maps.Equal(got, want) {
 		t.Errorf("rejected_calls = %v, want %v", got, want)
 	}
+}
+
+// collect reads reader and returns the data of the metric named name, or
+// nil.
+func collect(t *testing.T, reader *sdkmetric.ManualReader, name string) metricdata.Aggregation {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(t.Context(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name == name {
+				return m.Data
+			}
+		}
+	}
+	return nil
 }
