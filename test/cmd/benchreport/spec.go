@@ -359,6 +359,12 @@ func Areas() []Area {
 		Rows: []Row{
 			storeRow("ingest, transactions of 1,000", pgBench, "ingest", "docs/s", "bare pgx", "pgx/s", "pgx",
 				Check{Of: OfRatio, Op: "≥", Limit: 0.5}),
+			{Name: "ingest, against its physical bound", Kind: Rate, Per: "docs/s",
+				Mine: logged(pgBench, "operation", "ingest", "docstore/s", 0), Peer: logged(pgBench, "operation", "physical bound of the ingest", "docstore/s", 0),
+				PeerName: "bare pgx writing the store's rows of each batch in one round trip"},
+			{Name: "physical bound of the ingest, against bare pgx's jsonb table", Kind: Rate, Per: "docs/s",
+				Mine: logged(pgBench, "operation", "physical bound of the ingest", "docstore/s", 0), Peer: logged(pgBench, "operation", "physical bound of the ingest", "pgx/s", 0),
+				PeerName: "bare pgx"},
 			{Name: "get by random id (p50)", Kind: Time,
 				Mine: logged(pgBench, "operation", "get by random id", "ds p50", us), Peer: logged(pgBench, "operation", "get by random id", "pgx p50", us),
 				PeerName: "bare pgx", Checks: []Check{{Of: OfRatio, Op: "≤", Limit: 2}}, Quantiles: []Quantile{
