@@ -188,19 +188,21 @@ func (r *reader) textRanked(q TextQuery, allowed func(idKey []byte) bool, n int)
 				key = append(key[:0], s.it.key...)
 			}
 		}
-		score := 0.0
+		score, pass := 0.0, allowed == nil || allowed(key)
 		for i := 0; i < len(live); {
 			s := live[i]
 			if !bytes.Equal(s.it.key, key) {
 				i++
 				continue
 			}
-			tf, dl, err := termFreq(s.it.payload, nf, src.mask, lens)
-			if err != nil {
-				return nil, r.corrupt(src.def, err)
-			}
-			if tf > 0 {
-				score += s.idf * float64(tf) * (k1 + 1) / (float64(tf) + k1*(1-b+b*float64(dl)/avgdl))
+			if pass {
+				tf, dl, err := termFreq(s.it.payload, nf, src.mask, lens)
+				if err != nil {
+					return nil, r.corrupt(src.def, err)
+				}
+				if tf > 0 {
+					score += s.idf * float64(tf) * (k1 + 1) / (float64(tf) + k1*(1-b+b*float64(dl)/avgdl))
+				}
 			}
 			if s.it.next() {
 				i++
@@ -211,7 +213,7 @@ func (r *reader) textRanked(q TextQuery, allowed func(idKey []byte) bool, n int)
 			}
 			live = slices.Delete(live, i, i+1)
 		}
-		if score > 0 && (allowed == nil || allowed(key)) {
+		if score > 0 {
 			top.offer(key, score)
 		}
 	}
