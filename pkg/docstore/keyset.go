@@ -156,4 +156,3 @@ func (s *keySet) sortedKeys() []string {
 	slices.Sort(keys)
 	return keys
 }
-
