@@ -385,6 +385,13 @@ func TestTextPhrase(t *testing.T) {
 // reference for the index.
 func bruteBM25(t *testing.T, s *Store, coll string, def TextIndexDef, query string, n int) string {
 	t.Helper()
+	return rankedIDs(t, bruteBM25Among(t, s, coll, def, query, n, nil))
+}
+
+// bruteBM25Among is bruteBM25's ranking of the documents keep allows (nil:
+// all), whose statistics stay the collection's.
+func bruteBM25Among(t *testing.T, s *Store, coll string, def TextIndexDef, query string, n int, keep func(idKey []byte) bool) []Ranked {
+	t.Helper()
 	an := newAnalyzer(def)
 	res, err := s.Page(ctx, coll, Query{Limit: MaxLimit})
 	if err != nil {
@@ -425,11 +432,11 @@ func bruteBM25(t *testing.T, s *Store, coll string, def TextIndexDef, query stri
 				score += idf * tf * 2.2 / (tf + 1.2*(0.25+0.75*float64(d.dl)/avgdl))
 			}
 		}
-		if score > 0 {
+		if score > 0 && (keep == nil || keep(d.key)) {
 			top.offer(d.key, score)
 		}
 	}
-	return rankedIDs(t, top.sorted())
+	return top.sorted()
 }
 
 // TestTextWritesKeepPostingsExact: puts, replacements, patches, deletes,
