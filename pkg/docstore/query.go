@@ -20,6 +20,9 @@ type reader struct {
 	// strs, when set, keeps the texts of the documents load decodes (see
 	// stringStore): set by reads that decode many.
 	strs *stringStore
+	// exhaustiveText, set by tests, scores every document a text query
+	// matches (no pruning: bm25.rank), to compare with the pruned ranking.
+	exhaustiveText bool
 }
 
 // view runs fn in a read transaction on coll, which must exist.
