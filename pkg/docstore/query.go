@@ -20,6 +20,9 @@ type reader struct {
 	// strs, when set, keeps the texts of the documents load decodes (see
 	// stringStore): set by reads that decode many.
 	strs *stringStore
+	// exhaustiveText, set by tests, scores every document a text query
+	// matches (no pruning: bm25.rank), to compare with the pruned ranking.
+	exhaustiveText bool
 }
 
 // view runs fn in a read transaction on coll, which must exist.
@@ -310,17 +313,23 @@ func (r *reader) candidates(p indexPlan) ([][]byte, error) {
 // eachCandidate calls fn with the id key of each entry an index plan
 // selects, range by range (an id may come more than once when ranges
 // overlap). The keys stay valid until the transaction ends.
+//
+// Entries of equal values follow one another, and keys are prefix-free
+// (keys.go): an entry that starts with the previous entry's values has
+// those values, and its id is the rest, found without decoding them.
 func (r *reader) eachCandidate(p indexPlan, fn func(id []byte)) error {
 	ib := indexEntries(r.tx, r.col.Name, p.def.Name)
 	ib.prefetch(p.ranges)
 	var err error
+	var vals []byte // the previous entry's values
 	for _, kr := range p.ranges {
 		serr := scanEntries(ib, kr, nil, false, func(k []byte) bool {
-			var id []byte
-			if id, err = entryID(p.def, k); err != nil {
-				return false
+			if vals == nil || !bytes.HasPrefix(k, vals) {
+				if vals, _, err = entryValues(p.def, k); err != nil {
+					return false
+				}
 			}
-			fn(id)
+			fn(k[len(vals):])
 			return true
 		})
 		if err = cmp.Or(err, serr); err != nil {

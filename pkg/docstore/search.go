@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/mcpkit/mcpkit/pkg/docstore/kv"
 )
@@ -38,6 +39,8 @@ type SearchQuery struct {
 	// Limit is the number of hits: 0 means DefaultSearchLimit, more than
 	// MaxLimit is clamped to it.
 	Limit int
+	// Profile times the search's stages (SearchResult.Profile).
+	Profile bool
 }
 
 // VectorQuery is the vector source of a search.
@@ -93,6 +96,61 @@ type SearchResult struct {
 	VectorMode string
 	// Plan is how the filter found its documents (zero without a filter).
 	Plan Plan
+	// Profile is where the search's time went, when SearchQuery.Profile
+	// asked.
+	Profile *SearchProfile
+}
+
+// SearchProfile is the wall time of each stage of a search. The vector
+// and text sources run at once, on two goroutines, when the vector
+// source reads only memory (an approximate search of the graph's copy);
+// Sources is then the time until both were done, less than Vector plus
+// Text.
+type SearchProfile struct {
+	// Filter is finding the documents the filter allows.
+	Filter time.Duration
+	// Vector and Text are each source's ranking (0 without it), Sources
+	// both.
+	Vector, Text, Sources time.Duration
+	// Fusion is RRF, MMR the re-picking (0 without it), Hits reading and
+	// projecting the hits' documents.
+	Fusion, MMR, Hits time.Duration
+}
+
+// stageClock times a search's stages into its profile, when on (when
+// the search asked for a profile).
+type stageClock struct {
+	on   bool
+	p    SearchProfile
+	last time.Time
+}
+
+// start starts timing the next stage.
+func (c *stageClock) start() {
+	if c.on {
+		c.last = time.Now()
+	}
+}
+
+// lap sets *d to the time since the last lap (or start).
+func (c *stageClock) lap(d *time.Duration) {
+	if c.on {
+		now := time.Now()
+		*d, c.last = now.Sub(c.last), now
+	}
+}
+
+// timed returns fn timing itself into *d: for a stage that may run on
+// another goroutine.
+func (c *stageClock) timed(d *time.Duration, fn func()) func() {
+	if !c.on {
+		return fn
+	}
+	return func() {
+		t0 := time.Now()
+		fn()
+		*d = time.Since(t0)
+	}
 }
 
 // MMRPool returns the number of fused candidates MMR picks limit hits
@@ -203,6 +261,7 @@ func (s *Store) Search(ctx context.Context, coll string, q SearchQuery) (SearchR
 	var out SearchResult
 	err = s.view(ctx, coll, func(r *reader) error {
 		out = SearchResult{}
+		clock := &stageClock{on: q.Profile}
 		var qvec []float32
 		var vecs *vectors
 		if q.Vector != nil {
@@ -220,35 +279,27 @@ func (s *Store) Search(ctx context.Context, coll string, q SearchQuery) (SearchR
 				return err
 			}
 		}
-		var allowed keySet // nil: no filter
+		var allowed *keySet // nil: no filter
 		if q.Filter != nil {
+			clock.start()
 			var err error
 			if allowed, out.Plan, err = r.allowedSet(q.Filter); err != nil {
 				return err
 			}
+			clock.lap(&clock.p.Filter)
 		}
-		var vranked, tranked []Ranked
-		var src graphSource // the graph's copy in memory, if any
-		if q.Vector != nil {
-			n := window
-			if q.Vector.K > 0 {
-				n = q.Vector.K
-			}
-			if q.Vector.Approximate {
-				src = s.cachedGraph(coll, vecs)
-			}
-			vranked, out.VectorMode = vecs.ranked(qvec, *q.Vector, allowed, n, src)
+		clock.start()
+		vranked, tranked, src, err := r.rankSources(s, q, qvec, vecs, allowed, window, clock, &out)
+		if err != nil {
+			return err
 		}
-		if q.Text != nil {
-			var err error
-			if tranked, err = r.textRanked(*q.Text, allowed.pass(), window); err != nil {
-				return textArgError(err)
-			}
-		}
+		clock.lap(&clock.p.Sources)
 		order := fuseRRF(k, vranked, tranked)
+		clock.lap(&clock.p.Fusion)
 		var mmr []float64
 		if q.MMR != nil {
 			order, mmr = vecs.mmr(qvec, *q.MMR, order[:min(len(order), window)], limit, src)
+			clock.lap(&clock.p.MMR)
 		}
 		order = order[:min(len(order), limit)]
 		kv.Prefetch(r.docs, fusedKeys(order))
@@ -264,9 +315,55 @@ func (s *Store) Search(ctx context.Context, coll string, q SearchQuery) (SearchR
 			}
 			out.Hits = append(out.Hits, h)
 		}
+		clock.lap(&clock.p.Hits)
+		if clock.on {
+			out.Profile = &clock.p
+		}
 		return nil
 	})
 	return out, err
+}
+
+// rankSources runs the search's vector and text sources (either may be
+// absent) over the documents allowed (nil: all), each ranking n; it sets
+// out.VectorMode and returns the graph's copy in memory that the vector
+// source read, if any. A vector source that reads only memory ranks on
+// another core while the text source reads the transaction.
+func (r *reader) rankSources(s *Store, q SearchQuery, qvec []float32, vecs *vectors, allowed *keySet, window int, clock *stageClock, out *SearchResult) (vranked, tranked []Ranked, src graphSource, err error) {
+	vectorRank, text := func() {}, func() {}
+	inMemory := false
+	if q.Vector != nil {
+		n := window
+		if q.Vector.K > 0 {
+			n = q.Vector.K
+		}
+		if q.Vector.Approximate {
+			src = s.cachedGraph(r.col.Name, vecs)
+		}
+		var rank func() []Ranked
+		rank, out.VectorMode, inMemory = vecs.ranker(qvec, *q.Vector, allowed, n, src)
+		vectorRank = clock.timed(&clock.p.Vector, func() { vranked = rank() })
+	}
+	if q.Text != nil {
+		text = clock.timed(&clock.p.Text, func() {
+			if tranked, err = r.textRanked(*q.Text, allowed.pass(), window); err != nil {
+				err = textArgError(err)
+			}
+		})
+	}
+	if inMemory && q.Text != nil {
+		goReading(2, func(w int) {
+			if w == 0 {
+				vectorRank()
+			} else {
+				text()
+			}
+		})
+	} else {
+		vectorRank()
+		text()
+	}
+	return vranked, tranked, src, err
 }
 
 // fusedKeys returns the doc keys of fs, in order.
@@ -303,57 +400,47 @@ func (r *reader) loadKey(k []byte) (Doc, error) {
 	return r.load(k, v)
 }
 
-// keySet is a set of doc keys: the documents a search's filter allows.
-type keySet map[string]struct{}
-
-// pass returns the set's membership test, nil for a nil set (no filter:
-// everything passes).
-func (s keySet) pass() func(idKey []byte) bool {
-	if s == nil {
-		return nil
-	}
-	return func(k []byte) bool { _, ok := s[string(k)]; return ok }
-}
-
-// allowedSet returns the doc keys of the documents f selects, found as
-// Page finds them (through the best secondary index, if one helps; from
-// the index's entries alone when they answer f), and the plan used.
-func (r *reader) allowedSet(f *Filter) (keySet, Plan, error) {
-	set := keySet{}
+// allowedSet returns the documents f selects, found as Page finds them
+// (through the best secondary index, if one helps; from the index's
+// entries alone when they answer f), and the plan used.
+func (r *reader) allowedSet(f *Filter) (*keySet, Plan, error) {
+	var b keySetBuilder
 	if p, ok := r.bestIndex(f); ok && covers(p, f) {
-		err := r.eachCandidate(p, func(id []byte) { set[string(id)] = struct{}{} })
-		return set, Plan{Index: p.def.Name, Ranges: len(p.ranges)}, err
+		err := r.eachCandidate(p, b.add)
+		return b.set(), Plan{Index: p.def.Name, Ranges: len(p.ranges)}, err
 	}
 	plan, err := r.matching(f, nil, false, func(k []byte, _ Doc) bool {
-		set[string(k)] = struct{}{}
+		b.add(k)
 		return true
 	})
-	return set, plan, err
+	return b.set(), plan, err
 }
 
-// ranked returns the n documents whose vectors are closest to q (stored
-// form) among those allowed (nil: all), with the mode used; an
-// approximate search reads the graph from src when it is not nil.
-func (v *vectors) ranked(q []float32, vq VectorQuery, allowed keySet, n int, src graphSource) ([]Ranked, string) {
+// ranker returns how to rank the n documents whose vectors are closest
+// to q (stored form) among those allowed (nil: all), and the mode it
+// uses; an approximate search reads the graph from src when it is not
+// nil. Everything rank reads of the transaction is read here, but for an
+// exact scan: when inMemory is true, rank reads only src and allowed, and
+// may run on another goroutine while the transaction is used.
+func (v *vectors) ranker(q []float32, vq VectorQuery, allowed *keySet, n int, src graphSource) (rank func() []Ranked, mode string, inMemory bool) {
 	pass, filtered := allowed.pass(), allowed != nil
 	live := int(v.slots()) - v.free.KeyN()
-	var cs []cand
-	mode := VectorExact
 	g := v.graph()
 	if src != nil {
 		g.src = src
 	}
-	switch {
-	case filtered && len(allowed)*10 < live:
-		// Few documents pass: score them alone, exactly.
-		keys := make([]string, 0, len(allowed))
-		for k := range allowed {
-			keys = append(keys, k)
+	ranked := func(cs []cand) []Ranked {
+		out := make([]Ranked, len(cs))
+		for i, c := range cs {
+			out[i] = Ranked{IDKey: g.docKey(c.slot), Score: vectorScore(v.def.Metric, c.d)}
 		}
-		slices.Sort(keys)
-		cs = v.exactAmong(q, n, keys)
+		return out
+	}
+	switch {
+	case filtered && allowed.len()*10 < live:
+		// Few documents pass: score them alone, exactly.
+		return func() []Ranked { return ranked(v.exactAmong(q, n, allowed.sortedKeys())) }, VectorExact, false
 	case vq.Approximate:
-		mode = VectorApproximate
 		ef := vq.Ef
 		if ef == 0 {
 			ef = HNSWDefaultEf
@@ -361,18 +448,12 @@ func (v *vectors) ranked(q []float32, vq VectorQuery, allowed keySet, n int, src
 		var accept func(uint32) bool
 		if filtered {
 			// Widen the search by the filter's selectivity (at most ten).
-			ef = min(ef*live/max(len(allowed), 1), 10*ef, MaxLimit)
+			ef = min(ef*live/max(allowed.len(), 1), 10*ef, MaxLimit)
 			accept = func(s uint32) bool { return pass(g.docKey(s)) }
 		}
-		cs = g.search(q, n, max(ef, n), accept)
-	default:
-		cs = v.exact(q, n, pass)
+		return func() []Ranked { return ranked(g.search(q, n, max(ef, n), accept)) }, VectorApproximate, src != nil
 	}
-	out := make([]Ranked, len(cs))
-	for i, c := range cs {
-		out[i] = Ranked{IDKey: g.docKey(c.slot), Score: vectorScore(v.def.Metric, c.d)}
-	}
-	return out, mode
+	return func() []Ranked { return ranked(v.exact(q, n, pass)) }, VectorExact, false
 }
 
 // mmr picks up to limit of pool (in fused order) by Maximal Marginal

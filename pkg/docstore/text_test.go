@@ -385,6 +385,13 @@ func TestTextPhrase(t *testing.T) {
 // reference for the index.
 func bruteBM25(t *testing.T, s *Store, coll string, def TextIndexDef, query string, n int) string {
 	t.Helper()
+	return rankedIDs(t, bruteBM25Among(t, s, coll, def, query, n, nil))
+}
+
+// bruteBM25Among is bruteBM25's ranking of the documents keep allows (nil:
+// all), whose statistics stay the collection's.
+func bruteBM25Among(t *testing.T, s *Store, coll string, def TextIndexDef, query string, n int, keep func(idKey []byte) bool) []Ranked {
+	t.Helper()
 	an := newAnalyzer(def)
 	res, err := s.Page(ctx, coll, Query{Limit: MaxLimit})
 	if err != nil {
@@ -425,11 +432,11 @@ func bruteBM25(t *testing.T, s *Store, coll string, def TextIndexDef, query stri
 				score += idf * tf * 2.2 / (tf + 1.2*(0.25+0.75*float64(d.dl)/avgdl))
 			}
 		}
-		if score > 0 {
+		if score > 0 && (keep == nil || keep(d.key)) {
 			top.offer(d.key, score)
 		}
 	}
-	return rankedIDs(t, top.sorted())
+	return top.sorted()
 }
 
 // TestTextWritesKeepPostingsExact: puts, replacements, patches, deletes,
@@ -764,6 +771,105 @@ func TestTextBatchedWrites(t *testing.T) {
 				}
 				if rankedIDs(t, got) != want {
 					t.Errorf("%s: %q: %s\nwant %s", idx, q, rankedIDs(t, got), want)
+				}
+			}
+		}
+	})
+}
+
+// TestTextPruningKeepsTopK: ranking with pruning (documents that cannot
+// enter the top n are not scored) returns exactly what scoring every
+// document returns — the same documents, scores and tie order — over
+// randomized corpora (short documents of a few words with many equal
+// scores, long ones, one word repeated, two fields searched together or
+// apart), queries of one to four terms, BM25 parameters at their
+// extremes, filters passing all, half or a tenth of the documents, and n
+// from 1 to 40; and with the default parameters what a brute-force BM25
+// returns.
+func TestTextPruningKeepsTopK(t *testing.T) {
+	backends(t, func(t *testing.T, s *Store) {
+		rng := rand.New(rand.NewPCG(21, 22))
+		vocab := strings.Fields("ash birch cedar dune elm fir gorse heath")
+		def := TextIndexDef{Name: "t", Fields: []string{"a", "b"}}
+		for c := range 4 {
+			coll := fmt.Sprintf("c%d", c)
+			mustText(t, s, coll, def)
+			var docs []Doc
+			for i := range 400 {
+				words := func() string {
+					var n int
+					switch c {
+					case 0:
+						n = 1 + rng.IntN(4) // short: ties everywhere
+					case 1:
+						n = 5 + rng.IntN(40)
+					case 2:
+						w := vocab[rng.IntN(len(vocab))] // one word repeated (dl = tf)
+						return strings.TrimSpace(strings.Repeat(w+" ", 1+rng.IntN(6)))
+					default:
+						n = rng.IntN(8)
+					}
+					ws := make([]string, n)
+					for j := range ws {
+						ws[j] = vocab[min(rng.IntN(len(vocab)), rng.IntN(len(vocab)))]
+					}
+					return strings.Join(ws, " ")
+				}
+				fields := []Field{{"a", Text(words())}}
+				if c == 3 {
+					fields = append(fields, Field{"b", Text(words())})
+				}
+				docs = append(docs, Doc{ID: Int(int64(i)), Value: Map(fields...)})
+			}
+			if _, err := s.PutMany(ctx, coll, docs); err != nil {
+				t.Fatal(err)
+			}
+			k1s, bs := []float64{DefaultK1, 0, 2.5}, []float64{DefaultB, 0, 1}
+			for qi := range 60 {
+				terms := make([]string, 1+rng.IntN(4))
+				for j := range terms {
+					terms[j] = vocab[rng.IntN(len(vocab))]
+				}
+				if qi%10 == 0 {
+					terms = append(terms, "nowhere")
+				}
+				q := TextQuery{Query: strings.Join(terms, " "), K1: &k1s[qi%3], B: &bs[(qi/3)%3]}
+				if c == 3 && qi%2 == 1 {
+					q.Fields = []string{"b"}
+				}
+				share := []int{1, 2, 10}[qi%3]
+				var allowed func([]byte) bool
+				if share > 1 {
+					pass := map[string]bool{}
+					for i := range 400 {
+						if rng.IntN(share) == 0 {
+							pass[string(AppendKey(nil, Int(int64(i))))] = true
+						}
+					}
+					allowed = func(k []byte) bool { return pass[string(k)] }
+				}
+				n := []int{1, 3, 10, 40}[rng.IntN(4)]
+				what := fmt.Sprintf("%s: %+v k1 %v b %v, 1/%d allowed, n %d", coll, q.Query, *q.K1, *q.B, share, n)
+				var pruned, all []Ranked
+				err := s.view(ctx, coll, func(r *reader) error {
+					var err error
+					if pruned, err = r.textRanked(q, allowed, n); err != nil {
+						return err
+					}
+					r.exhaustiveText = true
+					all, err = r.textRanked(q, allowed, n)
+					return err
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.EqualFunc(pruned, all, func(a, b Ranked) bool { return bytes.Equal(a.IDKey, b.IDKey) && a.Score == b.Score }) {
+					t.Fatalf("%s: pruned\n%s\nwant\n%s", what, rankedIDs(t, pruned), rankedIDs(t, all))
+				}
+				if *q.K1 == DefaultK1 && *q.B == DefaultB && q.Fields == nil {
+					if want := rankedIDs(t, bruteBM25Among(t, s, coll, def, q.Query, n, allowed)); rankedIDs(t, all) != want {
+						t.Fatalf("%s: %s\nbrute force %s", what, rankedIDs(t, all), want)
+					}
 				}
 			}
 		}

@@ -149,22 +149,17 @@ func (r *reader) textRanked(q TextQuery, allowed func(idKey []byte) bool, n int)
 	if st.docs == 0 || total == 0 {
 		return nil, nil
 	}
-	avgdl := float64(total) / float64(st.docs)
+	m := bm25{k1: k1, b: b, avgdl: float64(total) / float64(st.docs), nf: nf, mask: src.mask, lens: make([]int, 0, nf)}
 	all := src.mask == 1<<nf-1
 	// The terms' IDFs, from their document counts.
-	type source struct {
-		it  *termIter
-		idf float64
-	}
-	live := make([]source, 0, len(terms))
-	lens := make([]int, 0, nf)
+	live := make([]termSource, 0, len(terms))
 	for _, t := range terms {
 		it := newTermIter(bk, t)
 		var df int
 		if all {
 			df, err = it.count()
 		} else {
-			df, err = countIn(it, nf, src.mask, lens)
+			df, err = countIn(it, nf, src.mask, m.lens)
 		}
 		if err != nil {
 			return nil, r.corrupt(src.def, err)
@@ -176,11 +171,53 @@ func (r *reader) textRanked(q TextQuery, allowed func(idKey []byte) bool, n int)
 		if !it.next() {
 			return nil, r.corrupt(src.def, fmt.Errorf("term %q: %d postings counted, none read (%v)", t, df, it.err))
 		}
-		live = append(live, source{it, math.Log(1 + (float64(st.docs)-float64(df)+0.5)/(float64(df)+0.5))})
+		idf := math.Log(1 + (float64(st.docs)-float64(df)+0.5)/(float64(df)+0.5))
+		live = append(live, termSource{it: it, idf: idf, most: m.most(idf)})
 	}
-	// Document at a time: the postings lists are in id-key order.
 	top := topRanked{n: n}
+	if err := m.rank(live, allowed, &top, !r.exhaustiveText); err != nil {
+		return nil, r.corrupt(src.def, err)
+	}
+	return top.sorted(), nil
+}
+
+// termSource is a query term's postings being read, its IDF and the most
+// it can add to a document's score.
+type termSource struct {
+	it        *termIter
+	idf, most float64
+}
+
+// bm25 scores the documents of one text query.
+type bm25 struct {
+	k1, b, avgdl float64
+	nf           int
+	mask         uint64 // the fields searched
+	lens         []int  // reused by termFreq
+}
+
+// most returns the most a term of IDF idf adds to a document's score.
+// The term's part, idf·tf·(k1+1)/(tf + k1·(1−b+b·dl/avgdl)), grows with
+// its frequency tf and shrinks with the document's length dl, which
+// counts the term's occurrences (dl ≥ tf): it is at most its limit as tf
+// grows with dl = tf, idf·(k1+1)/(1 + k1·b/avgdl) (reached, for b = 1,
+// by a document of one word repeated). A millionth of a millionth more
+// keeps it above any score's rounding.
+func (m *bm25) most(idf float64) float64 {
+	return idf * (m.k1 + 1) / (1 + m.k1*m.b/m.avgdl) * (1 + 1e-12)
+}
+
+// rank offers top the documents of the postings live (in id-key order)
+// that allowed allows (nil: all), scored document at a time. With prune,
+// a document is not scored once top is full when the most its terms can
+// add up to is no more than the worst score top keeps: it could not
+// enter (documents come in id-key order, and a score equal to the worst
+// loses to its earlier key). Its postings' payloads are then not read,
+// which is most of what scoring costs. The scores are the same, summed in
+// the same order, either way.
+func (m *bm25) rank(live []termSource, allowed func(idKey []byte) bool, top *topRanked, prune bool) error {
 	var key []byte
+	at := make([]int, 0, len(live)) // the terms at key
 	for len(live) > 0 {
 		key = append(key[:0], live[0].it.key...)
 		for _, s := range live[1:] {
@@ -188,34 +225,47 @@ func (r *reader) textRanked(q TextQuery, allowed func(idKey []byte) bool, n int)
 				key = append(key[:0], s.it.key...)
 			}
 		}
-		score := 0.0
-		for i := 0; i < len(live); {
-			s := live[i]
-			if !bytes.Equal(s.it.key, key) {
-				i++
-				continue
+		at = at[:0]
+		bound := 0.0
+		for i, s := range live {
+			if bytes.Equal(s.it.key, key) {
+				at = append(at, i)
+				bound += s.most
 			}
-			tf, dl, err := termFreq(s.it.payload, nf, src.mask, lens)
+		}
+		pass := allowed == nil || allowed(key)
+		if pass && prune && len(top.items) == top.n && bound <= top.items[0].Score {
+			pass = false
+		}
+		score := 0.0
+		for _, i := range at {
+			if !pass {
+				break
+			}
+			s := live[i]
+			tf, dl, err := termFreq(s.it.payload, m.nf, m.mask, m.lens)
 			if err != nil {
-				return nil, r.corrupt(src.def, err)
+				return err
 			}
 			if tf > 0 {
-				score += s.idf * float64(tf) * (k1 + 1) / (float64(tf) + k1*(1-b+b*float64(dl)/avgdl))
+				score += s.idf * float64(tf) * (m.k1 + 1) / (float64(tf) + m.k1*(1-m.b+m.b*float64(dl)/m.avgdl))
 			}
-			if s.it.next() {
-				i++
-				continue
-			}
-			if s.it.err != nil {
-				return nil, r.corrupt(src.def, s.it.err)
-			}
-			live = slices.Delete(live, i, i+1)
 		}
-		if score > 0 && (allowed == nil || allowed(key)) {
+		// Advance the terms at key, the last first so that the indexes of
+		// those before stay right when a term's postings end.
+		for j := len(at) - 1; j >= 0; j-- {
+			if it := live[at[j]].it; !it.next() {
+				if it.err != nil {
+					return it.err
+				}
+				live = slices.Delete(live, at[j], at[j]+1)
+			}
+		}
+		if score > 0 {
 			top.offer(key, score)
 		}
 	}
-	return top.sorted(), nil
+	return nil
 }
 
 // prefetchPostings announces that the index's statistics and the postings
