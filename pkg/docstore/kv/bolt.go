@@ -279,7 +279,7 @@ func (d *boltDB) view(body func(*bolt.Tx) error) (err error) {
 func (d *boltDB) update(body func(*bolt.Tx) error, mark func(*bolt.Tx) *epochMark) (err error) {
 	d.wmu.Lock()
 	defer d.wmu.Unlock()
-	if err := d.lazy.writable(); err != nil {
+	if err := d.lazy.whole(); err != nil {
 		return err
 	}
 	btx, err := d.db.Begin(true)
@@ -309,10 +309,14 @@ func (d *boltDB) update(body func(*bolt.Tx) error, mark func(*bolt.Tx) *epochMar
 	return btx.Commit()
 }
 
-// Backup implements DB with bbolt's own hot copy.
+// Backup implements DB with bbolt's own hot copy, of a file the
+// whole-file check found sound (see lazyCheck).
 func (d *boltDB) Backup(w io.Writer) (int64, error) {
 	if d.closed.Load() {
 		return 0, fmt.Errorf("kv: backup %s: %w", d.path, ErrClosed)
+	}
+	if err := d.lazy.whole(); err != nil {
+		return 0, fmt.Errorf("kv: backup: %w", err)
 	}
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	var n int64

@@ -12,7 +12,8 @@ import (
 // buckets bbolt keeps inline in them) so that an open costs the same at
 // any size. The rest is checked by lazyCheck: the whole file in the
 // background, which every write waits for (a write frees and allocates
-// pages, which must be known to be used once and not listed as free), and,
+// pages, which must be known to be used once and not listed as free), as
+// does a backup (a copy of a damaged file would not be one), and,
 // until that check has found the file sound, what each read reaches
 // before bbolt reads it: the path of a Get, the whole bucket of a cursor
 // or a count. A read that reaches damage fails with a *DamageError, as
@@ -85,9 +86,10 @@ func (l *lazyCheck) checkAll(m meta) {
 	}
 }
 
-// writable waits for the whole-file check and returns its error: a write
-// may begin only on a file found sound.
-func (l *lazyCheck) writable() error {
+// whole waits for the whole-file check and returns its error: a write
+// may begin only on a file found sound, and a backup copies only such a
+// file.
+func (l *lazyCheck) whole() error {
 	<-l.done
 	switch {
 	case l.err == errStopped:

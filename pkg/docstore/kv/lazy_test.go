@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -107,8 +108,8 @@ func writeFile(t *testing.T, data []byte) string {
 // read reaches it, before bbolt follows it (a Get on the damaged path, a
 // cursor or count over the damaged bucket: ErrDamaged; the rest of the
 // file reads as before), and by the check of the whole file that starts
-// at Open and that every write waits for: a write fails with ErrDamaged
-// and the file is left as it was.
+// at Open and that every write and backup waits for: each fails with
+// ErrDamaged and the file is left as it was.
 func TestOpenChecksLazily(t *testing.T) {
 	data := storeTemplate(t)
 	_, leaves, firstKeys := manyTree(t, data)
@@ -139,6 +140,8 @@ func TestOpenChecksLazily(t *testing.T) {
 			wantErr(t, err, kv.ErrDamaged)
 		}
 		wantErr(t, db.Check(), kv.ErrDamaged)
+		_, err = db.Backup(io.Discard)
+		wantErr(t, err, kv.ErrDamaged)
 		closeDB(t, db)
 		if got, err := os.ReadFile(path); err != nil || !bytes.Equal(got, bad) {
 			t.Errorf("the damaged file changed (read-only %v): %v", ro, err)
