@@ -552,7 +552,7 @@ func (h *boltBucket) Get(key []byte) []byte {
 }
 
 // reachAll checks the bucket's whole tree, when its transaction checks
-// what it reaches, before a cursor or a count follows it.
+// what it reaches, before a count follows it.
 func (h *boltBucket) reachAll() {
 	if h.lazy != nil && h.root != 0 {
 		reached(h.lazy.bucket(h.root))
@@ -607,8 +607,11 @@ func (h *boltBucket) Delete(key []byte) error {
 // Cursor implements Bucket.
 func (h *boltBucket) Cursor() Cursor {
 	h.tx.checkRead()
-	h.reachAll()
-	return newCursor(&boltCursor{h: h, c: h.b.Cursor()}, &h.bucketState, h.Delete)
+	raw := &boltCursor{h: h, c: h.b.Cursor()}
+	if h.lazy != nil && h.root != 0 {
+		raw.lazy = h.lazy.cursor(h.root)
+	}
+	return newCursor(raw, &h.bucketState, h.Delete)
 }
 
 // NextSequence implements Bucket.
@@ -654,11 +657,33 @@ func (h *boltBucket) KeyN() int {
 type boltCursor struct {
 	h *boltBucket
 	c *bolt.Cursor
+	// lazy, when not nil, checks the pages each move of c reaches before
+	// c moves (see cursorCheck).
+	lazy *cursorCheck
 }
 
-func (r *boltCursor) first() ([]byte, []byte)          { return r.c.First() }
-func (r *boltCursor) seek(key []byte) ([]byte, []byte) { return r.c.Seek(key) }
-func (r *boltCursor) next() ([]byte, []byte)           { return r.c.Next() }
+// check runs move on the cursor's cursorCheck, if any, before bbolt's
+// cursor makes the same move.
+func (r *boltCursor) check(move func(*cursorCheck) error) {
+	if r.lazy != nil {
+		reached(move(r.lazy))
+	}
+}
+
+func (r *boltCursor) first() ([]byte, []byte) {
+	r.check((*cursorCheck).first)
+	return r.c.First()
+}
+
+func (r *boltCursor) seek(key []byte) ([]byte, []byte) {
+	r.check(func(s *cursorCheck) error { return s.seek(key) })
+	return r.c.Seek(key)
+}
+
+func (r *boltCursor) next() ([]byte, []byte) {
+	r.check((*cursorCheck).next)
+	return r.c.Next()
+}
 
 // last works around bbolt's Last on a bucket whose leaves were all emptied
 // earlier in the same transaction: it steps back over emptied trailing
@@ -670,6 +695,7 @@ func (r *boltCursor) last() ([]byte, []byte) {
 			return nil, nil
 		}
 	}
+	r.check((*cursorCheck).last)
 	return r.c.Last()
 }
 
@@ -678,14 +704,21 @@ func (r *boltCursor) last() ([]byte, []byte) {
 // and its Last skips such leaves but Prev does not): while keys remain before
 // from, each further Prev steps past one emptied leaf.
 func (r *boltCursor) prev(from []byte) ([]byte, []byte) {
+	r.check((*cursorCheck).prev)
 	k, v := r.c.Prev()
 	if k != nil {
 		return k, v
+	}
+	if r.lazy != nil {
+		if c := r.h.lazy.cursor(r.h.root); c != nil {
+			reached(c.first()) // for the cursor below
+		}
 	}
 	if first, _ := r.h.b.Cursor().First(); first == nil || bytes.Compare(first, from) >= 0 {
 		return nil, nil
 	}
 	for k == nil {
+		r.check((*cursorCheck).prev)
 		k, v = r.c.Prev()
 	}
 	return k, v

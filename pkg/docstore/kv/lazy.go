@@ -1,8 +1,12 @@
 package kv
 
 import (
+	"bytes"
+	"encoding/binary"
 	"fmt"
 	"os"
+	"slices"
+	"sort"
 	"sync"
 	"sync/atomic"
 )
@@ -151,4 +155,196 @@ func (l *lazyCheck) key(root uint64, key []byte) error {
 		return err
 	}
 	return c.damage()
+}
+
+// cursorCheck moves as bbolt's cursor over a bucket moves, over pages it
+// reads and checks itself, one step ahead: each of its moves checks the
+// pages the same move of bbolt's cursor is about to reach (the next leaf,
+// the path of a seek), so that a scan checks the leaves it reads and the
+// branches above them, not the whole bucket. Its stack mirrors bbolt's
+// (see bbolt's cursor.go): the pages from the bucket's root down, with
+// the element each is at.
+type cursorCheck struct {
+	c     *fileCheck
+	root  uint64
+	stack []shadowRef
+}
+
+// shadowRef is a page on cursorCheck's stack, held in the fileCheck's
+// buffer of its depth.
+type shadowRef struct {
+	id           uint64
+	buf          []byte
+	index, count int
+	leaf         bool
+	lo, hi       []byte // the bounds of its keys, from its parent
+}
+
+// cursor returns the cursorCheck of a cursor over the bucket whose root
+// is page root, nil when the file was found sound.
+func (l *lazyCheck) cursor(root uint64) *cursorCheck {
+	if l.sound.Load() {
+		return nil
+	}
+	return &cursorCheck{c: l.newCheck(), root: root}
+}
+
+// push reads and checks page id as the child of the stack's top (at its
+// index), or as the root, and pushes it, its index set by at (0: the
+// first element, -1: the last).
+func (s *cursorCheck) push(id uint64, at int) error {
+	depth := len(s.stack)
+	var lo, hi []byte
+	from := site{root: true}
+	if depth > 0 {
+		top := &s.stack[depth-1]
+		from = site{page: top.id}
+		e, _ := elementAt(top.buf, top.index)
+		lo, hi = e.key, top.hi
+		if top.index+1 < top.count {
+			ne, _ := elementAt(top.buf, top.index+1)
+			hi = ne.key
+		}
+	}
+	if depth > maxDepth || slices.ContainsFunc(s.stack, func(r shadowRef) bool { return r.id == id }) {
+		s.c.problem("page %d (under %s) is its own descendant, or nested deeper than %d levels", id, from, maxDepth)
+		return s.c.damage()
+	}
+	buf, err := s.c.readPage(id, from, depth)
+	if err != nil {
+		return err
+	}
+	if buf == nil {
+		return s.c.damage()
+	}
+	count, ok := s.c.pageElements(buf, id, lo, hi)
+	if !ok {
+		return s.c.damage()
+	}
+	ref := shadowRef{id: id, buf: buf, count: count, leaf: binary.NativeEndian.Uint16(buf[8:]) == leafFlag, lo: lo, hi: hi}
+	if at < 0 {
+		ref.index = count - 1
+	}
+	s.stack = append(s.stack, ref)
+	return nil
+}
+
+// child returns the page the top of the stack (a branch) points to at
+// its index.
+func (s *cursorCheck) child() uint64 {
+	top := &s.stack[len(s.stack)-1]
+	e, _ := elementAt(top.buf, top.index)
+	return e.child
+}
+
+// descend pushes pages down to a leaf: the first element of each (at 0)
+// or the last (at -1).
+func (s *cursorCheck) descend(at int) error {
+	for !s.stack[len(s.stack)-1].leaf {
+		if err := s.push(s.child(), at); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// first is bbolt's Cursor.First.
+func (s *cursorCheck) first() error {
+	s.stack = s.stack[:0]
+	if err := s.push(s.root, 0); err != nil {
+		return err
+	}
+	if err := s.descend(0); err != nil {
+		return err
+	}
+	if s.stack[len(s.stack)-1].count == 0 {
+		return s.next()
+	}
+	return nil
+}
+
+// last is bbolt's Cursor.Last.
+func (s *cursorCheck) last() error {
+	s.stack = s.stack[:0]
+	if err := s.push(s.root, -1); err != nil {
+		return err
+	}
+	if err := s.descend(-1); err != nil {
+		return err
+	}
+	for len(s.stack) > 1 && s.stack[len(s.stack)-1].count == 0 {
+		if err := s.prev(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// seek is bbolt's Cursor.Seek: its search, then a move to the next leaf
+// when the key is past the leaf's last.
+func (s *cursorCheck) seek(key []byte) error {
+	s.stack = s.stack[:0]
+	for id := s.root; ; {
+		if err := s.push(id, 0); err != nil {
+			return err
+		}
+		top := &s.stack[len(s.stack)-1]
+		if top.leaf {
+			top.index = sort.Search(top.count, func(i int) bool {
+				e, _ := elementAt(top.buf, i)
+				return bytes.Compare(e.key, key) >= 0
+			})
+			break
+		}
+		top.index = max(sort.Search(top.count, func(i int) bool {
+			e, _ := elementAt(top.buf, i)
+			return bytes.Compare(e.key, key) > 0
+		})-1, 0)
+		id = s.child()
+	}
+	if top := s.stack[len(s.stack)-1]; top.index >= top.count {
+		return s.next()
+	}
+	return nil
+}
+
+// next is bbolt's Cursor.Next.
+func (s *cursorCheck) next() error {
+	for {
+		i := len(s.stack) - 1
+		for ; i >= 0; i-- {
+			if e := &s.stack[i]; e.index < e.count-1 {
+				e.index++
+				break
+			}
+		}
+		if i == -1 {
+			return nil
+		}
+		s.stack = s.stack[:i+1]
+		if err := s.descend(0); err != nil {
+			return err
+		}
+		if s.stack[len(s.stack)-1].count != 0 {
+			return nil
+		}
+	}
+}
+
+// prev is bbolt's Cursor.Prev.
+func (s *cursorCheck) prev() error {
+	for i := len(s.stack) - 1; i >= 0; i-- {
+		if e := &s.stack[i]; e.index > 0 {
+			e.index--
+			break
+		}
+		if len(s.stack) == 1 {
+			return s.first()
+		}
+		s.stack = s.stack[:i]
+	}
+	if len(s.stack) == 0 {
+		return nil
+	}
+	return s.descend(-1)
 }
