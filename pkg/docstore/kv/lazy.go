@@ -19,10 +19,11 @@ import (
 // pages, which must be known to be used once and not listed as free), as
 // does a backup (a copy of a damaged file would not be one), and,
 // until that check has found the file sound, what each read reaches
-// before bbolt reads it: the path of a Get, the whole bucket of a cursor
-// or a count. A read that reaches damage fails with a *DamageError, as
-// SQLite reports a malformed page when a read reaches it, and the DB stays
-// open; if the background check finds damage, every write fails with it.
+// before bbolt reads it: the path of a Get, the pages each move of a
+// cursor reaches (see cursorCheck), the whole bucket of a count. A read
+// that reaches damage fails with a *DamageError, as SQLite reports a
+// malformed page when a read reaches it, and the DB stays open; if the
+// background check finds damage, every write fails with it.
 
 // lazyCheck checks one open file's pages as reads reach them, and the
 // whole file once, in the background.
