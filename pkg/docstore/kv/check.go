@@ -339,9 +339,12 @@ func (c *fileCheck) buf(depth int, n uint64) []byte {
 	return c.bufs[depth][:n]
 }
 
-// readPage reads page id with its overflow pages, into the buffer of
-// depth, after checking its header: a problem (and nil) for a page that
-// cannot be followed.
+// readPage reads page id into the buffer of depth, after checking its
+// header: a problem (and nil) for a page that cannot be followed. The
+// buffer is the page with its overflow pages, but only what a check
+// looks at is read (the header, the elements, the keys and the nested
+// buckets' headers); the values' bytes read as zeros, so that a page of
+// large values (vector blocks) costs one read of its first page.
 func (c *fileCheck) readPage(id uint64, from site, depth int) ([]byte, error) {
 	if c.stop != nil && c.stop.Load() {
 		return nil, errStopped
@@ -351,8 +354,8 @@ func (c *fileCheck) readPage(id uint64, from site, depth int) ([]byte, error) {
 		return nil, nil
 	}
 	off := int64(id * c.pageSize)
-	head := c.buf(depth, pageHeaderSize)
-	if _, err := c.f.ReadAt(head, off); err != nil {
+	head := c.buf(depth, c.pageSize)
+	if err := c.readAt(head, off); err != nil {
 		return nil, fmt.Errorf("read page %d: %w", id, err)
 	}
 	le := binary.NativeEndian
@@ -377,11 +380,60 @@ func (c *fileCheck) readPage(id uint64, from site, depth int) ([]byte, error) {
 			c.seen[i/64] |= 1 << (i % 64)
 		}
 	}
+	if overflow == 0 {
+		return head, nil
+	}
+	// The first page is read; read up to the last byte looked at.
 	buf := c.buf(depth, (overflow+1)*c.pageSize)
-	if _, err := c.f.ReadAt(buf, off); err != nil && !errors.Is(err, io.EOF) {
+	copy(buf, head) // buf may be a larger buffer than head's
+	read := c.pageSize
+	clear(buf[read:])
+	count := uint64(le.Uint16(buf[10:]))
+	more := func(end uint64) error {
+		end = min(end, uint64(len(buf)))
+		if end <= read {
+			return nil
+		}
+		err := c.readAt(buf[read:end], off+int64(read))
+		read = end
+		return err
+	}
+	if err := more(pageHeaderSize + count*elementSize); err != nil {
+		return nil, fmt.Errorf("read page %d: %w", id, err)
+	}
+	need := uint64(0)
+	for i := range count {
+		at := pageHeaderSize + i*elementSize
+		if at+elementSize > uint64(len(buf)) {
+			break
+		}
+		e := buf[at : at+elementSize]
+		var end uint64
+		if flags == branchFlag {
+			end = at + uint64(le.Uint32(e)) + uint64(le.Uint32(e[4:]))
+		} else {
+			end = at + uint64(le.Uint32(e[4:])) + uint64(le.Uint32(e[8:]))
+			if le.Uint32(e)&bucketLeafFlag != 0 {
+				end += uint64(le.Uint32(e[12:]))
+			}
+		}
+		need = max(need, end)
+	}
+	if err := more(need); err != nil {
 		return nil, fmt.Errorf("read page %d: %w", id, err)
 	}
 	return buf, nil
+}
+
+// readAt fills buf from the file at off; what lies past the end of the
+// file (cut short underneath) reads as zeros.
+func (c *fileCheck) readAt(buf []byte, off int64) error {
+	n, err := c.f.ReadAt(buf, off)
+	if errors.Is(err, io.EOF) {
+		clear(buf[n:])
+		err = nil
+	}
+	return err
 }
 
 // walkPage checks page id and, below it, every page and bucket it leads
