@@ -117,7 +117,7 @@ func checkTables(t *testing.T, dir string) {
 		// The reopen's p50 target and the memory table (anonymous and
 		// file-backed apart), in KiB, shown in bytes.
 		"| reopen: close, open, first get (p50) | 218 ms | SQLite: 2.23 ms | 97.65 | ratio ≤ 2.00 | **missed** |",
-		"| resident memory after first eq page, own process | 31,154,176 B | SQLite: 31,264,768 B | 1.00 | ratio ≤ 2.00 | met |",
+		"| resident memory after first eq page, own process | 41,336,832 B | SQLite: 34,844,672 B | 1.19 | ratio ≤ 2.00 | met |",
 		"| memory after (KiB) | ds anon | ds file | sq anon | sq file | ds total | sq total | ratio | ds µs | sq µs | target |",
 		// A figure found by a pattern in a cell.
 		"recall@10 1.000",
