@@ -56,6 +56,19 @@ func storeMeta(data []byte) (root, pages int64) {
 	return int64(bin.NativeEndian.Uint64(m[16:])), int64(bin.NativeEndian.Uint64(m[40:]))
 }
 
+// leafHolding returns the leaf page of a store file that holds text.
+func leafHolding(t *testing.T, data []byte, text string) int64 {
+	t.Helper()
+	for p := int64(2); p < int64(len(data))/storePage; p++ {
+		page := data[p*storePage : (p+1)*storePage]
+		if int64(bin.NativeEndian.Uint64(page)) == p && page[8] == 2 && bytes.Contains(page, []byte(text)) {
+			return p
+		}
+	}
+	t.Fatalf("no leaf page holds %q", text)
+	return 0
+}
+
 // wantRefused checks that a command on a damaged or unusable store file
 // exited 3 with the file named on stderr, never crashed, and left the
 // file as it was.
@@ -76,8 +89,11 @@ func wantRefused(t *testing.T, path string, before []byte, code int, stderr, wan
 
 // TestStoreDamagedFileE2E: dump, backup and verify of a store file cut
 // short or with a page overwritten exit 3 naming the file and what is
-// wrong, and never crash; `mcpkit store FILE` refuses to start (exit 3);
-// verify lists the damage and passes a sound file. A read-only verb never
+// wrong, and never crash; `mcpkit store FILE` refuses to start (exit 3)
+// on damage in what an open reads (the meta pages, the root bucket's
+// pages), and otherwise starts and fails with kind "damaged" the calls
+// that reach the damage and every write; verify lists the damage and
+// passes a sound file. A read-only verb never
 // creates or changes a file: an empty or missing file is refused as it is.
 func TestStoreDamagedFileE2E(t *testing.T) {
 	mcpkit := binary(t)
@@ -125,6 +141,47 @@ func TestStoreDamagedFileE2E(t *testing.T) {
 			}
 		})
 	}
+
+	// Damage below the root bucket's pages is not read at open (see
+	// docs/store.md): the server starts, and what reaches the page fails.
+	t.Run("a collection page overwritten", func(t *testing.T) {
+		leaf := leafHolding(t, data, "note 1500 x")
+		bad := overwrite(leaf * storePage)
+		file := filepath.Join(dir, "leaf.db")
+		if err := os.WriteFile(file, bad, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf("page %d at offset %d", leaf, leaf*storePage)
+		code, _, stderr := runBinary(t, mcpkit, "store", "dump", file)
+		wantRefused(t, file, bad, code, stderr, want)
+		code, _, stderr = runBinary(t, mcpkit, "store", "backup", file, "--out", file+".bak")
+		wantRefused(t, file, bad, code, stderr, want)
+		code, stdout, stderr := runBinary(t, mcpkit, "store", "verify", file)
+		wantRefused(t, file, bad, code, stderr, want)
+		if !strings.Contains(stdout, file+": damaged\n  ") {
+			t.Errorf("verify's report:\n%s", stdout)
+		}
+		cs, serveErr := serveStore(t, modernEra, file)
+		if !strings.Contains(storeCall(t, cs, "get", `{"collection":"notes","id":10}`), `"id":10`) {
+			t.Error("get of a document on an intact page")
+		}
+		for _, call := range []struct{ tool, args string }{
+			{"get", `{"collection":"notes","id":1500}`},
+			{"store", `{"collection":"notes","id":5000,"doc":{"g":1}}`},
+		} {
+			res := callTool(t, cs, call.tool, json.RawMessage(call.args))
+			if kind := toolErrorKind(t, res); kind != "damaged" || !strings.Contains(resultText(res), file) {
+				t.Errorf("%s reaching the damaged page: kind %q: %s", call.tool, kind, resultText(res))
+			}
+		}
+		cs.Close()
+		if strings.Contains(serveErr.String(), "goroutine ") {
+			t.Errorf("the server's stderr shows a crash:\n%s", serveErr)
+		}
+		if after, err := os.ReadFile(file); err != nil || !bytes.Equal(after, bad) {
+			t.Errorf("serving the damaged file changed it: %v", err)
+		}
+	})
 
 	t.Run("empty and missing files", func(t *testing.T) {
 		empty := filepath.Join(dir, "empty.db")

@@ -3,7 +3,9 @@ package docstore
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -197,5 +199,69 @@ func TestOpenWritesNothing(t *testing.T) {
 	}
 	if !bytes.Equal(before, after) {
 		t.Error("opening the store and closing it changed its file")
+	}
+}
+
+// TestDamageFoundWhenReached: Open reads a store file's catalog, not its
+// every page, so a page of a collection overwritten on disk is found by
+// the first operation that reaches it: a Get of a document on it fails
+// with ErrDamaged while the other documents read as before, and every
+// write (which waits for the check of the whole file that Open starts)
+// fails with ErrDamaged, leaving the file as it was; CheckFile finds it.
+func TestDamageFoundWhenReached(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "store.db")
+	s, err := Open(path, Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2000 {
+		doc := j(t, fmt.Sprintf(`{"text":"a document long enough to fill pages quickly","tag":"doc-%05d"}`, i))
+		if _, err := s.Put(ctx, "c", Int(int64(i)), doc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The leaf page that holds document 1500.
+	page := int64(os.Getpagesize())
+	leaf := int64(-1)
+	for p := int64(2); p < int64(len(data))/page; p++ {
+		b := data[p*page : (p+1)*page]
+		if int64(binary.NativeEndian.Uint64(b)) == p && b[8] == 2 && bytes.Contains(b, []byte("doc-01500")) {
+			leaf = p
+		}
+	}
+	if leaf < 0 {
+		t.Fatal("no leaf page holds document 1500")
+	}
+	copy(data[leaf*page:(leaf+1)*page], bytes.Repeat([]byte{0x5A}, int(page)))
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	s, err = Open(path, Options{NoSync: true})
+	if err != nil {
+		t.Fatalf("open of a store with one collection page damaged: %v", err)
+	}
+	defer s.Close()
+	if _, err := s.Get(ctx, "c", Int(10)); err != nil {
+		t.Errorf("get of a document on an intact page: %v", err)
+	}
+	if _, err := s.Get(ctx, "c", Int(1500)); !errors.Is(err, ErrDamaged) {
+		t.Errorf("get of the document on the damaged page: %v, want ErrDamaged", err)
+	}
+	if _, err := s.Put(ctx, "c", Int(5000), j(t, `{"text":"new"}`)); !errors.Is(err, ErrDamaged) {
+		t.Errorf("put into the damaged store: %v, want ErrDamaged", err)
+	}
+	if err := s.CheckFile(); !errors.Is(err, ErrDamaged) {
+		t.Errorf("check: %v, want ErrDamaged", err)
+	}
+	s.Close()
+	if got, err := os.ReadFile(path); err != nil || !bytes.Equal(got, data) {
+		t.Errorf("the damaged file changed: %v", err)
 	}
 }

@@ -65,11 +65,13 @@ They show a progress bar on stderr when it is a terminal, and plain progress
 lines otherwise. A store file named like a verb is given as ./dump. dump,
 backup and verify only read PATH: it must exist and be a store file.
 
-Every open checks the file's pages first: a store file that is damaged
-(truncated, a page overwritten), empty where it must exist, or not a store
-file is refused with what is wrong, and nothing is done or served (exit 3).
-Damage that appears while serving fails the calls that meet it with error
-kind "damaged"; the server stays up.`
+Every open checks what it reads of the file first (its meta pages, its length,
+the free page list, the top-level pages): a store file damaged there (truncated,
+a page overwritten), empty where it must exist, or not a store file is refused
+with what is wrong, and nothing is done or served (exit 3). Damage deeper in
+the file is found when something reaches it: a verb that meets it stops
+(exit 3); a server fails the calls that meet it, and every write, with error
+kind "damaged", and stays up.`
 
 func init() {
 	cli.RegisterCommand(cli.Command{
@@ -102,6 +104,10 @@ func runCommand(ctx context.Context, env *cli.Env) int {
 		if run, ok := verbs[env.Args[0]]; ok {
 			err := run(ctx, env, env.Args[1:])
 			var fe *fileError
+			if errors.Is(err, docstore.ErrDamaged) && !errors.As(err, &fe) {
+				// Damage met after the open (see docs/store.md): the file's too.
+				err = &fileError{err: err}
+			}
 			switch {
 			case errors.Is(err, flag.ErrHelp):
 				return cli.ExitOK

@@ -50,6 +50,8 @@ type boltDB struct {
 	// its commit (see epochMark). The file has this process as its only
 	// writer, so the epoch lives here, not in the file.
 	epoch atomic.Pointer[epochMark]
+	// lazy checks what Open did not (see lazyCheck).
+	lazy *lazyCheck
 }
 
 // epochMark says that the epoch is epoch from bbolt transaction txid on and
@@ -84,10 +86,16 @@ var _ DB = (*boltDB)(nil)
 // Open opens or creates the bbolt file at path (mode 0600; ReadOnly requires
 // an existing file, which it never modifies). A file locked by another DB
 // fails with ErrLocked after opts.Timeout; a file that is not a store (or,
-// read-only, an empty one) fails with ErrInvalidFile; a damaged one (see
-// checkFile) with a *DamageError, before bbolt maps it.
+// read-only, an empty one) fails with ErrInvalidFile; a damaged one with a
+// *DamageError, before bbolt maps it, when the damage is in what bbolt
+// reads to open it (see inspectFile; a file without a persisted freelist,
+// written by an earlier version, is checked whole, since bbolt rebuilds
+// the freelist from every page), and otherwise when a transaction reaches
+// it (see lazyCheck).
 func Open(path string, opts Options) (DB, error) {
-	if err := checkFile(path, true, opts.Timeout); err != nil {
+	info, err := inspectFile(path, true, opts.Timeout, true)
+	if err != nil {
+		info.whole = true // nothing to check: a new file, or an error
 		switch {
 		case !opts.ReadOnly && (errors.Is(err, errEmptyFile) || errors.Is(err, fs.ErrNotExist)):
 			// bbolt creates the file, or initializes the empty one.
@@ -109,7 +117,9 @@ func Open(path string, opts Options) (DB, error) {
 		ReadOnly:        opts.ReadOnly,
 		InitialMmapSize: initialMmapSize,
 		FreelistType:    bolt.FreelistMapType,
-		NoFreelistSync:  true,
+		// The freelist is written at every commit (a page or two), so
+		// that an open reads it instead of following every page.
+		NoFreelistSync: false,
 	})
 	if err != nil {
 		switch {
@@ -125,7 +135,13 @@ func Open(path string, opts Options) (DB, error) {
 		}
 		return nil, err
 	}
-	d := &boltDB{db: db, path: path, readOnly: opts.ReadOnly}
+	d := &boltDB{db: db, path: path, readOnly: opts.ReadOnly, lazy: soundFile()}
+	if !info.whole {
+		if d.lazy, err = startLazyCheck(path, info.meta); err != nil {
+			db.Close()
+			return nil, err
+		}
+	}
 	d.epoch.Store(&epochMark{})
 	d.batch.update = d.Update
 	return d, nil
@@ -153,7 +169,12 @@ func (d *boltDB) Close() error {
 	if d.closed.Swap(true) {
 		return nil
 	}
-	if err := d.db.Close(); err != nil {
+	// The whole-file check stops; the file the lazy checks read is closed
+	// once bbolt's Close has waited for the transactions under way.
+	d.lazy.stop.Store(true)
+	err := d.db.Close()
+	d.lazy.close()
+	if err != nil {
 		return fmt.Errorf("kv: close %s: %w", d.path, err)
 	}
 	return nil
@@ -208,6 +229,9 @@ func (d *boltDB) run(op string, writable bool, fn func(Tx) error) error {
 		}
 		ran = true
 		t = &boltTx{txState: txState{writable: writable, epoch: epoch}, tx: btx}
+		if !writable && !d.lazy.sound.Load() {
+			t.lazy = d.lazy
+		}
 		defer func() { t.done = true }()
 		if fnErr = fn(t); fnErr == nil && writable {
 			t.packAppends()
@@ -255,6 +279,9 @@ func (d *boltDB) view(body func(*bolt.Tx) error) (err error) {
 func (d *boltDB) update(body func(*bolt.Tx) error, mark func(*bolt.Tx) *epochMark) (err error) {
 	d.wmu.Lock()
 	defer d.wmu.Unlock()
+	if err := d.lazy.whole(); err != nil {
+		return err
+	}
 	btx, err := d.db.Begin(true)
 	if err != nil {
 		return err
@@ -282,10 +309,14 @@ func (d *boltDB) update(body func(*bolt.Tx) error, mark func(*bolt.Tx) *epochMar
 	return btx.Commit()
 }
 
-// Backup implements DB with bbolt's own hot copy.
+// Backup implements DB with bbolt's own hot copy, of a file the
+// whole-file check found sound (see lazyCheck).
 func (d *boltDB) Backup(w io.Writer) (int64, error) {
 	if d.closed.Load() {
 		return 0, fmt.Errorf("kv: backup %s: %w", d.path, ErrClosed)
+	}
+	if err := d.lazy.whole(); err != nil {
+		return 0, fmt.Errorf("kv: backup: %w", err)
 	}
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	var n int64
@@ -360,6 +391,10 @@ type boltTx struct {
 	txState
 	tx      *bolt.Tx
 	handles map[string]*boltBucket
+	// lazy, when not nil, checks the pages a read reaches before bbolt
+	// reads them (a read transaction begun before the file was found
+	// sound).
+	lazy *lazyCheck
 }
 
 var _ Tx = (*boltTx)(nil)
@@ -372,7 +407,7 @@ func (t *boltTx) handle(name []byte, b *bolt.Bucket) *boltBucket {
 	if h, ok := t.handles[string(name)]; ok {
 		return h
 	}
-	h := &boltBucket{bucketState: bucketState{tx: &t.txState, name: string(name)}, b: b}
+	h := &boltBucket{bucketState: bucketState{tx: &t.txState, name: string(name)}, b: b, lazy: t.lazy, root: uint64(b.Root())}
 	if t.handles == nil {
 		t.handles = make(map[string]*boltBucket)
 	}
@@ -466,6 +501,10 @@ func (t *boltTx) packAppends() {
 type boltBucket struct {
 	bucketState
 	b *bolt.Bucket
+	// lazy is the transaction's (see boltTx); root is the bucket's root
+	// page, 0 for an inline bucket (checked with the root bucket).
+	lazy *lazyCheck
+	root uint64
 	// appends says whether every write to the bucket in this transaction
 	// put a key after every key the bucket held at the time; lastPut is
 	// the last key put (the caller keeps it unchanged until the commit).
@@ -506,8 +545,31 @@ func (h *boltBucket) Get(key []byte) []byte {
 	if !h.readable() {
 		return nil
 	}
+	if h.lazy != nil && h.root != 0 {
+		reached(h.lazy.key(h.root, key))
+	}
 	return h.b.Get(key)
 }
+
+// reachAll checks the bucket's whole tree, when its transaction checks
+// what it reaches, before a count follows it.
+func (h *boltBucket) reachAll() {
+	if h.lazy != nil && h.root != 0 {
+		reached(h.lazy.bucket(h.root))
+	}
+}
+
+// reached fails the transaction with err, the error of a lazyCheck of
+// what a read is about to reach (damage, or the DB closing), if not nil:
+// as a panic that run turns back into the error (see damageOf).
+func reached(err error) {
+	if err != nil {
+		panic(lazyFailure{err})
+	}
+}
+
+// lazyFailure is the panic of reached.
+type lazyFailure struct{ err error }
 
 // emptyValue replaces a nil value: bbolt reads a nil value back as nil (as if
 // absent) until the commit, and as empty after it.
@@ -545,7 +607,11 @@ func (h *boltBucket) Delete(key []byte) error {
 // Cursor implements Bucket.
 func (h *boltBucket) Cursor() Cursor {
 	h.tx.checkRead()
-	return newCursor(&boltCursor{h: h, c: h.b.Cursor()}, &h.bucketState, h.Delete)
+	raw := &boltCursor{h: h, c: h.b.Cursor()}
+	if h.lazy != nil && h.root != 0 {
+		raw.lazy = h.lazy.cursor(h.root)
+	}
+	return newCursor(raw, &h.bucketState, h.Delete)
 }
 
 // NextSequence implements Bucket.
@@ -576,6 +642,7 @@ func (h *boltBucket) KeyN() int {
 		return 0
 	}
 	if !h.dirty {
+		h.reachAll()
 		return h.b.Stats().KeyN
 	}
 	n := 0
@@ -590,11 +657,33 @@ func (h *boltBucket) KeyN() int {
 type boltCursor struct {
 	h *boltBucket
 	c *bolt.Cursor
+	// lazy, when not nil, checks the pages each move of c reaches before
+	// c moves (see cursorCheck).
+	lazy *cursorCheck
 }
 
-func (r *boltCursor) first() ([]byte, []byte)          { return r.c.First() }
-func (r *boltCursor) seek(key []byte) ([]byte, []byte) { return r.c.Seek(key) }
-func (r *boltCursor) next() ([]byte, []byte)           { return r.c.Next() }
+// check runs move on the cursor's cursorCheck, if any, before bbolt's
+// cursor makes the same move.
+func (r *boltCursor) check(move func(*cursorCheck) error) {
+	if r.lazy != nil {
+		reached(move(r.lazy))
+	}
+}
+
+func (r *boltCursor) first() ([]byte, []byte) {
+	r.check((*cursorCheck).first)
+	return r.c.First()
+}
+
+func (r *boltCursor) seek(key []byte) ([]byte, []byte) {
+	r.check(func(s *cursorCheck) error { return s.seek(key) })
+	return r.c.Seek(key)
+}
+
+func (r *boltCursor) next() ([]byte, []byte) {
+	r.check((*cursorCheck).next)
+	return r.c.Next()
+}
 
 // last works around bbolt's Last on a bucket whose leaves were all emptied
 // earlier in the same transaction: it steps back over emptied trailing
@@ -606,6 +695,7 @@ func (r *boltCursor) last() ([]byte, []byte) {
 			return nil, nil
 		}
 	}
+	r.check((*cursorCheck).last)
 	return r.c.Last()
 }
 
@@ -614,14 +704,21 @@ func (r *boltCursor) last() ([]byte, []byte) {
 // and its Last skips such leaves but Prev does not): while keys remain before
 // from, each further Prev steps past one emptied leaf.
 func (r *boltCursor) prev(from []byte) ([]byte, []byte) {
+	r.check((*cursorCheck).prev)
 	k, v := r.c.Prev()
 	if k != nil {
 		return k, v
+	}
+	if r.lazy != nil {
+		if c := r.h.lazy.cursor(r.h.root); c != nil {
+			reached(c.first()) // for the cursor below
+		}
 	}
 	if first, _ := r.h.b.Cursor().First(); first == nil || bytes.Compare(first, from) >= 0 {
 		return nil, nil
 	}
 	for k == nil {
+		r.check((*cursorCheck).prev)
 		k, v = r.c.Prev()
 	}
 	return k, v

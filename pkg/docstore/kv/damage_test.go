@@ -71,9 +71,28 @@ func readAll(db kv.DB) error {
 	return err
 }
 
+// writeAll puts a key into every bucket of db and deletes one, in one
+// transaction (nothing when readOnly): on a damaged file, the write fails
+// with ErrDamaged or commits, and never crashes.
+func writeAll(db kv.DB, readOnly bool) error {
+	if readOnly {
+		return nil
+	}
+	return db.Update(func(tx kv.Tx) error {
+		return tx.ForEachBucket(func(name []byte, b kv.Bucket) error {
+			if err := b.Put([]byte(key(100)), []byte("written")); err != nil {
+				return err
+			}
+			return b.Delete([]byte(key(200)))
+		})
+	})
+}
+
 // openDamaged writes data to a file and opens it (read-only or not): it
-// must either open and read back whole or fail with ErrDamaged (or
-// ErrInvalidFile, for a file bbolt does not recognise), naming the file;
+// must either fail with ErrDamaged (or ErrInvalidFile, for a file bbolt
+// does not recognise), naming the file, or open, and then a read of
+// everything, Check and a write each either succeed or fail with
+// ErrDamaged (damage deeper than what Open reads is found when reached);
 // never crash. It returns Open's error.
 func openDamaged(t *testing.T, dir string, data []byte, readOnly bool) error {
 	t.Helper()
@@ -95,7 +114,8 @@ func openDamaged(t *testing.T, dir string, data []byte, readOnly bool) error {
 	for _, step := range []struct {
 		name string
 		run  func() error
-	}{{"read", func() error { return readAll(db) }}, {"check", db.Check}} {
+	}{{"read", func() error { return readAll(db) }}, {"check", db.Check},
+		{"write", func() error { return writeAll(db, readOnly) }}, {"read after the write", func() error { return readAll(db) }}} {
 		if err := step.run(); err != nil && !errors.Is(err, kv.ErrDamaged) {
 			t.Fatalf("%s after open: %v, want nil or ErrDamaged", step.name, err)
 		}

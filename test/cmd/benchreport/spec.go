@@ -186,6 +186,27 @@ func subs(name, pkg, mine, peer, peerName string) Row {
 	return Row{Name: name, Kind: Time, Mine: metric(mine, "ns/op", ns).inPkg(pkg), Peer: metric(peer, "ns/op", ns).inPkg(pkg), PeerName: peerName}
 }
 
+// memTable is the header of BenchmarkStoreSQLite's table of resident
+// memory and first queries, each side in a process of its own.
+const memTable = "memory after (KiB)"
+
+// storeMemoryRows are the rows of BenchmarkStoreSQLite's memory table:
+// after each step, the resident memory (anonymous plus file-backed) at
+// most twice SQLite's; the time of the open and of each first query.
+func storeMemoryRows(bench string) []Row {
+	var rows []Row
+	for _, step := range []string{"open", "first get", "first eq page", "first eq count", "first range page"} {
+		rows = append(rows, Row{Name: "resident memory after " + step + ", own process", Kind: Size,
+			Mine: logged(bench, memTable, step, "ds total", 1024), Peer: logged(bench, memTable, step, "sq total", 1024),
+			PeerName: "SQLite", Checks: []Check{{Of: OfRatio, Op: "≤", Limit: 2}}})
+	}
+	for _, step := range []string{"open", "first get", "first eq page", "first eq count", "first range page"} {
+		rows = append(rows, Row{Name: step + " in a new process: time", Kind: Time,
+			Mine: logged(bench, memTable, step, "ds µs", us), Peer: logged(bench, memTable, step, "sq µs", us), PeerName: "SQLite"})
+	}
+	return rows
+}
+
 // Areas are the report's tables, one per area of the project, with every
 // target the benchmarks check.
 func Areas() []Area {
@@ -314,7 +335,8 @@ func Areas() []Area {
 			"holding the same 100,000 documents with the same two indexes; vector search against chromem-go; text " +
 			"indexing and BM25 against bleve. Rates are per second.",
 		Benches: []string{sqlite, text, vector},
-		Rows: []Row{
+		Tables:  []LoggedTable{{sqlite, memTable}},
+		Rows: append([]Row{
 			storeRow("ingest, transactions of 1,000", sqlite, "ingest", "docs/s", "SQLite", "sqlite/s", "sq",
 				noSlower, Check{Of: OfMine, Op: "≥", Limit: 20_000}),
 			storeRow("get by random id", sqlite, "get by random id", "ops/s", "SQLite", "sqlite/s", "sq", noSlower),
@@ -322,6 +344,9 @@ func Areas() []Area {
 			storeRow("count: group = v", sqlite, "eq count", "ops/s", "SQLite", "sqlite/s", "sq"),
 			storeRow("page: group in a range, limit 50", sqlite, "range page", "ops/s", "SQLite", "sqlite/s", "sq", noSlower),
 			storeRow("reopen: close, open, first get", sqlite, "reopen", "ops/s", "SQLite", "sqlite/s", "sq"),
+			{Name: "reopen: close, open, first get (p50)", Kind: Time,
+				Mine: logged(sqlite, "operation", "reopen", "ds p50", us), Peer: logged(sqlite, "operation", "reopen", "sq p50", us),
+				PeerName: "SQLite", Checks: []Check{{Of: OfRatio, Op: "≤", Limit: 2}}},
 			storeRow("text indexing, durable batches of 1,000", text, "index", "docs/s", "bleve", "bleve/s", "bl", noSlower),
 			{Name: "BM25 top-10, two-word query (p50)", Kind: Time,
 				Mine: logged(text, "operation", "BM25", "ds p50", us), Peer: logged(text, "operation", "BM25", "bl p50", us),
@@ -348,7 +373,7 @@ func Areas() []Area {
 					{Q: "p50", Mine: logged(vector, "query", "hybrid", "p50 µs", us)},
 					{Q: "p95", Mine: logged(vector, "query", "hybrid", "p95 µs", us)},
 				}},
-		},
+		}, storeMemoryRows(sqlite)...),
 	}, {
 		ID: "store-postgres", Title: "Document store on PostgreSQL against bare pgx", Command: "make bench-store",
 		About: "The store on PostgreSQL against bare pgx on the same durable server (fsync on), the workload of the SQLite " +
