@@ -220,8 +220,11 @@ type vectors struct {
 	hasEntry   bool
 	// complete: every block and node is in the caches (loadAll), so
 	// that reading reads nothing from the transaction, and goroutines
-	// may read at once.
-	complete bool
+	// may read at once; liveSlots then says which slots hold a document
+	// (a graph search asks of every node it meets, and a block's keys
+	// are in another cache line than the vector it reads).
+	complete  bool
+	liveSlots []bool
 	// pending are the slots whose vectors were written, to link into the
 	// graph, in order of first write; pendingAt indexes them.
 	pending   []pendingNode
@@ -322,6 +325,14 @@ func (v *vectors) docKey(slot uint32) []byte {
 	return b.key(int(slot % uint32(v.per)))
 }
 
+// live reports whether slot holds a document (graphSource).
+func (v *vectors) live(slot uint32) bool {
+	if v.complete {
+		return int(slot) < len(v.liveSlots) && v.liveSlots[slot]
+	}
+	return len(v.docKey(slot)) > 0
+}
+
 // node returns slot's graph node, nil when it has none (graphSource).
 func (v *vectors) node(slot uint32) []byte {
 	if int(slot) < len(v.nodeCache) && v.nodeCache[slot] != nil {
@@ -387,6 +398,14 @@ func (v *vectors) loadAll() {
 			v.cacheNode(slot, raw)
 		}
 	}
+	v.liveSlots = make([]bool, len(v.blockCache)*v.per)
+	for n, b := range v.blockCache {
+		for i := range v.per {
+			if b.raw != nil {
+				v.liveSlots[n*v.per+i] = len(b.key(i)) > 0
+			}
+		}
+	}
 	v.complete = true
 }
 
@@ -410,7 +429,7 @@ func (v *vectors) flush() error {
 	if len(v.pending) >= hnswParallel && runtime.GOMAXPROCS(0) > 1 {
 		v.loadAll()
 	}
-	defer func() { v.complete = false }()
+	defer func() { v.complete, v.liveSlots = false, nil }()
 	g := v.graph()
 	for lo := 0; lo < len(v.pending); lo += hnswChunk {
 		if err := g.linkChunk(v.pending[lo:min(lo+hnswChunk, len(v.pending))]); err != nil {
