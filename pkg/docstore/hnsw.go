@@ -206,13 +206,7 @@ func (g *hgraph) linkChunk(chunk []pendingNode) error {
 	g.v.each(len(chunk), func(lo, hi int) {
 		vis := getVisitSet()
 		defer visitSets.Put(vis)
-		for k := lo; k < hi; k++ {
-			// Node i meets the i nodes before it in the chunk: the cores
-			// take early and late nodes alike, to finish together.
-			i := k / 2
-			if k%2 == 1 {
-				i = len(chunk) - 1 - k/2
-			}
+		for i := lo; i < hi; i++ {
 			q := g.vec(chunk[i].slot)
 			near := topK{k: hnswEfConstruction, h: candHeap{far: true}} // earlier in the chunk
 			var upper []int                                             // earlier in the chunk, above level 0

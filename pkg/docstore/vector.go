@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"sync/atomic"
 
 	"github.com/mcpkit/mcpkit/pkg/docstore/kv"
 )
@@ -409,14 +410,24 @@ func (v *vectors) loadAll() {
 	v.complete = true
 }
 
-// each calls fn over [0, n): on every core when the caches are complete,
-// on this goroutine (which may read the transaction) otherwise.
+// each calls fn over runs of [0, n) that cover it: on every core when
+// the caches are complete, each core taking the next few as it finishes a
+// run (so that a core the machine's other work holds back delays the
+// others by a run at most, where halves fixed in advance made them wait
+// for it), on this goroutine (which may read the transaction) otherwise.
 func (v *vectors) each(n int, fn func(lo, hi int)) {
-	if v.complete {
-		inParallel(n, 8, fn)
+	const run = 4
+	workers := min(runtime.GOMAXPROCS(0), n/8)
+	if !v.complete || workers <= 1 {
+		fn(0, n)
 		return
 	}
-	fn(0, n)
+	var next atomic.Int64
+	goReading(workers, func(int) {
+		for lo := int(next.Add(run)) - run; lo < n; lo = int(next.Add(run)) - run {
+			fn(lo, min(lo+run, n))
+		}
+	})
 }
 
 // hnswParallel is the fewest pending nodes worth reading the whole graph
