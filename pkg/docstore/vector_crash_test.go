@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -44,19 +45,7 @@ func TestVectorCrashRecovery(t *testing.T) {
 	}
 	for round := range vecCrashRounds {
 		path := filepath.Join(t.TempDir(), "vectors.db")
-		cmd := exec.Command(os.Args[0], "-test.run=^TestVectorCrashRecovery$")
-		cmd.Env = append(os.Environ(), vecCrashPathEnv+"="+path)
-		stdin, err := cmd.StdinPipe() // the child exits when it closes
-		if err != nil {
-			t.Fatal(err)
-		}
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
+		cmd, stdin, stdout := startVecChild(t, "TestVectorCrashRecovery", vecCrashPathEnv+"="+path)
 		watchdog := time.AfterFunc(30*time.Second, func() { cmd.Process.Kill() })
 		killAt := 50 + rand.IntN(200)
 		acked := map[int64]string{} // id → "put <vector>" or "delete", the last acknowledged
@@ -80,20 +69,10 @@ func TestVectorCrashRecovery(t *testing.T) {
 		if ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus); !ws.Signaled() || order < killAt {
 			t.Fatalf("round %d: the child ended by itself after %d writes", round, order)
 		}
-		s, err := docstore.Open(path, docstore.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Verify(t.Context()); err != nil {
-			t.Fatalf("round %d: %v", round, err)
-		}
-		res, err := s.Page(t.Context(), "v", docstore.Query{Limit: docstore.MaxLimit})
-		if err != nil {
-			t.Fatal(err)
-		}
+		s, docs := reopenVecStore(t, fmt.Sprintf("round %d", round), path)
 		present := map[int64]bool{}
 		missed := 0 // documents an approximate search for their own vector misses
-		for _, d := range res.Docs {
+		for _, d := range docs {
 			id, _ := d.ID.Int()
 			present[id] = true
 			v, _ := d.Value.Get("v")
@@ -113,8 +92,8 @@ func TestVectorCrashRecovery(t *testing.T) {
 		}
 		// HNSW is approximate: under heavy churn (every id rewritten many
 		// times) a node can lose its last way in, rarely.
-		if missed*20 > len(res.Docs) {
-			t.Fatalf("round %d: %d of %d documents are not the first approximate hit of their own vector", round, missed, len(res.Docs))
+		if missed*20 > len(docs) {
+			t.Fatalf("round %d: %d of %d documents are not the first approximate hit of their own vector", round, missed, len(docs))
 		}
 		// A write in flight may or may not have landed, and an
 		// acknowledged one may be unreported (one of each per writer,
@@ -191,6 +170,43 @@ const (
 	vecBuildRounds  = 3    // per way of building
 )
 
+// startVecChild starts this test binary again to run test as a child,
+// with env added to its environment; the child exits when stdin closes.
+func startVecChild(t *testing.T, test, env string) (*exec.Cmd, io.WriteCloser, io.Reader) {
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$")
+	cmd.Env = append(os.Environ(), env)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, stdin, stdout
+}
+
+// reopenVecStore opens the store a killed child left at path, checks it
+// with Verify and returns it with the documents of its collection "v".
+func reopenVecStore(t *testing.T, name, path string) (*docstore.Store, []docstore.Doc) {
+	s, err := docstore.Open(path, docstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Verify(t.Context()); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	res, err := s.Page(t.Context(), "v", docstore.Query{Limit: docstore.MaxLimit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, res.Docs
+}
+
 // vecBuildVector is document id's vector, the same in the child and the
 // parent.
 func vecBuildVector(id int64) []float32 {
@@ -243,21 +259,8 @@ func TestVectorBuildCrash(t *testing.T) {
 // was done building. SetVector is killed within 10 ms of its start in
 // round 0, within 150 ms in round 1, and once done in round 2.
 func vecBuildRun(t *testing.T, mode, path string, round int) ([]string, bool) {
-	cmd := exec.Command(os.Args[0], "-test.run=^TestVectorBuildCrash$")
-	cmd.Env = append(os.Environ(), vecBuildPathEnv+"="+mode+":"+path)
-	stdin, err := cmd.StdinPipe() // the child exits when it closes
-	if err != nil {
-		t.Fatal(err)
-	}
+	cmd, stdin, stdout := startVecChild(t, "TestVectorBuildCrash", vecBuildPathEnv+"="+mode+":"+path)
 	defer stdin.Close()
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
 	watchdog := time.AfterFunc(60*time.Second, func() { cmd.Process.Kill() })
 	defer watchdog.Stop()
 	kill := func(after time.Duration) {
@@ -289,20 +292,10 @@ func vecBuildRun(t *testing.T, mode, path string, round int) ([]string, bool) {
 // vecBuildCheck checks the store the child left at path against what it
 // printed (lines).
 func vecBuildCheck(t *testing.T, name, mode, path string, lines []string) {
-	s, err := docstore.Open(path, docstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, docs := reopenVecStore(t, name, path)
 	defer s.Close()
-	if err := s.Verify(t.Context()); err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	res, err := s.Page(t.Context(), "v", docstore.Query{Limit: docstore.MaxLimit})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ids := map[int64]bool{}
-	for _, d := range res.Docs {
+	for _, d := range docs {
 		id, _ := d.ID.Int()
 		ids[id] = true
 		v, _ := d.Value.Get("v")
