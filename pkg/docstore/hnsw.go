@@ -62,6 +62,8 @@ type graphSource interface {
 	vec(slot uint32) []float32
 	// docKey returns the doc key slot holds (empty for a tombstone).
 	docKey(slot uint32) []byte
+	// live reports whether slot holds a document (not a tombstone).
+	live(slot uint32) bool
 	// entry returns the entry point and the top level, if the graph has
 	// nodes.
 	entry() (uint32, int, bool)
@@ -90,7 +92,7 @@ func (g *hgraph) vec(slot uint32) []float32  { return g.src.vec(slot) }
 func (g *hgraph) docKey(slot uint32) []byte  { return g.src.docKey(slot) }
 func (g *hgraph) node(slot uint32) []byte    { return g.src.node(slot) }
 func (g *hgraph) entry() (uint32, int, bool) { return g.src.entry() }
-func (g *hgraph) live(slot uint32) bool      { return len(g.src.docKey(slot)) > 0 }
+func (g *hgraph) live(slot uint32) bool      { return g.src.live(slot) }
 
 func (g *hgraph) setEntry(slot uint32, level int) error { return g.v.setEntry(slot, level) }
 
@@ -184,17 +186,22 @@ const hnswChunk = 256
 func (g *hgraph) linkChunk(chunk []pendingNode) error {
 	entry, top, ok := g.entry()
 	levels := make([]int, len(chunk))
-	at := make(map[uint32]bool, len(chunk))
+	// relinked are the chunk's slots that have a node already (a new
+	// vector for a document, or a tombstone's slot reused): the graph
+	// may lead to them, new slots it cannot.
+	relinked := map[uint32]bool{}
 	for i, p := range chunk {
 		levels[i] = hnswLevel(p.idKey, p.slot)
 		if ok && entry == p.slot {
 			levels[i] = max(levels[i], top) // the entry point keeps the top level
 		}
-		at[p.slot] = true
+		if g.node(p.slot) != nil {
+			relinked[p.slot] = true
+		}
 	}
 	// Links go to live nodes only, found in the graph (other than the
 	// chunk's, whose links are being made) or earlier in the chunk.
-	accept := func(s uint32) bool { return !at[s] && g.live(s) }
+	accept := func(s uint32) bool { return g.live(s) && (len(relinked) == 0 || !relinked[s]) }
 	lists := make([][][]uint32, len(chunk))
 	g.v.each(len(chunk), func(lo, hi int) {
 		vis := getVisitSet()
@@ -329,9 +336,12 @@ func (g *hgraph) link(n, slot uint32, level int) error {
 // withLinks returns n's node with the links adds added (those at a level
 // above n's or that it has already left out), nil when that changes
 // nothing. Past a level's maximum, links to tombstones go first, then the
-// selection heuristic keeps the live links that spread out from n and
-// the closest of the others fill what is left, so that the links dropped
-// are the ones least needed to reach their nodes.
+// selection heuristic keeps the live links that spread out from n, and
+// only those (as hnswlib does): the list shrinks below the maximum, so
+// that the next links added to n are taken as they come until it is full
+// again. Refilling it with the closest links the heuristic left out made
+// every later link to n prune it again, half the build's distance
+// computations, for no recall (docs/design/store-performance.md).
 func (g *hgraph) withLinks(n uint32, adds []backLink) []byte {
 	lists := decodeNode(g.node(n))
 	changed := make([]bool, len(lists))
@@ -361,14 +371,6 @@ func (g *hgraph) withLinks(n uint32, adds []backLink) []byte {
 		list = list[:0]
 		for _, c := range kept {
 			list = append(list, c.slot)
-		}
-		for _, c := range cs {
-			if len(list) == limit {
-				break
-			}
-			if !slices.Contains(list, c.slot) {
-				list = append(list, c.slot)
-			}
 		}
 		lists[level] = list
 	}
@@ -438,6 +440,7 @@ func (g *hgraph) searchLayer(vis *visitSet, q []float32, ep []cand, ef, level in
 			break
 		}
 		links := nodeLinks(g.node(c.slot), level)
+		vis.next = vis.next[:0]
 		for i := 0; i+4 <= len(links); i += 4 {
 			s := binary.LittleEndian.Uint32(links[i:])
 			if vis.visit(s) {
@@ -448,6 +451,10 @@ func (g *hgraph) searchLayer(vis *visitSet, q []float32, ep []cand, ef, level in
 					continue // a stale link to a slot reused at a lower level
 				}
 			}
+			vis.next = append(vis.next, s)
+			prefetch(g.vec(s))
+		}
+		for _, s := range vis.next {
 			d := g.dist(q, g.vec(s))
 			if len(found.c) < ef || d < found.c[0].d {
 				next.push(cand{s, d})
@@ -578,6 +585,7 @@ func (h *candHeap) pop() cand {
 type visitSet struct {
 	mark  []uint32
 	epoch uint32
+	next  []uint32 // the neighbours of the node being expanded to visit
 }
 
 // visitSets recycles visit sets between searches.

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"sync/atomic"
 
 	"github.com/mcpkit/mcpkit/pkg/docstore/kv"
 )
@@ -220,8 +221,11 @@ type vectors struct {
 	hasEntry   bool
 	// complete: every block and node is in the caches (loadAll), so
 	// that reading reads nothing from the transaction, and goroutines
-	// may read at once.
-	complete bool
+	// may read at once; liveSlots then says which slots hold a document
+	// (a graph search asks of every node it meets, and a block's keys
+	// are in another cache line than the vector it reads).
+	complete  bool
+	liveSlots []bool
 	// pending are the slots whose vectors were written, to link into the
 	// graph, in order of first write; pendingAt indexes them.
 	pending   []pendingNode
@@ -322,6 +326,14 @@ func (v *vectors) docKey(slot uint32) []byte {
 	return b.key(int(slot % uint32(v.per)))
 }
 
+// live reports whether slot holds a document (graphSource).
+func (v *vectors) live(slot uint32) bool {
+	if v.complete {
+		return int(slot) < len(v.liveSlots) && v.liveSlots[slot]
+	}
+	return len(v.docKey(slot)) > 0
+}
+
 // node returns slot's graph node, nil when it has none (graphSource).
 func (v *vectors) node(slot uint32) []byte {
 	if int(slot) < len(v.nodeCache) && v.nodeCache[slot] != nil {
@@ -387,17 +399,35 @@ func (v *vectors) loadAll() {
 			v.cacheNode(slot, raw)
 		}
 	}
+	v.liveSlots = make([]bool, len(v.blockCache)*v.per)
+	for n, b := range v.blockCache {
+		for i := range v.per {
+			if b.raw != nil {
+				v.liveSlots[n*v.per+i] = len(b.key(i)) > 0
+			}
+		}
+	}
 	v.complete = true
 }
 
-// each calls fn over [0, n): on every core when the caches are complete,
-// on this goroutine (which may read the transaction) otherwise.
+// each calls fn over runs of [0, n) that cover it: on every core when
+// the caches are complete, each core taking the next few as it finishes a
+// run (so that a core the machine's other work holds back delays the
+// others by a run at most, where halves fixed in advance made them wait
+// for it), on this goroutine (which may read the transaction) otherwise.
 func (v *vectors) each(n int, fn func(lo, hi int)) {
-	if v.complete {
-		inParallel(n, 8, fn)
+	const run = 4
+	workers := min(runtime.GOMAXPROCS(0), n/8)
+	if !v.complete || workers <= 1 {
+		fn(0, n)
 		return
 	}
-	fn(0, n)
+	var next atomic.Int64
+	goReading(workers, func(int) {
+		for lo := int(next.Add(run)) - run; lo < n; lo = int(next.Add(run)) - run {
+			fn(lo, min(lo+run, n))
+		}
+	})
 }
 
 // hnswParallel is the fewest pending nodes worth reading the whole graph
@@ -410,7 +440,7 @@ func (v *vectors) flush() error {
 	if len(v.pending) >= hnswParallel && runtime.GOMAXPROCS(0) > 1 {
 		v.loadAll()
 	}
-	defer func() { v.complete = false }()
+	defer func() { v.complete, v.liveSlots = false, nil }()
 	g := v.graph()
 	for lo := 0; lo < len(v.pending); lo += hnswChunk {
 		if err := g.linkChunk(v.pending[lo:min(lo+hnswChunk, len(v.pending))]); err != nil {

@@ -36,3 +36,19 @@ func sqL2(a, b []float32) float32 {
 	n := len(a) &^ 7
 	return sqL2AVX2(&a[0], &b[:len(a)][0], n) + sqL2Go(a[n:], b[n:])
 }
+
+// prefetchLines asks the CPU to load the n components at p into its
+// caches, a line at a time, without waiting for them.
+//
+//go:noescape
+func prefetchLines(p *float32, n int)
+
+// prefetch starts loading v into the CPU's caches: a graph search
+// prefetches the vectors of a node's neighbours before computing their
+// distances, so that their loads from memory overlap rather than follow
+// one another (the build is bound by them, not by the arithmetic).
+func prefetch(v []float32) {
+	if len(v) > 0 {
+		prefetchLines(&v[0], len(v))
+	}
+}

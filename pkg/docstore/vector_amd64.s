@@ -102,3 +102,21 @@ l2done:
 	VZEROUPPER
 	MOVSS X0, ret+24(FP)
 	RET
+
+// func prefetchLines(p *float32, n int)
+// Prefetches the n components at p, a cache line at a time.
+TEXT ·prefetchLines(SB), NOSPLIT, $0-16
+	MOVQ p+0(FP), SI
+	MOVQ n+8(FP), CX
+	SHLQ $2, CX
+	ADDQ SI, CX
+
+pf:
+	CMPQ SI, CX
+	JGE  pfdone
+	PREFETCHT0 (SI)
+	ADDQ $64, SI
+	JMP  pf
+
+pfdone:
+	RET

@@ -41,6 +41,7 @@ func (c *graphCache) vec(slot uint32) []float32 {
 }
 
 func (c *graphCache) docKey(slot uint32) []byte { return c.keys[c.keyOff[slot]:c.keyOff[slot+1]] }
+func (c *graphCache) live(slot uint32) bool     { return c.keyOff[slot+1] > c.keyOff[slot] }
 func (c *graphCache) node(slot uint32) []byte {
 	if slot >= c.slotsNumber {
 		return nil

@@ -2,12 +2,16 @@ package docstore_test
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
+	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -41,19 +45,7 @@ func TestVectorCrashRecovery(t *testing.T) {
 	}
 	for round := range vecCrashRounds {
 		path := filepath.Join(t.TempDir(), "vectors.db")
-		cmd := exec.Command(os.Args[0], "-test.run=^TestVectorCrashRecovery$")
-		cmd.Env = append(os.Environ(), vecCrashPathEnv+"="+path)
-		stdin, err := cmd.StdinPipe() // the child exits when it closes
-		if err != nil {
-			t.Fatal(err)
-		}
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
+		cmd, stdin, stdout := startVecChild(t, "TestVectorCrashRecovery", vecCrashPathEnv+"="+path)
 		watchdog := time.AfterFunc(30*time.Second, func() { cmd.Process.Kill() })
 		killAt := 50 + rand.IntN(200)
 		acked := map[int64]string{} // id → "put <vector>" or "delete", the last acknowledged
@@ -77,20 +69,10 @@ func TestVectorCrashRecovery(t *testing.T) {
 		if ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus); !ws.Signaled() || order < killAt {
 			t.Fatalf("round %d: the child ended by itself after %d writes", round, order)
 		}
-		s, err := docstore.Open(path, docstore.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Verify(t.Context()); err != nil {
-			t.Fatalf("round %d: %v", round, err)
-		}
-		res, err := s.Page(t.Context(), "v", docstore.Query{Limit: docstore.MaxLimit})
-		if err != nil {
-			t.Fatal(err)
-		}
+		s, docs := reopenVecStore(t, fmt.Sprintf("round %d", round), path)
 		present := map[int64]bool{}
 		missed := 0 // documents an approximate search for their own vector misses
-		for _, d := range res.Docs {
+		for _, d := range docs {
 			id, _ := d.ID.Int()
 			present[id] = true
 			v, _ := d.Value.Get("v")
@@ -110,8 +92,8 @@ func TestVectorCrashRecovery(t *testing.T) {
 		}
 		// HNSW is approximate: under heavy churn (every id rewritten many
 		// times) a node can lose its last way in, rarely.
-		if missed*20 > len(res.Docs) {
-			t.Fatalf("round %d: %d of %d documents are not the first approximate hit of their own vector", round, missed, len(res.Docs))
+		if missed*20 > len(docs) {
+			t.Fatalf("round %d: %d of %d documents are not the first approximate hit of their own vector", round, missed, len(docs))
 		}
 		// A write in flight may or may not have landed, and an
 		// acknowledged one may be unreported (one of each per writer,
@@ -173,5 +155,297 @@ func vecCrashChild(path string) {
 	}
 	for line := range out {
 		fmt.Println(line)
+	}
+}
+
+// The build crash test: a child process builds an HNSW graph of many
+// vectors, in batches large enough to be linked on every core, and is
+// killed midway; the reopened file must hold an index exact with respect
+// to its documents.
+const (
+	vecBuildPathEnv = "DOCSTORE_VECTOR_BUILD_CHILD"
+	vecBuildDim     = 48
+	vecBuildBatch   = 250  // documents a transaction (hnswParallel and more: linked on every core)
+	vecBuildDocs    = 4000 // documents SetVector indexes at once
+	vecBuildRounds  = 3    // per way of building
+)
+
+// startVecChild starts this test binary again to run test as a child,
+// with env added to its environment; the child exits when stdin closes.
+func startVecChild(t *testing.T, test, env string) (*exec.Cmd, io.WriteCloser, io.Reader) {
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$")
+	cmd.Env = append(os.Environ(), env)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, stdin, stdout
+}
+
+// reopenVecStore opens the store a killed child left at path, checks it
+// with Verify and returns it with the documents of its collection "v".
+func reopenVecStore(t *testing.T, name, path string) (*docstore.Store, []docstore.Doc) {
+	s, err := docstore.Open(path, docstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Verify(t.Context()); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	res, err := s.Page(t.Context(), "v", docstore.Query{Limit: docstore.MaxLimit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, res.Docs
+}
+
+// vecBuildVector is document id's vector, the same in the child and the
+// parent.
+func vecBuildVector(id int64) []float32 {
+	rng := rand.New(rand.NewPCG(uint64(id), 0xb1d))
+	v := make([]float32, vecBuildDim)
+	for i := range v {
+		v[i] = float32(rng.NormFloat64())
+	}
+	return v
+}
+
+// TestVectorBuildCrash kills a process midway through building an HNSW
+// index, both ways an index is built: documents written in batches to a
+// field that has one ("ingest", killed after a random number of batches,
+// mostly inside one), and SetVector indexing the documents already there
+// ("setvector", killed while it runs). The reopened store must pass
+// Verify; hold every batch acknowledged, the batch in flight whole or not
+// at all, and nothing else (no lost or phantom vector); answer exact
+// searches exactly as a scan of its documents does; and find at least
+// 95% of the exact top 10 approximately. At least one SetVector must have
+// been killed before it returned, or the test proves nothing.
+func TestVectorBuildCrash(t *testing.T) {
+	if env := os.Getenv(vecBuildPathEnv); env != "" {
+		mode, path, _ := strings.Cut(env, ":")
+		vecBuildChild(mode, path)
+		return
+	}
+	if testing.Short() {
+		t.Skip("builds indexes in child processes")
+	}
+	interrupted := 0
+	for _, mode := range []string{"ingest", "setvector"} {
+		for round := range vecBuildRounds {
+			name := fmt.Sprintf("%s round %d", mode, round)
+			path := filepath.Join(t.TempDir(), "build.db")
+			lines, killedEarly := vecBuildRun(t, mode, path, round)
+			if mode == "setvector" && killedEarly {
+				interrupted++
+			}
+			vecBuildCheck(t, name, mode, path, lines)
+		}
+	}
+	if interrupted == 0 {
+		t.Fatal("no SetVector was killed before it returned")
+	}
+}
+
+// vecBuildRun runs the child on path and kills it midway, returning what
+// it printed before it died and whether it was killed before it said it
+// was done building. SetVector is killed within 10 ms of its start in
+// round 0, within 150 ms in round 1, and once done in round 2.
+func vecBuildRun(t *testing.T, mode, path string, round int) ([]string, bool) {
+	cmd, stdin, stdout := startVecChild(t, "TestVectorBuildCrash", vecBuildPathEnv+"="+mode+":"+path)
+	defer stdin.Close()
+	watchdog := time.AfterFunc(60*time.Second, func() { cmd.Process.Kill() })
+	defer watchdog.Stop()
+	kill := func(after time.Duration) {
+		time.Sleep(after)
+		cmd.Process.Kill()
+	}
+	killAt := 2 + rand.IntN(8) // ingest: batches acknowledged
+	var lines []string
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		line := sc.Text()
+		lines = append(lines, line)
+		switch {
+		case mode == "ingest" && len(lines) == killAt:
+			go kill(time.Duration(rand.Int64N(int64(20 * time.Millisecond))))
+		case mode == "setvector" && line == "building" && round < 2:
+			go kill(time.Duration(rand.Int64N(int64([]time.Duration{10, 150}[round] * time.Millisecond))))
+		case line == "built":
+			go kill(0)
+		}
+	}
+	cmd.Wait()
+	if ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus); !ws.Signaled() {
+		t.Fatalf("%s: the child ended by itself: %v", mode, lines)
+	}
+	return lines, !slices.Contains(lines, "built")
+}
+
+// vecBuildCheck checks the store the child left at path against what it
+// printed (lines).
+func vecBuildCheck(t *testing.T, name, mode, path string, lines []string) {
+	s, docs := reopenVecStore(t, name, path)
+	defer s.Close()
+	ids := map[int64]bool{}
+	for _, d := range docs {
+		id, _ := d.ID.Int()
+		ids[id] = true
+		v, _ := d.Value.Get("v")
+		if vec, ok := v.Vector(); !ok || !slices.Equal(vec, vecBuildVector(id)) {
+			t.Fatalf("%s: document %d holds %v", name, id, v)
+		}
+	}
+	acked := 0
+	if mode == "ingest" {
+		acked = (len(lines) - 1) * vecBuildBatch // after "ready", a line per batch
+	} else if slices.Contains(lines, "ready") {
+		acked = vecBuildDocs
+	}
+	n := len(ids)
+	if n != acked && !(mode == "ingest" && n == acked+vecBuildBatch) {
+		t.Fatalf("%s: %d documents for %d acknowledged (a batch of %d may have landed)", name, n, acked, vecBuildBatch)
+	}
+	for id := range int64(n) {
+		if !ids[id] {
+			t.Fatalf("%s: document %d of %d is missing", name, id, n)
+		}
+	}
+	infos, err := s.Collections(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(infos) != 1 || infos[0].Vector == nil {
+		if mode == "setvector" && len(infos) == 1 && !slices.Contains(lines, "built") {
+			t.Logf("%s: killed before SetVector committed: no vector field (%d documents)", name, n)
+			return
+		}
+		t.Fatalf("%s: collections %+v", name, infos)
+	}
+	t.Logf("%s: %d documents for %d acknowledged, index complete", name, n, acked)
+	vecBuildSearches(t, name, s, n)
+}
+
+// vecBuildSearches checks searches of the n documents 0..n-1 of s: every
+// document is the first exact hit of its own vector, exact top 10s are
+// those of a scan, and approximate ones find at least 95% of them.
+func vecBuildSearches(t *testing.T, name string, s *docstore.Store, n int) {
+	search := func(q []float32, k int, approx bool) []int64 {
+		res, err := s.Search(t.Context(), "v", docstore.SearchQuery{Vector: &docstore.VectorQuery{Vector: q, Approximate: approx}, Limit: k})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []int64
+		for _, h := range res.Hits {
+			id, _ := h.Doc.ID.Int()
+			out = append(out, id)
+		}
+		return out
+	}
+	for id := range int64(n) {
+		if hits := search(vecBuildVector(id), 1, false); len(hits) != 1 || hits[0] != id {
+			t.Fatalf("%s: document %d is not the first exact hit of its own vector: %v", name, id, hits)
+		}
+	}
+	found, queries := 0, 50
+	for i := range queries {
+		q := vecBuildVector(int64(1_000_000 + i))
+		want := vecBuildScan(q, n, 10)
+		if got := search(q, 10, false); !slices.Equal(got, want) {
+			t.Fatalf("%s: exact top 10 %v, a scan's %v", name, got, want)
+		}
+		for _, id := range search(q, 10, true) {
+			if slices.Contains(want, id) {
+				found++
+			}
+		}
+	}
+	if recall := float64(found) / float64(10*queries); recall < 0.95 {
+		t.Fatalf("%s: approximate recall@10 %.3f < 0.95", name, recall)
+	}
+}
+
+// vecBuildScan returns the ids of the k documents of 0..n-1 closest to q
+// by cosine, computed in float64.
+func vecBuildScan(q []float32, n, k int) []int64 {
+	type scored struct {
+		id  int64
+		cos float64
+	}
+	all := make([]scored, n)
+	for id := range int64(n) {
+		v := vecBuildVector(id)
+		var d, qq, vv float64
+		for j := range q {
+			d += float64(q[j]) * float64(v[j])
+			qq += float64(q[j]) * float64(q[j])
+			vv += float64(v[j]) * float64(v[j])
+		}
+		all[id] = scored{id, d / math.Sqrt(qq*vv)}
+	}
+	slices.SortStableFunc(all, func(a, b scored) int { return cmp.Compare(b.cos, a.cos) })
+	out := make([]int64, k)
+	for i := range out {
+		out[i] = all[i].id
+	}
+	return out
+}
+
+// vecBuildChild builds until killed (or its stdin closes). ingest: declares
+// the vector field, prints "ready", then writes batches of vecBuildBatch
+// documents, printing the count written after each. setvector: writes
+// vecBuildDocs documents, prints "ready", then "building", SetVector,
+// "built".
+func vecBuildChild(mode, path string) {
+	fail := func(err error) {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	s, err := docstore.Open(path, docstore.Options{})
+	if err != nil {
+		fail(err)
+	}
+	go func() { // the parent closing stdin (or dying) ends the child
+		os.Stdin.Read(make([]byte, 1))
+		os.Exit(0)
+	}()
+	ctx := context.Background()
+	def := docstore.VectorDef{Field: "v", Dimension: vecBuildDim}
+	put := func(lo, hi int) {
+		docs := make([]docstore.Doc, 0, hi-lo)
+		for id := lo; id < hi; id++ {
+			docs = append(docs, docstore.Doc{ID: docstore.Int(int64(id)),
+				Value: docstore.Map(docstore.Field{Key: "v", Value: docstore.Vector(vecBuildVector(int64(id)))})})
+		}
+		if _, err := s.PutMany(ctx, "v", docs); err != nil {
+			fail(err)
+		}
+	}
+	if mode == "setvector" {
+		for lo := 0; lo < vecBuildDocs; lo += 1000 {
+			put(lo, lo+1000)
+		}
+		fmt.Println("ready")
+		fmt.Println("building")
+		if _, err := s.SetVector(ctx, "v", def, nil); err != nil {
+			fail(err)
+		}
+		fmt.Println("built")
+		select {}
+	}
+	if _, err := s.SetVector(ctx, "v", def, nil); err != nil {
+		fail(err)
+	}
+	fmt.Println("ready")
+	for lo := 0; ; lo += vecBuildBatch {
+		put(lo, lo+vecBuildBatch)
+		fmt.Println(lo + vecBuildBatch)
 	}
 }

@@ -332,8 +332,8 @@ func Areas() []Area {
 	}, {
 		ID: "store", Title: "Document store against SQLite, chromem-go and bleve", Command: "make bench-store",
 		About: "The store on a bbolt file (durable commits) against SQLite (modernc.org/sqlite, WAL, synchronous=FULL) " +
-			"holding the same 100,000 documents with the same two indexes; vector search against chromem-go; text " +
-			"indexing and BM25 against bleve. Rates are per second.",
+			"holding the same 100,000 documents with the same two indexes; vector search against chromem-go; the HNSW " +
+			"build against coder/hnsw building the same vectors in memory; text indexing and BM25 against bleve. Rates are per second.",
 		Benches: []string{sqlite, text, vector},
 		Tables:  []LoggedTable{{sqlite, memTable}},
 		Rows: append([]Row{
@@ -368,6 +368,12 @@ func Areas() []Area {
 					{Q: "p50", Mine: logged(vector, "query", "approximate top-10", "p50 µs", us)},
 					{Q: "p95", Mine: logged(vector, "query", "approximate top-10", "p95 µs", us)},
 				}},
+			{Name: "HNSW build, 100,000 × 384 (M=16, ef_construction=40)", Kind: Rate, Per: "vectors/s",
+				Mine: logged(vector, "build", "HNSW build: docstore", "vectors/s", 0), Peer: logged(vector, "build", "HNSW build: coder/hnsw", "vectors/s", 0),
+				PeerName: "coder/hnsw (in memory)", Checks: []Check{noSlower, {Of: OfMine, Op: "≥", Limit: 8_000}}},
+			{Name: "HNSW build, against its bound (its distance computations alone)", Kind: Rate, Per: "vectors/s",
+				Mine: logged(vector, "build", "HNSW build: docstore", "vectors/s", 0), Peer: logged(vector, "build", "HNSW build bound", "vectors/s", 0),
+				PeerName: "1,280 distances per vector"},
 			{Name: "hybrid: filter + vector + text, RRF, MMR (p50)", Kind: Time,
 				Mine: logged(vector, "query", "hybrid", "p50 µs", us), Quantiles: []Quantile{
 					{Q: "p50", Mine: logged(vector, "query", "hybrid", "p50 µs", us)},
