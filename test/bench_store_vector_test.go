@@ -7,7 +7,6 @@ import (
 	"math"
 	mrand "math/rand"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -401,16 +400,6 @@ func (h hnswBuild) recall(queries [][]float32, truth [][]int64) float64 {
 	return float64(found) / float64(vecK*len(queries))
 }
 
-// loadAverage returns the machine's 1-minute load average ("?" where
-// /proc/loadavg is absent).
-func loadAverage() string {
-	data, err := os.ReadFile("/proc/loadavg")
-	if f := strings.Fields(string(data)); err == nil && len(f) > 0 {
-		return f[0]
-	}
-	return "?"
-}
-
 // ingestVecs stores documents 0 to n-1 of vecs in coll, in transactions
 // of vecBatch, and returns the time it took.
 func ingestVecs(b *testing.B, s *docstore.Store, coll string, vecs [][]float32, n int) time.Duration {
@@ -495,7 +484,7 @@ type hybridRuns struct {
 // then the stages alone.
 func measureHybrid(b *testing.B, s *docstore.Store, queries [][]float32, hybridQ func(q []float32) docstore.SearchQuery) hybridRuns {
 	ctx := b.Context()
-	h := hybridRuns{loadBefore: loadAvg()}
+	h := hybridRuns{loadBefore: loadAverage()}
 	timed := func(rounds *respRounds, fn func() error) {
 		t0 := time.Now()
 		err := fn()
@@ -531,7 +520,7 @@ func measureHybrid(b *testing.B, s *docstore.Store, queries [][]float32, hybridQ
 			})
 		}
 	}
-	h.loadAfter = loadAvg()
+	h.loadAfter = loadAverage()
 	return h
 }
 
@@ -592,14 +581,4 @@ func (h hybridRuns) report(b *testing.B, approx respRounds, approxStages []*docs
 	if apP50 > vecHybridTarget {
 		b.Errorf("hybrid p50 %v (approximate vectors) is over the target of %v (%.2f× the bound of %v)", apP50, vecHybridTarget, float64(apP50)/float64(bound), bound)
 	}
-}
-
-// loadAvg returns the machine's 1-minute load average ("?" where
-// /proc/loadavg is absent).
-func loadAvg() string {
-	data, err := os.ReadFile("/proc/loadavg")
-	if f := strings.Fields(string(data)); err == nil && len(f) > 0 {
-		return f[0]
-	}
-	return "?"
 }
