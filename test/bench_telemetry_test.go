@@ -41,13 +41,13 @@ func BenchmarkTelemetryOverhead(b *testing.B) {
 		}
 		traced := connectCommand(b, start(on), "")
 		plain := connectCommand(b, start([]string{"OTEL_SDK_DISABLED=true"}), "")
-		checkOverhead(b, "stdio", traced, plain, on)
+		checkOverhead(b, "stdio", traced, plain, on, rcv)
 	})
 	b.Run("http", func(b *testing.B) {
 		args := []string{"serve", "--http", "127.0.0.1:0", "--log-format", "json", "--plugins", "diag"}
 		traced := startListeningEnv(b, on, binary(b), args...).connect(b, legacyEra, nil)
 		plain := startListeningEnv(b, []string{"OTEL_SDK_DISABLED=true"}, binary(b), args...).connect(b, legacyEra, nil)
-		checkOverhead(b, "http", traced, plain, on)
+		checkOverhead(b, "http", traced, plain, on, rcv)
 	})
 }
 
@@ -55,11 +55,16 @@ func BenchmarkTelemetryOverhead(b *testing.B) {
 // on and through the one with it off, logs the two as a table (the figures
 // the report reads: go test prints no result line for a benchmark that
 // failed) with the bound (spanBound under env, the servers'), and fails
-// the benchmark when the target is missed.
-func checkOverhead(b *testing.B, transport string, on, off *mcp.ClientSession, env []string) {
+// the benchmark when the target is missed, or when no spans were
+// exported during the calls (rcv does not decode them: see discard).
+func checkOverhead(b *testing.B, transport string, on, off *mcp.ClientSession, env []string, rcv *otlpReceiver) {
+	exports := rcv.exports.Load()
 	perCall, ratio := benchpair.CompareCalls(b, [2]string{"telemetry", "off"}, echoCalls(b, on, off))
 	if b.N < 1000 {
 		return // calibration
+	}
+	if rcv.exports.Load() == exports {
+		b.Fatalf("the server with telemetry on exported no spans during %d calls", b.N)
 	}
 	bound := spanBound(b, env, b.N)
 	extra := perCall[0] - perCall[1]
