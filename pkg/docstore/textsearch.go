@@ -269,10 +269,20 @@ func (m *bm25) rank(live []termSource, allowed func(idKey []byte) bool, top *top
 }
 
 // prefetchPostings announces that the index's statistics and the postings
-// of terms are about to be read whole (kv.Prefetch, kv.PrefetchRanges): on
-// PostgreSQL they come in two round trips rather than a walk of growing
-// pages per term.
+// of terms are about to be read whole (kv.PrefetchWithNext, kv.Prefetch):
+// on PostgreSQL they come in one round trip rather than a walk of growing
+// pages per term, and in none of their own when announced before (see
+// announceText).
 func prefetchPostings(b kv.Bucket, terms []string) {
+	keys, ranges := textReads(terms)
+	kv.PrefetchWithNext(b, nil, ranges)
+	kv.Prefetch(b, keys)
+}
+
+// textReads returns what a text query of terms reads whole: the index's
+// statistics and the terms' tails (keys), and their frozen postings
+// (ranges).
+func textReads(terms []string) ([][]byte, []kv.Range) {
 	ranges := make([]kv.Range, 0, len(terms))
 	keys := [][]byte{[]byte(textStatsKey)}
 	for _, t := range terms {
@@ -280,8 +290,27 @@ func prefetchPostings(b kv.Bucket, terms []string) {
 		ranges = append(ranges, kv.Range{Lo: k.frozen, Hi: prefixEnd(k.frozen)})
 		keys = append(keys, k.tail)
 	}
-	kv.Prefetch(b, keys)
-	kv.PrefetchRanges(b, ranges)
+	return keys, ranges
+}
+
+// announceText announces what the text source of q will read
+// (kv.PrefetchWithNext) when q is valid, so that on PostgreSQL it comes
+// with the search's first read (the filter's) rather than in a round trip
+// of its own while the vector source ranks: the text source is then CPU
+// alone, as on a file. An invalid q is reported by textRanked.
+func (r *reader) announceText(q TextQuery) {
+	src, err := r.textSource(q.Index, q.Fields)
+	if err != nil {
+		return
+	}
+	terms := src.an.queryTerms(q.Query)
+	if len(terms) == 0 || len(terms) > MaxQueryTerms {
+		return
+	}
+	if bk := r.tx.Bucket(textBucket(r.col.Name, src.def.Name)); bk != nil {
+		keys, ranges := textReads(terms)
+		kv.PrefetchWithNext(bk, keys, ranges)
+	}
 }
 
 // corrupt wraps a text index's decoding error.
