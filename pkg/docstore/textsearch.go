@@ -269,14 +269,14 @@ func (m *bm25) rank(live []termSource, allowed func(idKey []byte) bool, top *top
 }
 
 // prefetchPostings announces that the index's statistics and the postings
-// of terms are about to be read whole (kv.PrefetchWithNext, kv.Prefetch):
-// on PostgreSQL they come in one round trip rather than a walk of growing
-// pages per term, and in none of their own when announced before (see
-// announceText).
+// of terms are about to be read whole (kv.PrefetchWithNext,
+// kv.PrefetchRanges): on PostgreSQL they come in one round trip rather
+// than a walk of growing pages per term, the postings alone when the
+// statistics came before (see announceText).
 func prefetchPostings(b kv.Bucket, terms []string) {
 	keys, ranges := textReads(terms)
-	kv.PrefetchWithNext(b, nil, ranges)
-	kv.Prefetch(b, keys)
+	kv.PrefetchWithNext(b, keys, nil)
+	kv.PrefetchRanges(b, ranges)
 }
 
 // textReads returns what a text query of terms reads whole: the index's
@@ -293,11 +293,15 @@ func textReads(terms []string) ([][]byte, []kv.Range) {
 	return keys, ranges
 }
 
-// announceText announces what the text source of q will read
-// (kv.PrefetchWithNext) when q is valid, so that on PostgreSQL it comes
-// with the search's first read (the filter's) rather than in a round trip
-// of its own while the vector source ranks: the text source is then CPU
-// alone, as on a file. An invalid q is reported by textRanked.
+// announceText announces the index's statistics and the terms' tails
+// that the text source of q will read (kv.PrefetchWithNext) when q is
+// valid, so that on PostgreSQL they come with the search's first read
+// (the filter's) rather than in a round trip of their own. The postings,
+// most of what the source reads, are left to it: it reads them while the
+// vector source ranks in memory, the server's work overlapping the
+// ranking (measured: announcing them too made the filter's round trip
+// longer by as much as the text source saved). An invalid q is reported
+// by textRanked.
 func (r *reader) announceText(q TextQuery) {
 	src, err := r.textSource(q.Index, q.Fields)
 	if err != nil {
@@ -308,8 +312,8 @@ func (r *reader) announceText(q TextQuery) {
 		return
 	}
 	if bk := r.tx.Bucket(textBucket(r.col.Name, src.def.Name)); bk != nil {
-		keys, ranges := textReads(terms)
-		kv.PrefetchWithNext(bk, keys, ranges)
+		keys, _ := textReads(terms)
+		kv.PrefetchWithNext(bk, keys, nil)
 	}
 }
 
