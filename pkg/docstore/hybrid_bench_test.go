@@ -130,14 +130,7 @@ func hybridQueryOf(tb testing.TB, q []float32, approx bool) SearchQuery {
 // query an iteration; the vector source is approximate, and exact in the
 // /exact sub-benchmark.
 func BenchmarkHybridSearch(b *testing.B) {
-	n := 20_000
-	if v := os.Getenv("MCPKIT_HYBRID_DOCS"); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil {
-			b.Fatal(err)
-		}
-	}
-	s := hybridStore(b, n)
+	s := hybridStore(b, hybridDocs(b))
 	queries := hybridVecs(2, 200)
 	for _, mode := range []struct {
 		name   string
@@ -177,6 +170,19 @@ func BenchmarkHybridSearch(b *testing.B) {
 			}
 		})
 	}
+}
+
+// hybridDocs is the hybrid benchmarks' corpus size: MCPKIT_HYBRID_DOCS,
+// default 20,000.
+func hybridDocs(b *testing.B) int {
+	n := 20_000
+	if v := os.Getenv("MCPKIT_HYBRID_DOCS"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return n
 }
 
 // cpuTime returns the CPU time the process has used (user and system):

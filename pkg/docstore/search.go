@@ -264,6 +264,9 @@ func (s *Store) Search(ctx context.Context, coll string, q SearchQuery) (SearchR
 		clock := &stageClock{on: q.Profile}
 		var qvec []float32
 		var vecs *vectors
+		if q.Text != nil {
+			r.announceText(*q.Text)
+		}
 		if q.Vector != nil {
 			if r.col.Vector == nil {
 				return invalidArg(coll, "vector", "%q has no vector field (create one with a vector index)", coll)
@@ -278,6 +281,7 @@ func (s *Store) Search(ctx context.Context, coll string, q SearchQuery) (SearchR
 			if vecs, err = openVectors(r.tx, r.col); err != nil {
 				return err
 			}
+			kv.KeyNWithNext(vecs.free) // the ranker's count of live vectors, with the filter's read
 		}
 		var allowed *keySet // nil: no filter
 		if q.Filter != nil {

@@ -269,10 +269,20 @@ func (m *bm25) rank(live []termSource, allowed func(idKey []byte) bool, top *top
 }
 
 // prefetchPostings announces that the index's statistics and the postings
-// of terms are about to be read whole (kv.Prefetch, kv.PrefetchRanges): on
-// PostgreSQL they come in two round trips rather than a walk of growing
-// pages per term.
+// of terms are about to be read whole (kv.PrefetchWithNext,
+// kv.PrefetchRanges): on PostgreSQL they come in one round trip rather
+// than a walk of growing pages per term, the postings alone when the
+// statistics came before (see announceText).
 func prefetchPostings(b kv.Bucket, terms []string) {
+	keys, ranges := textReads(terms)
+	kv.PrefetchWithNext(b, keys, nil)
+	kv.PrefetchRanges(b, ranges)
+}
+
+// textReads returns what a text query of terms reads whole: the index's
+// statistics and the terms' tails (keys), and their frozen postings
+// (ranges).
+func textReads(terms []string) ([][]byte, []kv.Range) {
 	ranges := make([]kv.Range, 0, len(terms))
 	keys := [][]byte{[]byte(textStatsKey)}
 	for _, t := range terms {
@@ -280,8 +290,31 @@ func prefetchPostings(b kv.Bucket, terms []string) {
 		ranges = append(ranges, kv.Range{Lo: k.frozen, Hi: prefixEnd(k.frozen)})
 		keys = append(keys, k.tail)
 	}
-	kv.Prefetch(b, keys)
-	kv.PrefetchRanges(b, ranges)
+	return keys, ranges
+}
+
+// announceText announces the index's statistics and the terms' tails
+// that the text source of q will read (kv.PrefetchWithNext) when q is
+// valid, so that on PostgreSQL they come with the search's first read
+// (the filter's) rather than in a round trip of their own. The postings,
+// most of what the source reads, are left to it: it reads them while the
+// vector source ranks in memory, the server's work overlapping the
+// ranking (measured: announcing them too made the filter's round trip
+// longer by as much as the text source saved). An invalid q is reported
+// by textRanked.
+func (r *reader) announceText(q TextQuery) {
+	src, err := r.textSource(q.Index, q.Fields)
+	if err != nil {
+		return
+	}
+	terms := src.an.queryTerms(q.Query)
+	if len(terms) == 0 || len(terms) > MaxQueryTerms {
+		return
+	}
+	if bk := r.tx.Bucket(textBucket(r.col.Name, src.def.Name)); bk != nil {
+		keys, _ := textReads(terms)
+		kv.PrefetchWithNext(bk, keys, nil)
+	}
 }
 
 // corrupt wraps a text index's decoding error.

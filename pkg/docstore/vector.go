@@ -252,7 +252,7 @@ func openVectors(tx kv.Tx, col *collection) (*vectors, error) {
 			return nil, err
 		}
 	}
-	kv.Prefetch(v.meta, vectorMetaKeys) // every search reads them: one round trip on PostgreSQL
+	kv.PrefetchWithNext(v.meta, vectorMetaKeys, nil) // every search reads them: with the next read on PostgreSQL
 	return v, nil
 }
 

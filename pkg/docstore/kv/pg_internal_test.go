@@ -328,3 +328,77 @@ func TestPostgresStatementsDocumented(t *testing.T) {
 		}
 	}
 }
+
+// TestPostgresPrefetchWithNext: keys, ranges and a count announced with
+// PrefetchWithNext and KeyNWithNext, in two buckets, ride in the round
+// trip of the transaction's next read (here its first, which begins it),
+// and are then answered without another; what nothing reads after is
+// never sent, and a bucket written before its KeyN counts its writes.
+func TestPostgresPrefetchWithNext(t *testing.T) {
+	db, d := openPG(t)
+	err := db.Update(func(tx Tx) error {
+		for _, name := range []string{"a", "b"} {
+			b, err := tx.CreateBucketIfNotExists([]byte(name))
+			if err != nil {
+				return err
+			}
+			for i := 0; i < 500; i += 2 {
+				if err := b.Put(pgKey(i), []byte(name)); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.View(func(tx Tx) error {
+		a, b := tx.Bucket([]byte("a")), tx.Bucket([]byte("b"))
+		before := d.trips.Load()
+		PrefetchWithNext(a, [][]byte{pgKey(10), pgKey(11)}, []Range{{Lo: pgKey(100), Hi: pgKey(200)}})
+		KeyNWithNext(a)
+		if d.trips.Load() != before {
+			return fmt.Errorf("an announcement made a round trip")
+		}
+		if string(b.Get(pgKey(4))) != "b" { // the next read, of another bucket
+			return fmt.Errorf("b's key 4")
+		}
+		if string(a.Get(pgKey(10))) != "a" || a.Get(pgKey(11)) != nil {
+			return fmt.Errorf("the announced keys of a")
+		}
+		c := a.Cursor()
+		n := 0
+		for k, _ := c.Seek(pgKey(100)); k != nil && string(k) < string(pgKey(200)); k, _ = c.Next() {
+			n++
+		}
+		if n != 50 {
+			return fmt.Errorf("the announced range of a: %d keys, want 50", n)
+		}
+		if n := a.KeyN(); n != 250 {
+			return fmt.Errorf("a's KeyN %d, want 250", n)
+		}
+		if got := d.trips.Load() - before; got != 1 {
+			return fmt.Errorf("the announced reads and the next read took %d round trips, want 1", got)
+		}
+		PrefetchWithNext(b, [][]byte{pgKey(300)}, nil) // nothing reads after: never sent
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx Tx) error {
+		a := tx.Bucket([]byte("a"))
+		KeyNWithNext(a)
+		if err := a.Put(pgKey(1), []byte("a")); err != nil {
+			return err
+		}
+		if n := a.KeyN(); n != 251 {
+			return fmt.Errorf("KeyN after a put: %d, want 251", n)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -67,6 +67,8 @@ type pgTx struct {
 	dropped []int64 // ids of the buckets deleted
 	nextb   int64   // the last bucket id allocated
 	nextb0  int64
+	// queued are reads to send with the next (PrefetchWithNext).
+	queued []pgQueued
 }
 
 var _ Tx = (*pgTx)(nil)
@@ -575,58 +577,93 @@ func (t *pgTx) ForEachBucket(fn func(name []byte, b Bucket) error) error {
 // transaction (see pgFailure).
 func (t *pgTx) fetch(sql string, args ...any) []item {
 	var out []item
-	if t.spec.state == specPending && sql == t.d.sql.pageAsc {
+	if t.spec.state == specPending && sql == t.d.sql.pageAsc && len(t.queued) == 0 {
 		return t.firstPage(args...)
 	}
-	t.read(sql, args, func(rows pgx.Rows) error {
-		var k, v []byte
-		_, err := pgx.ForEachRow(rows, []any{&k, &v}, func() error {
-			out = append(out, item{k: k, v: v})
-			return nil
-		})
-		return err
-	})
+	t.read(sql, args, func(rows pgx.Rows) error { return scanItems(rows, &out) })
 	return out
+}
+
+// scanItems appends the rows (key, value) to out.
+func scanItems(rows pgx.Rows, out *[]item) error {
+	var k, v []byte
+	_, err := pgx.ForEachRow(rows, []any{&k, &v}, func() error {
+		*out = append(*out, item{k: k, v: v})
+		return nil
+	})
+	return err
+}
+
+// pgQueued is a read queued to go with the transaction's next
+// (PrefetchWithNext): its statement and what reads its rows.
+type pgQueued struct {
+	sql  string
+	args []any
+	scan func(pgx.Rows) error
+}
+
+// queue queues a read to be sent with the transaction's next.
+func (t *pgTx) queue(sql string, args []any, scan func(pgx.Rows) error) {
+	t.queued = append(t.queued, pgQueued{sql: sql, args: args, scan: scan})
 }
 
 // count runs a count.
 func (t *pgTx) count(sql string, args ...any) int {
-	var n int64
-	t.read(sql, args, func(rows pgx.Rows) error {
-		_, err := pgx.ForEachRow(rows, []any{&n}, func() error { return nil })
+	var n int
+	t.read(sql, args, func(rows pgx.Rows) (err error) {
+		n, err = scanCount(rows)
 		return err
 	})
-	return int(n)
+	return n
 }
 
-// read runs a read of the transaction: alone once the transaction began,
-// else (an optimistic View) after BEGIN and the meta row's read, in one
-// round trip, and checks what the View was told before (see pgSpec).
+// scanCount reads the row of a count.
+func scanCount(rows pgx.Rows) (int, error) {
+	var n int64
+	_, err := pgx.ForEachRow(rows, []any{&n}, func() error { return nil })
+	return int(n), err
+}
+
+// read runs a read of the transaction, after the reads queued before it,
+// in one round trip: alone once the transaction began and nothing is
+// queued, else in a batch, first (an optimistic View) with BEGIN and the
+// meta row's read, whose check of what the View was told before follows
+// (see pgSpec).
 func (t *pgTx) read(sql string, args []any, scan func(pgx.Rows) error) {
 	t.d.trips.Add(1)
-	if t.inTx {
+	queued := t.queued
+	t.queued = nil
+	if t.inTx && len(queued) == 0 {
 		rows, _ := t.c.c.Query(bg, sql, args...)
 		if err := scan(rows); err != nil {
 			t.failRead(err)
 		}
 		return
 	}
+	began := !t.inTx
 	cached := &pgBucketSet{gen: t.gen, sgen: t.sgen, byName: t.base}
 	b := &pgx.Batch{}
 	var m pgMetaRow
-	b.Queue(t.d.sql.beginView)
-	m.queueView(b, t.d, cached)
+	if began {
+		b.Queue(t.d.sql.beginView)
+		m.queueView(b, t.d, cached)
+	}
+	for _, q := range queued {
+		b.Queue(q.sql, q.args...).Query(q.scan)
+	}
 	b.Queue(sql, args...).Query(scan)
 	t.inTx = true
 	err := t.c.c.SendBatch(bg, b).Close()
-	if err == nil && !m.found {
+	if err == nil && began && !m.found {
 		err = errNoMeta
 	}
 	if err != nil {
 		t.failRead(err)
 	}
-	t.d.noteMeta(&m, cached)
-	t.checkMeta(&m)
+	if began {
+		t.d.noteMeta(&m, cached)
+		t.checkMeta(&m)
+	}
 }
 
 // failRead ends the transaction on a failed read.
@@ -658,27 +695,30 @@ type fetchedRanges struct {
 // [los[i], his[i]) of bucket id and the key on either side of each.
 func (t *pgTx) fetchRanges(id int64, los, his [][]byte, limit int) fetchedRanges {
 	out := fetchedRanges{perRange: make([]rangeFound, len(los))}
-	t.read(t.d.sql.getRanges, []any{id, los, his, limit}, func(rows pgx.Rows) error {
-		var i int64
-		var k, v []byte
-		_, err := pgx.ForEachRow(rows, []any{&i, &k, &v}, func() error {
-			if i < 1 || int(i) > len(los) {
-				return fmt.Errorf("kv: range %d of %d", i, len(los))
-			}
-			f := &out.perRange[i-1]
-			switch {
-			case bytes.Compare(k, los[i-1]) < 0:
-				f.before = k
-			case bytes.Compare(k, his[i-1]) >= 0:
-				f.after = k
-			default:
-				f.n++
-				f.last = k
-			}
-			out.items = append(out.items, item{k: k, v: v})
-			return nil
-		})
-		return err
-	})
+	t.read(t.d.sql.getRanges, []any{id, los, his, limit}, func(rows pgx.Rows) error { return out.scan(rows, los, his) })
 	return out
+}
+
+// scan reads the rows of the ranges [los[i], his[i]) into f.
+func (f *fetchedRanges) scan(rows pgx.Rows, los, his [][]byte) error {
+	var i int64
+	var k, v []byte
+	_, err := pgx.ForEachRow(rows, []any{&i, &k, &v}, func() error {
+		if i < 1 || int(i) > len(los) {
+			return fmt.Errorf("kv: range %d of %d", i, len(los))
+		}
+		r := &f.perRange[i-1]
+		switch {
+		case bytes.Compare(k, los[i-1]) < 0:
+			r.before = k
+		case bytes.Compare(k, his[i-1]) >= 0:
+			r.after = k
+		default:
+			r.n++
+			r.last = k
+		}
+		f.items = append(f.items, item{k: k, v: v})
+		return nil
+	})
+	return err
 }

@@ -1,6 +1,10 @@
 package kv
 
-import "bytes"
+import (
+	"bytes"
+
+	"github.com/jackc/pgx/v5"
+)
 
 // Prefetch tells b that its transaction is about to read keys, in any
 // order: a backend whose reads each cost a round trip (PostgreSQL) fetches
@@ -16,8 +20,16 @@ func Prefetch(b Bucket, keys [][]byte) {
 // prefetch fetches, in one statement, the keys the transaction has neither
 // written nor fetched before, and records each as known (present or not).
 func (h *pgBucket) prefetch(keys [][]byte) {
+	if want := h.unknownKeys(keys); len(want) > 0 {
+		h.learnKeys(want, h.t.fetch(h.t.d.sql.getMany, h.id, want))
+	}
+}
+
+// unknownKeys returns those of keys the transaction has neither written
+// nor fetched before (none when the bucket cannot be read or is new).
+func (h *pgBucket) unknownKeys(keys [][]byte) [][]byte {
 	if !h.readable() || h.created {
-		return
+		return nil
 	}
 	var want [][]byte
 	for _, k := range keys {
@@ -31,10 +43,13 @@ func (h *pgBucket) prefetch(keys [][]byte) {
 			want = append(want, k)
 		}
 	}
-	if len(want) == 0 {
-		return
-	}
-	h.remember(h.t.fetch(h.t.d.sql.getMany, h.id, want))
+	return want
+}
+
+// learnKeys records the rows fetched for the keys want, and each of want
+// as known (present or not).
+func (h *pgBucket) learnKeys(want [][]byte, rows []item) {
+	h.remember(rows)
 	for _, k := range want {
 		h.cov.add(span{lo: k, hi: successor(k)})
 	}
@@ -62,13 +77,19 @@ func PrefetchRanges(b Bucket, ranges []Range) {
 
 // prefetchRanges fetches, in one statement, the ranges (with the keys on
 // either side) that the transaction does not know whole, and records what
-// it learned: the span from the key before each range to the key after it,
-// or to its last row when a page was not enough.
+// it learned.
 func (h *pgBucket) prefetchRanges(ranges []Range) {
-	if !h.readable() || h.created {
-		return
+	if los, his := h.unknownRanges(ranges); len(los) > 0 {
+		h.learnRanges(los, h.t.fetchRanges(h.id, los, his, rangeRows))
 	}
-	var los, his [][]byte
+}
+
+// unknownRanges returns the bounds of those of ranges the transaction does
+// not know whole (none when the bucket cannot be read or is new).
+func (h *pgBucket) unknownRanges(ranges []Range) (los, his [][]byte) {
+	if !h.readable() || h.created {
+		return nil, nil
+	}
 	for _, r := range ranges {
 		if r.Hi == nil || len(r.Lo) == 0 || bytes.Compare(r.Lo, r.Hi) >= 0 {
 			continue
@@ -78,10 +99,13 @@ func (h *pgBucket) prefetchRanges(ranges []Range) {
 		}
 		los, his = append(los, r.Lo), append(his, r.Hi)
 	}
-	if len(los) == 0 {
-		return
-	}
-	rows := h.t.fetchRanges(h.id, los, his, rangeRows)
+	return los, his
+}
+
+// learnRanges records the rows fetched for the ranges starting at los:
+// the span from the key before each range to the key after it, or to its
+// last row when a page was not enough.
+func (h *pgBucket) learnRanges(los [][]byte, rows fetchedRanges) {
 	h.remember(rows.items)
 	for i, lo := range los {
 		got := rows.perRange[i]
@@ -99,6 +123,70 @@ func (h *pgBucket) prefetchRanges(ranges []Range) {
 			h.cov.add(span{lo: lo, hi: successor(got.after)})
 		}
 	}
+}
+
+// PrefetchWithNext is Prefetch and PrefetchRanges of b at once, sent with
+// the transaction's next read instead of on their own: on PostgreSQL the
+// keys and ranges (two statements) ride in the round trip of whatever the
+// transaction reads next, of any bucket. A caller that knows early what
+// it will read, before reads it must make first, saves their round trips
+// so. Announced reads that no read follows are never sent; the other
+// backends do nothing.
+func PrefetchWithNext(b Bucket, keys [][]byte, ranges []Range) {
+	if p, ok := b.(interface{ prefetchWithNext([][]byte, []Range) }); ok {
+		p.prefetchWithNext(keys, ranges)
+	}
+}
+
+// prefetchWithNext queues the statements of prefetch and prefetchRanges
+// on the transaction, to be sent with its next read (pgTx.read).
+func (h *pgBucket) prefetchWithNext(keys [][]byte, ranges []Range) {
+	if want := h.unknownKeys(keys); len(want) > 0 {
+		var rows []item
+		h.t.queue(h.t.d.sql.getMany, []any{h.id, want}, func(r pgx.Rows) error {
+			err := scanItems(r, &rows)
+			if err == nil {
+				h.learnKeys(want, rows)
+			}
+			return err
+		})
+	}
+	if los, his := h.unknownRanges(ranges); len(los) > 0 {
+		out := fetchedRanges{perRange: make([]rangeFound, len(los))}
+		h.t.queue(h.t.d.sql.getRanges, []any{h.id, los, his, rangeRows}, func(r pgx.Rows) error {
+			err := out.scan(r, los, his)
+			if err == nil {
+				h.learnRanges(los, out)
+			}
+			return err
+		})
+	}
+}
+
+// KeyNWithNext tells b that its transaction is about to ask b.KeyN(): on
+// PostgreSQL the count is sent with the transaction's next read (see
+// PrefetchWithNext) rather than in a round trip of its own. The others
+// backends do nothing.
+func KeyNWithNext(b Bucket) {
+	if p, ok := b.(interface{ keyNWithNext() }); ok {
+		p.keyNWithNext()
+	}
+}
+
+// keyNWithNext queues the count KeyN reads when it would read one: the
+// bucket holds no write of the transaction and was not counted yet. A
+// write before KeyN is asked makes KeyN count again (with the writes).
+func (h *pgBucket) keyNWithNext() {
+	if !h.readable() || h.created || h.writes.Len() > 0 || h.serverN != 0 {
+		return
+	}
+	h.t.queue(h.t.d.sql.count, []any{h.id}, func(rows pgx.Rows) error {
+		n, err := scanCount(rows)
+		if err == nil {
+			h.serverN = n + 1
+		}
+		return err
+	})
 }
 
 // RoundTrips returns how many round trips db has made to its server, and
