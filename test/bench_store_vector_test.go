@@ -122,8 +122,8 @@ func BenchmarkStoreVector(b *testing.B) {
 	ctx := b.Context()
 	vecs := vecSet(1, vecDocs)
 	queries := vecSet(2, vecApproxQ)
-	dir := b.TempDir()
-	s, err := docstore.Open(filepath.Join(dir, "vectors.db"), docstore.Options{NoSync: true})
+	path := filepath.Join(b.TempDir(), "vectors.db")
+	s, err := docstore.Open(path, docstore.Options{NoSync: true})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -300,6 +300,7 @@ func BenchmarkStoreVector(b *testing.B) {
 		b.Errorf("approximate recall@10 %.3f is under %.2f", recall, vecMinRecall)
 	}
 	hybridMore.report(b, hybrid, hybridStages, hybridWhat)
+	measureVecMemory(b, s, path, vecs)
 }
 
 // hnswBuild is the HNSW build of BenchmarkStoreVector: the store's and
@@ -439,7 +440,7 @@ func setUpHybrid(b *testing.B, s *docstore.Store) error {
 // passing half the documents (answered by the index on g), an approximate
 // vector source and a text source (unless textErr says there is no text
 // index), RRF and MMR 0.7 — and what it combines.
-func hybridQuery(b *testing.B, textErr error) (func(q []float32) docstore.SearchQuery, string) {
+func hybridQuery(b testing.TB, textErr error) (func(q []float32) docstore.SearchQuery, string) {
 	half := make([]docstore.Value, 50)
 	for i := range half {
 		half[i] = docstore.Int(int64(2 * i))
