@@ -1,8 +1,6 @@
 package docstore
 
 import (
-	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,46 +13,9 @@ import (
 // The hybrid benchmark's corpus: the test module's BenchmarkStoreVector
 // workload (vectors near a rank-16 subspace, a group i%100 and three words
 // of twelve), so that a profile here is the one that benchmark runs.
-const (
-	hybridDim  = 384
-	hybridRank = 16
-)
+const hybridDim = 384
 
 var hybridWords = strings.Fields("solar wind battery grid panel turbine storage hydro carbon meter inverter charge")
-
-// hybridVecs returns n unit vectors near a random rank-16 subspace (the
-// same seed, the same vectors).
-func hybridVecs(seed uint64, n int) [][]float32 {
-	rng := rand.New(rand.NewPCG(seed, 0x7ec))
-	brng := rand.New(rand.NewPCG(1, 0xba5e))
-	basis := make([][]float32, hybridRank)
-	for i := range basis {
-		basis[i] = make([]float32, hybridDim)
-		for j := range basis[i] {
-			basis[i][j] = float32(brng.NormFloat64())
-		}
-	}
-	out := make([][]float32, n)
-	for i := range out {
-		v := make([]float32, hybridDim)
-		for _, b := range basis {
-			z := float32(rng.NormFloat64())
-			for j := range v {
-				v[j] += z * b[j]
-			}
-		}
-		var norm float64
-		for j := range v {
-			v[j] += float32(rng.NormFloat64() * 0.05 * 4)
-			norm += float64(v[j]) * float64(v[j])
-		}
-		for j := range v {
-			v[j] = float32(float64(v[j]) / math.Sqrt(norm))
-		}
-		out[i] = v
-	}
-	return out
-}
 
 // hybridStore opens the benchmark's store of n documents, built when the
 // file does not hold it yet. MCPKIT_HYBRID_BENCH_DIR keeps the file
@@ -88,7 +49,7 @@ func hybridStore(b *testing.B, n int) *Store {
 	if _, err := s.CreateTextIndex(ctx, "v", TextIndexDef{Name: "t", Fields: []string{"t"}}, nil); err != nil {
 		b.Fatal(err)
 	}
-	vecs := hybridVecs(1, n)
+	vecs := embeddingVecs(1, n, hybridDim)
 	start := time.Now()
 	for lo := 0; lo < n; lo += 1000 {
 		docs := make([]Doc, 0, 1000)
@@ -131,7 +92,7 @@ func hybridQueryOf(tb testing.TB, q []float32, approx bool) SearchQuery {
 // /exact sub-benchmark.
 func BenchmarkHybridSearch(b *testing.B) {
 	s := hybridStore(b, hybridDocs(b))
-	queries := hybridVecs(2, 200)
+	queries := embeddingVecs(2, 200, hybridDim)
 	for _, mode := range []struct {
 		name   string
 		approx bool

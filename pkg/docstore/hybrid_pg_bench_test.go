@@ -37,7 +37,7 @@ func BenchmarkHybridSearchPostgres(b *testing.B) {
 	}
 	defer pg.Close()
 	sides := []*Store{file, pg}
-	queries := hybridVecs(2, 200)
+	queries := embeddingVecs(2, 200, hybridDim)
 	for _, s := range sides {
 		for _, q := range queries[:10] {
 			if _, err := s.Search(ctx, "v", hybridQueryOf(b, q, true)); err != nil {
