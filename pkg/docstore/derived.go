@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/mcpkit/mcpkit/pkg/docstore/kv"
 )
@@ -145,17 +146,25 @@ type Ranked struct {
 	Score float64 // the source's score: larger is better
 }
 
-// inParallel calls fn on contiguous runs of [0, n) that cover it, one
-// run per core but none shorter than minRun (so a small n runs on the
-// calling goroutine alone), and returns when every call has returned. fn
-// must not touch a transaction: only what was read before.
-func inParallel(n, minRun int, fn func(lo, hi int)) {
+// inParallel calls fn on contiguous runs of [0, n) that cover it, of at
+// most run items each, on as many cores as n holds minRun items for (so a
+// small n runs on the calling goroutine alone), and returns when every
+// call has returned. Each core takes the next run as it finishes one, so
+// that a core the machine's other work holds back delays the others by a
+// run at most (halves fixed in advance made them wait for it). fn must
+// not touch a transaction: only what was read before.
+func inParallel(n, minRun, run int, fn func(lo, hi int)) {
 	workers := min(runtime.GOMAXPROCS(0), n/max(minRun, 1))
 	if workers <= 1 {
 		fn(0, n)
 		return
 	}
-	goReading(workers, func(w int) { fn(w*n/workers, (w+1)*n/workers) })
+	var next atomic.Int64
+	goReading(workers, func(int) {
+		for lo := int(next.Add(int64(run))) - run; lo < n; lo = int(next.Add(int64(run))) - run {
+			fn(lo, min(lo+run, n))
+		}
+	})
 }
 
 // goReading runs fn(0) ... fn(workers-1) on goroutines of their own and

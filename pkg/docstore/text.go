@@ -239,7 +239,7 @@ type termOp struct{ key, payload []byte }
 func applyText(b kv.Bucket, def TextIndexDef, changes []docChange) error {
 	an := newAnalyzer(def)
 	olds, news := make([]docText, len(changes)), make([]docText, len(changes))
-	inParallel(len(changes), 64, func(lo, hi int) {
+	inParallel(len(changes), 64, 64, func(lo, hi int) {
 		var a textAnalysis
 		for i, c := range changes[lo:hi] {
 			if c.HadOld {

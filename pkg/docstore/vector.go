@@ -10,7 +10,6 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
-	"sync/atomic"
 
 	"github.com/mcpkit/mcpkit/pkg/docstore/kv"
 )
@@ -411,23 +410,14 @@ func (v *vectors) loadAll() {
 }
 
 // each calls fn over runs of [0, n) that cover it: on every core when
-// the caches are complete, each core taking the next few as it finishes a
-// run (so that a core the machine's other work holds back delays the
-// others by a run at most, where halves fixed in advance made them wait
-// for it), on this goroutine (which may read the transaction) otherwise.
+// the caches are complete (inParallel, a few nodes a run), on this
+// goroutine (which may read the transaction) otherwise.
 func (v *vectors) each(n int, fn func(lo, hi int)) {
-	const run = 4
-	workers := min(runtime.GOMAXPROCS(0), n/8)
-	if !v.complete || workers <= 1 {
+	if !v.complete {
 		fn(0, n)
 		return
 	}
-	var next atomic.Int64
-	goReading(workers, func(int) {
-		for lo := int(next.Add(run)) - run; lo < n; lo = int(next.Add(run)) - run {
-			fn(lo, min(lo+run, n))
-		}
-	})
+	inParallel(n, 8, 4, fn)
 }
 
 // hnswParallel is the fewest pending nodes worth reading the whole graph
