@@ -70,8 +70,14 @@ type derivedWrites struct {
 
 // finish applies the work w deferred (finish must run before w's
 // transaction commits, and does, through Store.update); after it, every
-// derived structure agrees with the documents w wrote.
+// derived structure agrees with the documents w wrote, and so does every
+// index (whose changes wait in their entry sets).
 func (w *writer) finish() error {
+	for i := range w.sets {
+		if err := w.sets[i].flush(); err != nil {
+			return err
+		}
+	}
 	if err := w.flushText(); err != nil {
 		return err
 	}

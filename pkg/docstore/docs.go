@@ -94,7 +94,7 @@ func (w *writer) put(id, doc Value, old Doc, exists bool) (Doc, error) {
 			}
 		}
 		if def.Unique {
-			if err := checkUnique(*ib, coll, def, id, idKey, newEntries[i], doc); err != nil {
+			if err := checkUnique(ib, coll, def, id, idKey, newEntries[i], doc); err != nil {
 				return Doc{}, err
 			}
 		}
@@ -116,7 +116,7 @@ func (w *writer) put(id, doc Value, old Doc, exists bool) (Doc, error) {
 }
 
 // index returns the entry set of the collection's index i, one for the
-// transaction (with one cursor for all its writes).
+// writer (its changes pending until finish or a read of the set).
 func (w *writer) index(i int) *entrySet {
 	if w.sets == nil {
 		w.sets = make([]entrySet, len(w.col.Indexes))
@@ -166,13 +166,17 @@ func indexKey(dst []byte, def IndexDef, doc Value) []byte {
 }
 
 // checkUnique fails when another document holds entry's values in the
-// unique index ib. Documents with a null (or missing) value in any of the
-// index's fields are not compared.
-func checkUnique(ib entrySet, coll string, def IndexDef, id Value, idKey, entry []byte, doc Value) error {
+// unique index ib (whose pending changes it applies first). Documents
+// with a null (or missing) value in any of the index's fields are not
+// compared.
+func checkUnique(ib *entrySet, coll string, def IndexDef, id Value, idKey, entry []byte, doc Value) error {
 	for _, f := range def.Fields {
 		if v, _ := doc.Path(f); v.IsNull() {
 			return nil
 		}
+	}
+	if err := ib.flush(); err != nil {
+		return err
 	}
 	prefix := entry[:len(entry)-len(idKey)]
 	c := ib.cursor()

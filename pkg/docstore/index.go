@@ -61,9 +61,9 @@ func buildIndex(ctx context.Context, tx kv.Tx, col *collection, def IndexDef, pr
 	if err != nil {
 		return err
 	}
-	ib := entrySet{b: b}
+	ib := &entrySet{b: b}
 	w := &writer{tx: tx, col: &collection{Name: col.Name, Indexes: []IndexDef{def}}, docs: tx.Bucket(docsBucket(col.Name))}
-	return scanDocs(ctx, tx, col.Name, progress, func(k []byte, d Doc) error {
+	err = scanDocs(ctx, tx, col.Name, progress, func(k []byte, d Doc) error {
 		entry := w.entries(k, d.Value)[0]
 		if err := checkEntrySize(col.Name, def, d.ID, entry); err != nil {
 			return err
@@ -75,6 +75,10 @@ func buildIndex(ctx context.Context, tx kv.Tx, col *collection, def IndexDef, pr
 		}
 		return ib.put(entry)
 	})
+	if err != nil {
+		return err
+	}
+	return ib.flush()
 }
 
 // scanDocs calls fn with every document of coll in id order, reporting
@@ -239,10 +243,24 @@ func (s *Store) Schema(ctx context.Context, coll string) (*Schema, error) {
 const indexBlockBytes = 1024
 
 // entrySet is the set of entries of one index, in a bucket of blocks.
+// Its puts and deletes wait in pending until flush applies them in entry
+// order, block by block (a writer flushes at its end, and before it reads
+// the set); cursor reads only what is applied.
 type entrySet struct {
-	b kv.Bucket
-	w kv.Cursor // the one put and del use, made by the first
+	b       kv.Bucket
+	w       kv.Cursor       // the one flush uses, made by the first
+	pending map[string]bool // entry → put (true) or delete (false), not yet applied
 }
+
+// maxPending is how many pending changes an entry set holds before it
+// applies them: more than a transaction of a few thousand documents
+// makes, few enough to bound the memory of an index build.
+const maxPending = 1 << 14
+
+// maxWalk is how many blocks flush steps over from one change's block
+// towards the next's before it looks the next one up instead (where the
+// changes are sparse in a large index).
+const maxWalk = 64
 
 // indexEntries returns the entry set of coll's index (its bucket must
 // exist).
@@ -307,34 +325,121 @@ func find(v, e []byte) (int, bool) {
 	return len(v), false
 }
 
-// put adds entry e (nothing when present).
-func (s *entrySet) put(e []byte) error {
-	key, val := findEntryBlock(s.cursorForWrites(), e)
-	if key == nil {
-		return s.write(nil, append(binary.AppendUvarint(nil, uint64(len(e))), e...))
+// put adds entry e (nothing when present), when the set is flushed.
+func (s *entrySet) put(e []byte) error { return s.change(e, true) }
+
+// del removes entry e (nothing when absent), when the set is flushed.
+func (s *entrySet) del(e []byte) error { return s.change(e, false) }
+
+// change records a put or a delete of e, the last for e replacing any
+// before it (a set's state depends only on the last), and flushes when
+// maxPending are pending.
+func (s *entrySet) change(e []byte, put bool) error {
+	if s.pending == nil {
+		s.pending = make(map[string]bool)
 	}
-	off, found := find(val, e)
-	if found {
-		return nil
+	s.pending[string(e)] = put
+	if len(s.pending) >= maxPending {
+		return s.flush()
 	}
-	nb := make([]byte, 0, len(val)+uvarintLen(len(e))+len(e))
-	nb = append(binary.AppendUvarint(append(nb, val[:off]...), uint64(len(e))), e...)
-	return s.write(key, append(nb, val[off:]...))
+	return nil
 }
 
-// del removes entry e (nothing when absent).
-func (s *entrySet) del(e []byte) error {
-	key, val := findEntryBlock(s.cursorForWrites(), e)
-	if key == nil {
-		return nil
-	}
-	off, found := find(val, e)
-	if !found {
-		return nil
-	}
-	end := off + uvarintLen(len(e)) + len(e)
-	return s.write(key, append(append(make([]byte, 0, len(val)-(end-off)), val[:off]...), val[end:]...))
+// entryChange is a pending change of flush.
+type entryChange struct {
+	e   []byte
+	put bool
 }
+
+// flush applies the pending changes in entry order with one cursor on
+// the blocks: from a change's block it steps to the next change's (a few
+// blocks on, where a batch's entries spread over an index), so the blocks
+// are read in runs (on PostgreSQL, in pages of growing size) where a
+// lookup per change read a few at a time (a Seek and a Prev, on
+// PostgreSQL about a statement per 8 blocks). The blocks that changed are
+// written after the walk.
+func (s *entrySet) flush() error {
+	if len(s.pending) == 0 {
+		return nil
+	}
+	changes := make([]entryChange, 0, len(s.pending))
+	for e, put := range s.pending {
+		changes = append(changes, entryChange{e: []byte(e), put: put})
+	}
+	clear(s.pending)
+	slices.SortFunc(changes, func(a, b entryChange) int { return bytes.Compare(a.e, b.e) })
+	c := s.cursorForWrites()
+	key, val := findEntryBlock(c, changes[0].e)
+	if key == nil { // no block yet: the puts make the first
+		var nb []byte
+		for _, ch := range changes {
+			if ch.put {
+				nb = appendEntry(nb, ch.e)
+			}
+		}
+		return s.write(nil, nb)
+	}
+	type rewrite struct{ key, block []byte }
+	var out []rewrite
+	nk, nv := c.Next()
+	for i := 0; ; {
+		// The changes of block key: those before the next block.
+		j := i + 1
+		for j < len(changes) && (nk == nil || bytes.Compare(changes[j].e, nk) < 0) {
+			j++
+		}
+		if nb, changed := applyChanges(val, changes[i:j]); changed {
+			out = append(out, rewrite{key: bytes.Clone(key), block: nb})
+		}
+		if i = j; i == len(changes) {
+			break
+		}
+		// To the block of changes[i]: the last whose key is at most it.
+		key, val = nk, nv
+		for steps := 0; ; steps++ {
+			if nk, nv = c.Next(); nk == nil || bytes.Compare(changes[i].e, nk) < 0 {
+				break
+			}
+			if steps == maxWalk {
+				key, val = findEntryBlock(c, changes[i].e)
+				nk, nv = c.Next()
+				break
+			}
+			key, val = nk, nv
+		}
+	}
+	for _, r := range out {
+		if err := s.write(r.key, r.block); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// applyChanges returns block v with changes (in entry order) applied, a
+// new buffer, and whether anything changed.
+func applyChanges(v []byte, changes []entryChange) ([]byte, bool) {
+	nb := make([]byte, 0, len(v)+len(changes)*(len(changes[0].e)+1))
+	changed := false
+	off := 0
+	for _, ch := range changes {
+		at, found := find(v[off:], ch.e)
+		nb = append(nb, v[off:off+at]...)
+		off += at
+		switch {
+		case ch.put && !found:
+			nb = appendEntry(nb, ch.e)
+			changed = true
+		case !ch.put && found:
+			off += uvarintLen(len(ch.e)) + len(ch.e)
+			changed = true
+		}
+	}
+	return append(nb, v[off:]...), changed
+}
+
+// appendEntry appends entry e, encoded as in a block, to b.
+func appendEntry(b, e []byte) []byte { return append(binary.AppendUvarint(b, uint64(len(e))), e...) }
 
 // write replaces the block under key (nil: none) with block, a new
 // buffer of encoded entries (none: the block is deleted), split into
@@ -372,8 +477,7 @@ func (s *entrySet) write(key, block []byte) error {
 			if n > 0 && (len(buf) >= share || len(buf)+esize > indexBlockBytes) {
 				break
 			}
-			buf = binary.AppendUvarint(buf, uint64(len(ents[n])))
-			buf = append(buf, ents[n]...)
+			buf = appendEntry(buf, ents[n])
 		}
 		if err := s.b.Put(first(buf), buf); err != nil {
 			return err
@@ -386,8 +490,8 @@ func (s *entrySet) write(key, block []byte) error {
 // uvarintLen is the length of n's uvarint.
 func uvarintLen(n int) int { return (bits.Len64(uint64(n)|1) + 6) / 7 }
 
-// cursorForWrites returns the cursor put and del find blocks with: one
-// for all, since a kv.Cursor stays valid through writes (and bbolt
+// cursorForWrites returns the cursor flush finds blocks with: one for
+// all, since a kv.Cursor stays valid through writes (and bbolt
 // allocates a cursor's path anew for every new cursor).
 func (s *entrySet) cursorForWrites() kv.Cursor {
 	if s.w == nil {
@@ -396,7 +500,8 @@ func (s *entrySet) cursorForWrites() kv.Cursor {
 	return s.w
 }
 
-// cursor returns a cursor over the entries, in order.
+// cursor returns a cursor over the entries, in order: those applied
+// (flush the set first when it has pending changes).
 func (s entrySet) cursor() *entryCursor { return &entryCursor{c: s.b.Cursor()} }
 
 // entryCursor walks an entry set in order. Its moves return an entry and

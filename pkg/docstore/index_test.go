@@ -16,7 +16,10 @@ import (
 
 // TestEntrySet: an index's entry set, in blocks, holds what a sorted set
 // holds through random puts and deletes over many transactions (entries
-// of many lengths, sharing prefixes, some longer than a block), and its
+// of many lengths, sharing prefixes, some longer than a block; more than
+// maxPending in the first, a few far apart in an index of hundreds of
+// blocks in some, which flush reaches by lookups rather than steps, and
+// an entry put then deleted, or the reverse, before a flush), and its
 // cursor walks it as a kv.Cursor walks keys: forwards, backwards, from a
 // sought entry. No block but one of a single entry exceeds indexBlockBytes.
 func TestEntrySet(t *testing.T) {
@@ -42,8 +45,15 @@ func TestEntrySet(t *testing.T) {
 					return err
 				}
 				set := entrySet{b: b}
-				for range 200 {
-					if len(pool) > 0 && rng.IntN(3) == 0 {
+				changes := 200
+				switch {
+				case round == 0:
+					changes = 2 * maxPending // puts only: hundreds of blocks
+				case round%2 == 1:
+					changes = 5
+				}
+				for range changes {
+					if round > 0 && len(pool) > 0 && rng.IntN(3) == 0 {
 						e := pool[rng.IntN(len(pool))]
 						delete(model, string(e))
 						if err := set.del(e); err != nil {
@@ -58,7 +68,7 @@ func TestEntrySet(t *testing.T) {
 						return err
 					}
 				}
-				return nil
+				return set.flush()
 			})
 			if err != nil {
 				t.Fatalf("round %d: %v", round, err)
@@ -118,7 +128,7 @@ func TestEntrySet(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(want) < 1000 {
+		if len(want) < maxPending {
 			t.Fatalf("only %d entries: the test exercises too few blocks", len(want))
 		}
 	})
