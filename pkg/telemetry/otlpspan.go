@@ -96,49 +96,36 @@ func appendMessage(b []byte, num protowire.Number, fill func([]byte) []byte) []b
 // binaryMaxVarint is the longest a varint can be.
 const binaryMaxVarint = 10
 
-// appendString appends a string field, left out when empty (proto3).
+// appendField appends field num of wire type typ holding v, as put
+// writes it; a zero v is left out, as proto3 leaves out a default.
+func appendField[T comparable](b []byte, num protowire.Number, typ protowire.Type, v T, put func([]byte, T) []byte) []byte {
+	var zero T
+	if v == zero {
+		return b
+	}
+	return put(protowire.AppendTag(b, num, typ), v)
+}
+
 func appendString(b []byte, num protowire.Number, s string) []byte {
-	if s == "" {
-		return b
-	}
-	b = protowire.AppendTag(b, num, protowire.BytesType)
-	return protowire.AppendString(b, s)
+	return appendField(b, num, protowire.BytesType, s, protowire.AppendString)
 }
 
-// appendBytes appends a bytes field, left out when empty.
-func appendBytes(b []byte, num protowire.Number, v []byte) []byte {
-	if len(v) == 0 {
-		return b
-	}
-	b = protowire.AppendTag(b, num, protowire.BytesType)
-	return protowire.AppendBytes(b, v)
-}
-
-// appendUint appends a varint field, left out when zero.
 func appendUint(b []byte, num protowire.Number, v uint64) []byte {
-	if v == 0 {
-		return b
-	}
-	b = protowire.AppendTag(b, num, protowire.VarintType)
-	return protowire.AppendVarint(b, v)
+	return appendField(b, num, protowire.VarintType, v, protowire.AppendVarint)
 }
 
-// appendFixed64 appends a fixed64 field, left out when zero.
 func appendFixed64(b []byte, num protowire.Number, v uint64) []byte {
-	if v == 0 {
-		return b
-	}
-	b = protowire.AppendTag(b, num, protowire.Fixed64Type)
-	return protowire.AppendFixed64(b, v)
+	return appendField(b, num, protowire.Fixed64Type, v, protowire.AppendFixed64)
 }
 
-// appendFixed32 appends a fixed32 field, left out when zero.
 func appendFixed32(b []byte, num protowire.Number, v uint32) []byte {
-	if v == 0 {
-		return b
-	}
-	b = protowire.AppendTag(b, num, protowire.Fixed32Type)
-	return protowire.AppendFixed32(b, v)
+	return appendField(b, num, protowire.Fixed32Type, v, protowire.AppendFixed32)
+}
+
+// appendID appends a trace or span ID, written even when zero, as the
+// exporter writes it.
+func appendID(b []byte, num protowire.Number, id []byte) []byte {
+	return protowire.AppendBytes(protowire.AppendTag(b, num, protowire.BytesType), id)
 }
 
 // appendSpan appends s as a ScopeSpans.spans field: what the OTLP
@@ -147,11 +134,11 @@ func appendSpan(b []byte, s sdktrace.ReadOnlySpan) []byte {
 	return appendMessage(b, fieldSSSpans, func(b []byte) []byte {
 		sc, parent := s.SpanContext(), s.Parent()
 		tid, sid := sc.TraceID(), sc.SpanID()
-		b = appendBytes(b, fieldTraceID, tid[:])
-		b = appendBytes(b, fieldSpanID, sid[:])
+		b = appendID(b, fieldTraceID, tid[:])
+		b = appendID(b, fieldSpanID, sid[:])
 		b = appendString(b, fieldTraceState, sc.TraceState().String())
 		if psid := parent.SpanID(); psid.IsValid() {
-			b = appendBytes(b, fieldParentSpanID, psid[:])
+			b = appendID(b, fieldParentSpanID, psid[:])
 		}
 		b = appendString(b, fieldName, s.Name())
 		b = appendUint(b, fieldKind, spanKind(s.SpanKind()))
@@ -171,8 +158,8 @@ func appendSpan(b []byte, s sdktrace.ReadOnlySpan) []byte {
 		for _, l := range s.Links() {
 			b = appendMessage(b, fieldLinks, func(b []byte) []byte {
 				ltid, lsid := l.SpanContext.TraceID(), l.SpanContext.SpanID()
-				b = appendBytes(b, 1, ltid[:])
-				b = appendBytes(b, 2, lsid[:])
+				b = appendID(b, 1, ltid[:])
+				b = appendID(b, 2, lsid[:])
 				b = appendKeyValues(b, 4, l.Attributes)
 				b = appendUint(b, 5, clampUint32(l.DroppedAttributeCount))
 				return appendFixed32(b, 6, spanFlags(l.SpanContext.TraceFlags(), l.SpanContext))
