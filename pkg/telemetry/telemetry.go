@@ -30,6 +30,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/contrib/exporters/autoexport"
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	promexporter "go.opentelemetry.io/otel/exporters/prometheus"
 	"go.opentelemetry.io/otel/exporters/stdout/stdoutmetric"
 	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
@@ -82,13 +85,13 @@ func Setup(ctx context.Context, opts Options) (*Telemetry, error) {
 		return t, err
 	}
 	if traces {
-		exp, err := spanExporter(ctx)
+		sp, err := spanProcessor(ctx, res)
 		if err != nil {
 			return t, fmt.Errorf("telemetry: traces exporter: %w", err)
 		}
 		// The sampler comes from OTEL_TRACES_SAMPLER(_ARG), which the SDK
 		// reads itself; the batching from OTEL_BSP_* (see batcher).
-		t.tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(newBatcher(exp)), sdktrace.WithResource(res))
+		t.tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sp), sdktrace.WithResource(res))
 	}
 	var readers []sdkmetric.Option
 	if otlpMetrics {
@@ -138,17 +141,53 @@ func wanted(httpListener bool) (traces, otlpMetrics, prom bool) {
 	return traces, otlpMetrics, httpListener && me != "none"
 }
 
-// spanExporter is the exporter OTEL_TRACES_EXPORTER names, through
-// autoexport, but for "console", which writes to stderr rather than
-// stdout: over stdio, stdout carries JSON-RPC only.
-func spanExporter(ctx context.Context) (sdktrace.SpanExporter, error) {
-	if strings.TrimSpace(os.Getenv("OTEL_TRACES_EXPORTER")) == "console" {
-		return stdouttrace.New(stdouttrace.WithWriter(os.Stderr))
+// spanProcessor is what OTEL_TRACES_EXPORTER names: for "otlp" (the
+// default) the batcher, sending through the OTLP client of the protocol
+// OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL names, as autoexport chooses it;
+// for "console" the SDK's batch processor writing to stderr rather than
+// stdout (over stdio, stdout carries JSON-RPC only).
+func spanProcessor(ctx context.Context, res *resource.Resource) (sdktrace.SpanProcessor, error) {
+	switch name := strings.TrimSpace(os.Getenv("OTEL_TRACES_EXPORTER")); name {
+	case "", "otlp":
+		client, err := traceClient()
+		if err != nil {
+			return nil, err
+		}
+		if err := client.Start(ctx); err != nil {
+			return nil, fmt.Errorf("otlp client: %w", err)
+		}
+		return newBatcher(client, res), nil
+	case "console":
+		exp, err := stdouttrace.New(stdouttrace.WithWriter(os.Stderr))
+		if err != nil {
+			return nil, err
+		}
+		return sdktrace.NewBatchSpanProcessor(exp), nil
+	default:
+		return nil, fmt.Errorf("unknown OTEL_TRACES_EXPORTER %q (otlp, console or none)", name)
 	}
-	return autoexport.NewSpanExporter(ctx)
 }
 
-// metricReader is spanExporter's counterpart for OTEL_METRICS_EXPORTER.
+// traceClient is the OTLP client of the protocol the environment names
+// (http/protobuf unless it says grpc), configured by the rest of the
+// OTEL_EXPORTER_OTLP_* environment as the SDK's exporters are.
+func traceClient() (otlptrace.Client, error) {
+	proto := strings.TrimSpace(os.Getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"))
+	if proto == "" {
+		proto = strings.TrimSpace(os.Getenv("OTEL_EXPORTER_OTLP_PROTOCOL"))
+	}
+	switch proto {
+	case "", "http/protobuf":
+		return otlptracehttp.NewClient(), nil
+	case "grpc":
+		return otlptracegrpc.NewClient(), nil
+	}
+	return nil, fmt.Errorf("unknown OTLP protocol %q (grpc or http/protobuf)", proto)
+}
+
+// metricReader is the reader OTEL_METRICS_EXPORTER names, through
+// autoexport, but for "console", which writes to stderr rather than
+// stdout.
 func metricReader(ctx context.Context) (sdkmetric.Reader, error) {
 	if strings.TrimSpace(os.Getenv("OTEL_METRICS_EXPORTER")) == "console" {
 		exp, err := stdoutmetric.New(stdoutmetric.WithWriter(os.Stderr))
