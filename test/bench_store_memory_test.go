@@ -255,8 +255,11 @@ func runStoreMemoryChild(ctx context.Context, side, path string) ([]memStep, err
 // the resident memory (anonymous plus file-backed) of the docstore at
 // most storeMemoryMaxRatio times SQLite's plus allowKB, and the first
 // query of each kind's time. Where SQLite ran fewer steps (it has no
-// vector query), its figure is its last step's and its time "-".
-func storeMemoryTable(header string, steps []string, med [2][]memStep, allowKB int64) (table string, met bool) {
+// vector query), its figure is its last step's and its time "-". With
+// needKB (one a step), each row also has its bound, storeMemoryMaxRatio
+// times SQLite's plus the step's needKB (the store's pages it needs at
+// least), and the docstore's total over it; the target does not count it.
+func storeMemoryTable(header string, steps []string, med [2][]memStep, allowKB int64, needKB []int64) (table string, met bool) {
 	met = true
 	width := len(header)
 	for _, step := range steps {
@@ -264,11 +267,15 @@ func storeMemoryTable(header string, steps []string, med [2][]memStep, allowKB i
 	}
 	goal := fmt.Sprintf("≤ %.0f× sqlite", storeMemoryMaxRatio)
 	if allowKB > 0 {
-		goal += fmt.Sprintf(" + %.1f MB", float64(allowKB)*1024/1e6)
+		goal += fmt.Sprintf(" + %.1f MB", kbMB(allowKB))
+	}
+	var bound string // the bound's columns, when needKB is given
+	if needKB != nil {
+		bound = fmt.Sprintf("  %9s  %7s", "bound", "÷ bound")
 	}
 	var rows []string
-	rows = append(rows, fmt.Sprintf("%-*s  %8s  %8s  %8s  %8s  %9s  %9s  %5s  %8s  %8s  %s",
-		width, header, "ds anon", "ds file", "sq anon", "sq file", "ds total", "sq total", "ratio", "ds µs", "sq µs", "target"))
+	rows = append(rows, fmt.Sprintf("%-*s  %8s  %8s  %8s  %8s  %9s  %9s  %5s  %8s  %8s%s  %s",
+		width, header, "ds anon", "ds file", "sq anon", "sq file", "ds total", "sq total", "ratio", "ds µs", "sq µs", bound, "target"))
 	for s, step := range steps {
 		ds, sq := med[0][s], med[1][min(s, len(med[1])-1)]
 		sqTook := micros(sq.Took)
@@ -281,8 +288,12 @@ func storeMemoryTable(header string, steps []string, med [2][]memStep, allowKB i
 		if float64(dsTotal) > storeMemoryMaxRatio*float64(sqTotal)+float64(allowKB) {
 			target, met = goal+": MISSED", false
 		}
-		rows = append(rows, fmt.Sprintf("%-*s  %8d  %8d  %8d  %8d  %9d  %9d  %5.2f  %8s  %8s  %s",
-			width, step, ds.AnonKB, ds.FileKB, sq.AnonKB, sq.FileKB, dsTotal, sqTotal, ratio, micros(ds.Took), sqTook, target))
+		if needKB != nil {
+			least := int64(storeMemoryMaxRatio*float64(sqTotal)) + needKB[s]
+			bound = fmt.Sprintf("  %9d  %7.2f", least, float64(dsTotal)/float64(least))
+		}
+		rows = append(rows, fmt.Sprintf("%-*s  %8d  %8d  %8d  %8d  %9d  %9d  %5.2f  %8s  %8s%s  %s",
+			width, step, ds.AnonKB, ds.FileKB, sq.AnonKB, sq.FileKB, dsTotal, sqTotal, ratio, micros(ds.Took), sqTook, bound, target))
 	}
 	return strings.Join(rows, "\n"), met
 }

@@ -278,7 +278,7 @@ func BenchmarkStoreSQLite(b *testing.B) {
 		sq.version, storeDocs, storeGroups, fsType(dir), loadAverage(),
 		"operation", "n", "docstore/s", "sqlite/s", "ratio", "ds p50", "sq p50", "ds p95", "sq p95", "target",
 		strings.Join(table, "\n"), float64(written[0])/1e6, float64(written[1])/1e6, fileSizes(ds.files()), fileSizes(sq.files()))
-	memTable, memMet := storeMemoryTable("memory after (KiB)", storeMemorySteps, memory, 0)
+	memTable, memMet := storeMemoryTable("memory after (KiB)", storeMemorySteps, memory, 0, nil)
 	b.Logf("each side's file opened in a process of its own (the test binary again), one query of each kind, the median of %d processes a side:\n"+
 		"resident memory after each step (KiB; anon: RssAnon, file: RssFile+RssShmem, which holds bbolt's mapped pages; the target counts both) "+
 		"and the step's time (µs); load average %s\n%s", storeMemoryRuns, loadAverage(), memTable)

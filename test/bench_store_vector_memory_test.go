@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/mcpkit/mcpkit/pkg/docstore"
+	bolt "go.etcd.io/bbolt"
 )
 
 // vecMemorySteps are the steps of BenchmarkStoreVector's memory children
@@ -21,6 +22,50 @@ var vecMemorySteps = []string{"before open", "open", "first get", "first exact t
 // the memory target adds to twice SQLite's for a store holding them.
 const vecOwnKB = vecDocs * vecDim * 4 / 1024
 
+// vecMemPages are the buckets of the store's file (collection "v", as
+// docstore names them) whose pages each step needs beyond the vectors'
+// own size: the approximate top-10 the HNSW graph's, the hybrid query
+// the graph's, the text index's and the index on g's. Each step's bound
+// (measureVecMemory) counts them.
+var vecMemPages = map[string][]string{
+	"first approximate top-10": {vecGraphBucket},
+	"first hybrid":             {vecGraphBucket, vecTextBucket, vecIndexBucket},
+}
+
+// The buckets of collection "v" the vector queries read besides its
+// vector blocks, by docstore's names (store.go, vector.go, textpost.go).
+const (
+	vecGraphBucket = "v\x00v\x00g" // the HNSW graph
+	vecTextBucket  = "t\x00v\x00t" // the text index on t
+	vecIndexBucket = "i\x00v\x00g" // the index on g
+)
+
+// bucketPagesKB opens the bbolt file at path read-only and returns the
+// bytes of each top-level bucket's pages in KiB (its branch and leaf
+// pages allocated, nested buckets' included: what reading all of it maps).
+func bucketPagesKB(path string) (map[string]int64, error) {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		return nil, fmt.Errorf("bucket pages of %s: %w", path, err)
+	}
+	defer db.Close()
+	kb := map[string]int64{}
+	err = db.View(func(tx *bolt.Tx) error {
+		return tx.ForEach(func(name []byte, b *bolt.Bucket) error {
+			st := b.Stats()
+			kb[string(name)] = int64(st.BranchAlloc+st.LeafAlloc) / 1024
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bucket pages of %s: %w", path, err)
+	}
+	return kb, nil
+}
+
+// kbMB is n KiB in MB.
+func kbMB(n int64) float64 { return float64(n) * 1024 / 1e6 }
+
 // vecMemTable is the header of BenchmarkStoreVector's memory table.
 const vecMemTable = "vector memory after (KiB)"
 
@@ -28,7 +73,10 @@ const vecMemTable = "vector memory after (KiB)"
 // to SQLite with each vector as a BLOB next to it, and runs each side's
 // memory children on the two files (measureStoreMemory); it logs the table
 // and fails when the docstore's resident memory after a step exceeds twice
-// SQLite's plus the vectors' own size.
+// SQLite's plus the vectors' own size. Each row also reports the step's
+// bound, twice SQLite's plus the store's pages the step needs (the
+// vectors' own size and vecMemPages' buckets), and the docstore's ratio
+// to it.
 func measureVecMemory(b *testing.B, s *docstore.Store, path string, vecs [][]float32) {
 	if err := s.Close(); err != nil { // the children open the file
 		b.Fatal(err)
@@ -37,14 +85,33 @@ func measureVecMemory(b *testing.B, s *docstore.Store, path string, vecs [][]flo
 	if err := writeVecSQLite(b.Context(), sqPath, vecs); err != nil {
 		b.Fatal(err)
 	}
+	bucketKB, err := bucketPagesKB(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	needKB := make([]int64, len(vecMemorySteps))
+	for i, step := range vecMemorySteps[3:] { // the vector queries
+		needKB[3+i] = vecOwnKB
+		for _, name := range vecMemPages[step] {
+			kb, ok := bucketKB[name]
+			if !ok {
+				b.Fatalf("the store's file has no bucket %q (docstore's layout changed?)", name)
+			}
+			needKB[3+i] += kb
+		}
+	}
 	med := measureStoreMemory(b, [2][2]string{{"docstore-vectors", path}, {"sqlite-vectors", sqPath}})
-	table, met := storeMemoryTable(vecMemTable, vecMemorySteps, med, vecOwnKB)
+	table, met := storeMemoryTable(vecMemTable, vecMemorySteps, med, vecOwnKB, needKB)
 	b.Logf("the vector store's file opened in a process of its own, the first query of each kind on its HNSW collection "+
 		"(get, exact, approximate, the hybrid query above; the flat collection is not read), against SQLite holding the same %d documents with each vector as a BLOB "+
 		"(no vector query: its figure for the vector steps is its get's); the median of %d processes a side; resident memory after each step "+
 		"(KiB, as in BenchmarkStoreSQLite's table) and the step's time (µs); target: at most %.0f× SQLite's plus the vectors' own size "+
-		"(%d × %d × 4 bytes = %.1f MB); load average %s\n%s",
-		vecDocs, storeMemoryRuns, storeMemoryMaxRatio, vecDocs, vecDim, float64(vecDocs*vecDim*4)/1e6, loadAverage(), table)
+		"(%d × %d × 4 bytes = %.1f MB); the bound: %.0f× SQLite's plus the pages the step needs at least, the vectors' own size "+
+		"for a vector query, and the pages of the buckets it reads (bbolt's statistics: the graph %.1f MB for the approximate and hybrid queries, "+
+		"the text index %.1f MB and the index on g %.1f MB for the hybrid query), and the store's total over it; load average %s\n%s",
+		vecDocs, storeMemoryRuns, storeMemoryMaxRatio, vecDocs, vecDim, float64(vecDocs*vecDim*4)/1e6, storeMemoryMaxRatio,
+		kbMB(bucketKB[vecGraphBucket]), kbMB(bucketKB[vecTextBucket]), kbMB(bucketKB[vecIndexBucket]),
+		loadAverage(), table)
 	if !met {
 		b.Errorf("resident memory: the vector store's is more than %.0f× SQLite's plus the vectors' size after a step (see the table)", storeMemoryMaxRatio)
 	}

@@ -348,9 +348,13 @@ func (v *vectors) node(slot uint32) []byte {
 	return raw
 }
 
+// cacheNode remembers raw as slot's node. The cache is sized at once to
+// every slot the field has (a search reaches slots all over it), not
+// grown by each slot beyond it, which left copies of it as garbage.
 func (v *vectors) cacheNode(slot uint32, raw []byte) {
 	if int(slot) >= len(v.nodeCache) {
-		v.nodeCache = slices.Grow(v.nodeCache, int(slot)+1-len(v.nodeCache))[:slot+1]
+		n := max(int(slot)+1, int(v.slots()))
+		v.nodeCache = slices.Grow(v.nodeCache, n-len(v.nodeCache))[:n]
 	}
 	v.nodeCache[slot] = raw
 }

@@ -1,9 +1,13 @@
 package docstore
 
 import (
+	"encoding/binary"
 	"runtime"
 	"sync"
+	"unsafe"
 	"weak"
+
+	"github.com/mcpkit/mcpkit/pkg/docstore/kv"
 )
 
 // Approximate searches read the HNSW graph from a copy in memory when one
@@ -17,54 +21,109 @@ import (
 // A copy is built when a search finds the same state a search before it
 // found uncached, that is once writes have paused: under a steady stream
 // of writes, searches read the file rather than rebuild a copy each. A
-// copy holds every slot's vector, doc key and node (about the size of the
-// field's blocks and graph); it goes when its store is garbage collected.
+// copy holds each slot's doc key, and where its vector and node are. On a
+// bbolt file those are the transaction's views of the file's map, valid
+// in every later search that sees the same map (kv.Mapped) while the
+// generation stands (every write to the blocks and the graph bumps it):
+// the vectors and the graph stay resident once, in the map, and the copy
+// is an index of them (about 40 bytes a slot). Elsewhere (PostgreSQL,
+// memory, a field small enough for its buckets to be inline), where a
+// value lives only as long as its transaction, the copy owns the vectors
+// and nodes, in one array each. A copy goes when its store is garbage
+// collected.
 
-// graphCache is an immutable copy of a collection's vectors and graph.
+// graphCache is an immutable copy of a collection's graph.
 type graphCache struct {
-	id, gen     uint64
-	dim         int
-	vecs        []float32 // slot × dim
-	keyOff      []uint32  // slot's doc key is keys[keyOff[slot]:keyOff[slot+1]]
-	keys        []byte
-	nodeOff     []uint32 // slot's node is nodes[nodeOff[slot]:nodeOff[slot+1]]
-	nodes       []byte
-	entrySlot   uint32
-	top         int
-	hasEntry    bool
-	slotsNumber uint32
+	id, gen uint64
+	// at is the file's map the views are in (kv.Mapped), 0 when the copy
+	// owns its vectors and nodes.
+	at     uintptr
+	dim    int
+	vecs   []*float32 // slot's vector: dim components from there (nil: none)
+	nodes  [][]byte   // slot's node
+	keyOff []uint32   // slot's doc key is keys[keyOff[slot]:keyOff[slot+1]]
+	keys   []byte
+
+	entrySlot uint32
+	top       int
+	hasEntry  bool
 }
 
 func (c *graphCache) vec(slot uint32) []float32 {
-	i := int(slot) * c.dim
-	return c.vecs[i : i+c.dim]
+	if p := c.vecs[slot]; p != nil {
+		return unsafe.Slice(p, c.dim)
+	}
+	return nil
 }
 
 func (c *graphCache) docKey(slot uint32) []byte { return c.keys[c.keyOff[slot]:c.keyOff[slot+1]] }
 func (c *graphCache) live(slot uint32) bool     { return c.keyOff[slot+1] > c.keyOff[slot] }
 func (c *graphCache) node(slot uint32) []byte {
-	if slot >= c.slotsNumber {
+	if int(slot) >= len(c.nodes) {
 		return nil
 	}
-	return c.nodes[c.nodeOff[slot]:c.nodeOff[slot+1]]
+	return c.nodes[slot]
 }
 func (c *graphCache) entry() (uint32, int, bool) { return c.entrySlot, c.top, c.hasEntry }
 
-// buildGraphCache copies v's vectors and graph, as of its transaction.
-func buildGraphCache(v *vectors) *graphCache {
+// buildGraphCache copies v's graph, as of its transaction: views of its
+// vectors and nodes when at (kv.Mapped of both buckets) is not 0, copies
+// otherwise. Every slice is allocated once, at its size.
+func buildGraphCache(v *vectors, at uintptr) *graphCache {
 	id, gen := v.version()
-	n := v.slots()
-	f := v
-	c := &graphCache{id: id, gen: gen, dim: v.def.Dimension, vecs: make([]float32, 0, int(n)*v.def.Dimension),
-		keyOff: make([]uint32, 1, n+1), nodeOff: make([]uint32, 1, n+1), slotsNumber: n}
-	for slot := range n {
-		c.vecs = append(c.vecs, f.vec(slot)...)
-		c.keys = append(c.keys, f.docKey(slot)...)
-		c.keyOff = append(c.keyOff, uint32(len(c.keys)))
-		c.nodes = append(c.nodes, f.node(slot)...)
-		c.nodeOff = append(c.nodeOff, uint32(len(c.nodes)))
+	n := int(v.slots())
+	c := &graphCache{id: id, gen: gen, at: at, dim: v.def.Dimension,
+		vecs: make([]*float32, n), nodes: make([][]byte, n), keyOff: make([]uint32, n+1)}
+	blocks := make([]block, (n+v.per-1)/v.per)
+	cur := v.blocks.Cursor()
+	for k, raw := cur.First(); k != nil; k, raw = cur.Next() {
+		if i := int(binary.BigEndian.Uint32(k)); i < len(blocks) {
+			blocks[i] = block{vecs: floats(raw[:v.blockLen()]), raw: raw, per: v.per}
+		}
 	}
-	c.entrySlot, c.top, c.hasEntry = f.entry()
+	var owned []float32
+	if at == 0 {
+		owned = make([]float32, n*c.dim)
+	}
+	size := 0
+	for slot := range n {
+		b := blocks[slot/v.per]
+		if b.raw == nil {
+			c.keyOff[slot+1] = uint32(size)
+			continue
+		}
+		i := slot % v.per
+		size += len(b.key(i))
+		c.keyOff[slot+1] = uint32(size)
+		vec := b.vecs[i*c.dim : (i+1)*c.dim]
+		if owned != nil {
+			vec = owned[slot*c.dim : (slot+1)*c.dim]
+			copy(vec, b.vecs[i*c.dim:])
+		}
+		c.vecs[slot] = &vec[0]
+	}
+	c.keys = make([]byte, 0, size)
+	for slot := range n {
+		if b := blocks[slot/v.per]; b.raw != nil {
+			c.keys = append(c.keys, b.key(slot%v.per)...)
+		}
+	}
+	size = 0
+	cur = v.gr.Cursor()
+	for k, raw := cur.First(); k != nil; k, raw = cur.Next() {
+		if slot := int(binary.BigEndian.Uint32(k)); slot < n {
+			c.nodes[slot] = raw
+			size += len(raw)
+		}
+	}
+	if at == 0 {
+		buf := make([]byte, 0, size)
+		for slot, raw := range c.nodes {
+			buf = append(buf, raw...)
+			c.nodes[slot] = buf[len(buf)-len(raw) : len(buf) : len(buf)]
+		}
+	}
+	c.entrySlot, c.top, c.hasEntry = v.entry()
 	return c
 }
 
@@ -85,9 +144,16 @@ type cacheKey struct {
 type cacheSlot struct {
 	mu        sync.Mutex
 	copy      *graphCache
-	seenID    uint64
-	seenGen   uint64
+	seen      graphState
 	seenValid bool
+}
+
+// graphState names the state of a collection's graph a search sees: the
+// field's id and generation, and the file's map its views would be in
+// (kv.Mapped; 0 for a copy that owns them).
+type graphState struct {
+	id, gen uint64
+	at      uintptr
 }
 
 // cachedGraph returns the copy of the graph of coll's vectors v (as v's
@@ -107,16 +173,20 @@ func (s *Store) cachedGraph(coll string, v *vectors) graphSource {
 	}
 	graphCaches.Unlock()
 	id, gen := v.version()
+	st := graphState{id: id, gen: gen, at: kv.Mapped(v.blocks)}
+	if kv.Mapped(v.gr) != st.at {
+		st.at = 0 // the graph is inline: copy both
+	}
 	slot.mu.Lock()
 	defer slot.mu.Unlock()
 	switch {
-	case slot.copy != nil && slot.copy.id == id && slot.copy.gen == gen:
+	case slot.copy != nil && (graphState{slot.copy.id, slot.copy.gen, slot.copy.at}) == st:
 		return slot.copy
-	case slot.seenValid && slot.seenID == id && slot.seenGen == gen:
-		slot.copy = buildGraphCache(v)
+	case slot.seenValid && slot.seen == st:
+		slot.copy = buildGraphCache(v, st.at)
 		return slot.copy
 	}
-	slot.seenID, slot.seenGen, slot.seenValid = id, gen, true
+	slot.seen, slot.seenValid = st, true
 	return nil
 }
 

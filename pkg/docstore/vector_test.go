@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"weak"
+
+	"github.com/mcpkit/mcpkit/pkg/docstore/kv"
 )
 
 // vecDoc is a document {"v": vec, "g": group}.
@@ -542,7 +544,10 @@ func TestVectorBatchRetry(t *testing.T) {
 // TestGraphCache: an approximate search reads a copy of the graph once
 // the same state was searched twice, never a copy of another state: a
 // write makes the next search read the file and see it, and a rolled-back
-// write leaves the copy valid.
+// write leaves the copy valid. On a file the copy holds views of the
+// file's map (no vectors of its own), which stay valid while other
+// collections are written, rewritten and emptied (their pages freed and
+// reused): searches through the copy then answer as the file does.
 func TestGraphCache(t *testing.T) {
 	backends(t, func(t *testing.T, s *Store) {
 		rng := rand.New(rand.NewPCG(7, 8))
@@ -568,8 +573,40 @@ func TestGraphCache(t *testing.T) {
 			t.Fatalf("second search: %v, copy %v", got, cached() != nil)
 		}
 		c := cached()
+		if file := s.db.Path() != "" && !kv.IsURL(s.db.Path()); (c.at != 0) != file {
+			t.Fatalf("the copy's map %#x on a file %v", c.at, file)
+		}
 		if got := hitIDs(vsearch(t, s, "c", q)); !slices.Equal(got, first) || cached() != c {
 			t.Fatalf("third search: %v", got)
+		}
+		// The copy holds what the file holds, after other collections'
+		// writes and deletes (pages freed and reused).
+		other := randVecs(rng, 300, 8)
+		for round := range 4 {
+			putVecs(t, s, "other", other)
+			if _, _, err := s.DeleteWhere(ctx, "other", nil); err != nil {
+				t.Fatal(err)
+			}
+			if got := hitIDs(vsearch(t, s, "c", q)); !slices.Equal(got, first) || cached() != c {
+				t.Fatalf("round %d: %v", round, got)
+			}
+			s.catMu.RLock()
+			col := s.cat["c"]
+			s.catMu.RUnlock()
+			if err := s.db.View(func(tx kv.Tx) error {
+				v, err := openVectors(tx, col)
+				if err != nil {
+					return err
+				}
+				for slot := range v.slots() {
+					if !slices.Equal(v.vector(slot), c.vec(slot)) || !bytes.Equal(v.node(slot), c.node(slot)) || !bytes.Equal(v.docKey(slot), c.docKey(slot)) {
+						t.Fatalf("round %d: slot %d of the copy is not the file's", round, slot)
+					}
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
 		}
 		// A refused batch rolls back: the copy still holds the state.
 		_, err := s.PutMany(ctx, "c", []Doc{{ID: Int(500), Value: vecDoc(vecs[3], 0)}, {ID: Int(501), Value: vecDoc([]float32{1}, 0)}})

@@ -540,6 +540,29 @@ func (h *boltBucket) notePut(key []byte) {
 
 var _ Bucket = (*boltBucket)(nil)
 
+// Mapped returns where the values read from bucket b are, for a cache
+// that keeps them past their transaction (docstore's copy of a vector
+// graph): on a bbolt file, the address of the file's memory map, when b
+// is read in a View and has pages of its own (it is not kept inline in its
+// parent's page); 0 otherwise (memory, PostgreSQL, a write transaction,
+// an inline bucket), where a value is valid only during its transaction.
+//
+// A value read from b stays valid and unchanged in every later View of
+// the same DB in which Mapped of the same bucket returns the same address,
+// as long as nothing was written to the bucket in between: bbolt never
+// rewrites a page of a bucket that was not written (a write copies the
+// pages it changes elsewhere, and reuses a page only once it is free), and
+// maps the file anew only when the file outgrows its map (the address may
+// then change). The caller must know that nothing was written to b (by a
+// count of its own, kept in the same transactions).
+func Mapped(b Bucket) uintptr {
+	h, ok := b.(*boltBucket)
+	if !ok || h.root == 0 || h.tx.writable || !h.readable() {
+		return 0
+	}
+	return h.b.Tx().DB().Info().Data
+}
+
 // Get implements Bucket.
 func (h *boltBucket) Get(key []byte) []byte {
 	if !h.readable() {

@@ -350,3 +350,62 @@ func TestOpenErrors(t *testing.T) {
 	_, err = kv.Open(garbage, kv.Options{})
 	wantErr(t, err, kv.ErrInvalidFile)
 }
+
+// TestMapped: on a bbolt file, a bucket with pages of its own reports the
+// file's map in a View, and values read from it in one View are still
+// there, unchanged, in a later View after other buckets were written,
+// rewritten and emptied (their pages freed and reused); an inline bucket,
+// a write transaction and the other backends report 0.
+func TestMapped(t *testing.T) {
+	eachBackend(t, func(t *testing.T, db kv.DB) {
+		fill(t, db, "big", 500)
+		fill(t, db, "other", 500)
+		update(t, db, func(tx kv.Tx) error {
+			mustPut(t, mustBucket(t, tx, "small"), "k", "v")
+			if at := kv.Mapped(tx.Bucket([]byte("big"))); at != 0 {
+				t.Errorf("Mapped in a write transaction: %#x", at)
+			}
+			return nil
+		})
+		bolt := db.Path() != "" && !kv.IsURL(db.Path())
+		var at uintptr
+		var kept [][]byte
+		view(t, db, func(tx kv.Tx) error {
+			at = kv.Mapped(tx.Bucket([]byte("big")))
+			if small := kv.Mapped(tx.Bucket([]byte("small"))); small != 0 || (at != 0) != bolt {
+				t.Fatalf("Mapped: big %#x, small (inline) %#x", at, small)
+			}
+			for i := range 500 {
+				kept = append(kept, tx.Bucket([]byte("big")).Get([]byte(key(i))))
+			}
+			return nil
+		})
+		if !bolt {
+			return
+		}
+		for round := range 5 {
+			update(t, db, func(tx kv.Tx) error {
+				b := mustBucket(t, tx, "other")
+				deleteKeys(t, b, 0, 500)
+				for i := range 500 {
+					mustPut(t, b, key(i), fmt.Sprintf("%0200d", round))
+				}
+				mustPut(t, mustBucket(t, tx, "small"), "k", fmt.Sprint(round))
+				return nil
+			})
+		}
+		view(t, db, func(tx kv.Tx) error {
+			big := tx.Bucket([]byte("big"))
+			if got := kv.Mapped(big); got != at {
+				t.Fatalf("Mapped moved from %#x to %#x with the file within its map", at, got)
+			}
+			for i, v := range kept {
+				now := big.Get([]byte(key(i)))
+				if &now[0] != &v[0] || !bytes.Equal(v, []byte(fmt.Sprintf("%0100d", i))) {
+					t.Fatalf("value %d moved or changed: %q", i, v)
+				}
+			}
+			return nil
+		})
+	})
+}

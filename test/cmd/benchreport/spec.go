@@ -193,7 +193,8 @@ const memTable = "memory after (KiB)"
 // vecMemTable is the header of BenchmarkStoreVector's table of resident
 // memory after the vector store's first queries, against SQLite holding
 // the vectors as BLOBs (target: twice SQLite's plus the vectors' size,
-// checked by the benchmark and shown in the table's last column).
+// checked by the benchmark and shown in the table's last column; beside
+// it each step's bound, the least it must hold, and the ratio to it).
 const vecMemTable = "vector memory after (KiB)"
 
 // storeMemoryRows are the rows of BenchmarkStoreSQLite's memory table:
