@@ -116,20 +116,26 @@ func (h *pgBucket) writeCeil(k []byte) (w pgWrite, ok bool) {
 	return w, ok
 }
 
-func (h *pgBucket) writeFloor(k []byte) (w pgWrite, ok bool) {
-	visit := func(it pgWrite) bool {
-		if k != nil && bytes.Compare(it.k, k) >= 0 {
+func (h *pgBucket) writeFloor(k []byte) (pgWrite, bool) {
+	return lastBefore(h.writes, pgWrite{k: k}, k, func(w pgWrite) []byte { return w.k })
+}
+
+// lastBefore returns the last element of t whose key (keyOf) is before
+// key (nil: the last element); pivot is an element of key.
+func lastBefore[T any](t *btree.BTreeG[T], pivot T, key []byte, keyOf func(T) []byte) (last T, ok bool) {
+	visit := func(it T) bool {
+		if key != nil && bytes.Compare(keyOf(it), key) >= 0 {
 			return true
 		}
-		w, ok = it, true
+		last, ok = it, true
 		return false
 	}
-	if k == nil {
-		h.writes.Reverse(visit)
+	if key == nil {
+		t.Reverse(visit)
 	} else {
-		h.writes.Descend(pgWrite{k: k}, visit)
+		t.Descend(pivot, visit)
 	}
-	return w, ok
+	return last, ok
 }
 
 // ceil returns the first key at or after k as the transaction sees it.

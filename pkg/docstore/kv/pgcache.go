@@ -191,18 +191,7 @@ func (k *pgKnown) floor(key []byte) (found item, ok bool, s span, known bool) {
 	if s, known = k.cov.below(key); !known {
 		return item{}, false, s, false
 	}
-	visit := func(it item) bool {
-		if key != nil && bytes.Compare(it.k, key) >= 0 {
-			return true
-		}
-		found, ok = it, true
-		return false
-	}
-	if key == nil {
-		k.rows.Reverse(visit)
-	} else {
-		k.rows.Descend(item{k: key}, visit)
-	}
+	found, ok = lastBefore(k.rows, item{k: key}, key, func(it item) []byte { return it.k })
 	return found, ok && bytes.Compare(found.k, s.lo) >= 0, s, true
 }
 
