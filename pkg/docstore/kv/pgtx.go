@@ -69,8 +69,9 @@ type pgTx struct {
 	nextb0  int64
 	// queued are reads to send with the next (PrefetchWithNext).
 	queued []pgQueued
-	// rc is the read cache of the revision the View reads (rev), which an
-	// optimistic View assumes until its first round trip; nil: none (a
+	// rc is the read cache of the revision the View reads (rev); an
+	// optimistic View assumes that revision until its first round trip,
+	// and reads the meta row before rc answers it (confirm). nil: none (a
 	// write, or no cache).
 	rc *pgReadCache
 }
@@ -540,7 +541,7 @@ func (t *pgTx) knownOf(id int64, created bool) *pgKnown {
 // readRev notes the revision the transaction reads, learned in its first
 // round trip, before any of that round trip's rows is recorded. When an
 // optimistic View assumed another, its handles leave that revision's
-// cache (if fn was answered from it, the meta row's check runs fn again).
+// cache, which never answered them (see confirm).
 func (t *pgTx) readRev(rev int64) {
 	if t.writable || rev == t.rev {
 		return
