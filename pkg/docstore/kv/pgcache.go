@@ -104,6 +104,10 @@ func (c *pgReadCache) resize(k *pgKnown, size int64) {
 	}
 }
 
+// spanSize is what a span known costs beside its keys' bytes, counted in
+// a shared pgKnown's size (its spans last as long as its rows).
+const spanSize = 48
+
 // pgKnown is what is known of a bucket's server keys at one state: the
 // rows fetched and the key ranges known whole (cov). Each method takes
 // the lock, so that a lookup sees one state of it.
@@ -114,8 +118,9 @@ type pgKnown struct {
 	used  uint64 // owner's tick at the last use (under owner.mu)
 	rows  *tree
 	cov   coverage
-	// size is the bytes of rows; past limit, rows and cov start over
-	// (what was returned stays valid: nothing is reused).
+	// size is the bytes of rows (and, shared, of the spans added); past
+	// limit, rows and cov start over (what was returned stays valid:
+	// nothing is reused).
 	size  atomic.Int64
 	limit int64
 	// keys is the bucket's key count, once counted, plus one.
@@ -153,15 +158,13 @@ func (k *pgKnown) add(rows []item, spans ...span) {
 		}
 		size += int64(len(it.k) + len(it.v))
 	}
-	for _, s := range spans {
-		if k.owner != nil { // outlives the transaction, whose keys may be reused
-			s = span{lo: bytes.Clone(s.lo), hi: bytes.Clone(s.hi)}
-			if s.lo == nil {
-				s.lo = []byte{}
-			}
+	if k.owner != nil {
+		for i, s := range spans { // outlive the transaction, whose keys may be reused
+			spans[i] = span{lo: append([]byte{}, s.lo...), hi: bytes.Clone(s.hi)}
+			size += int64(len(s.lo) + len(s.hi) + spanSize)
 		}
-		k.cov.add(s)
 	}
+	k.cov.addAll(spans)
 	if k.owner != nil {
 		k.owner.resize(k, size)
 	} else {
