@@ -72,8 +72,13 @@ func KeyLimit(db DB) int {
 	return MaxKeySize
 }
 
-// storeParam is the URL query parameter that names the store.
-const storeParam = "mcpkit_store"
+// storeParam is the URL query parameter that names the store; cacheParam
+// the one that sets the budget of the read cache (see pgReadCache), in
+// bytes.
+const (
+	storeParam = "mcpkit_store"
+	cacheParam = "mcpkit_read_cache"
+)
 
 var storeNameRE = regexp.MustCompile(`^[a-z0-9_]{1,40}$`)
 
@@ -103,6 +108,7 @@ type pgURL struct {
 	store string
 	shown string // without the password
 	conns int    // pool_max_conns, or 0
+	cache int64  // mcpkit_read_cache: the read cache's budget in bytes
 }
 
 // parsePGURL parses a store URL. Its errors never quote the URL, which may
@@ -123,6 +129,14 @@ func parsePGURL(raw string) (pgURL, error) {
 		}
 		p.store = vs[0]
 	}
+	p.cache = defaultReadCache
+	if vs, ok := q[cacheParam]; ok {
+		n, err := strconv.ParseInt(strings.Join(vs, ","), 10, 64)
+		if err != nil || n < 0 {
+			return pgURL{}, fmt.Errorf("kv: PostgreSQL URL: %s=%q: want a number of bytes (0: no read cache)", cacheParam, strings.Join(vs, ","))
+		}
+		p.cache = n
+	}
 	if v := q.Get("pool_max_conns"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
@@ -131,6 +145,7 @@ func parsePGURL(raw string) (pgURL, error) {
 		p.conns = n
 	}
 	q.Del(storeParam)
+	q.Del(cacheParam)
 	q.Del("pool_max_conns")
 	u.RawQuery = q.Encode()
 	p.conn = u.String()
@@ -167,6 +182,10 @@ type pgDB struct {
 	// bucket set): a transaction reads the set again only when its
 	// generations moved, and an optimistic View starts from it.
 	buckets atomic.Pointer[pgBucketSet]
+	// rcache is the read cache of the latest revision a View read, of at
+	// most cacheBudget bytes (mcpkit_read_cache; 0: none).
+	rcache      atomic.Pointer[pgReadCache]
+	cacheBudget int64
 }
 
 var _ DB = (*pgDB)(nil)
@@ -181,7 +200,10 @@ type pgTables struct{ meta, buckets, kv string }
 // (PGPASSFILE, ~/.pgpass), as libpq's; it never appears in Path or in an
 // error. opts.Timeout bounds each connection attempt (default 10 s) and
 // opts.NoSync sets synchronous_commit off. The URL's pool_max_conns caps
-// the connections (default 16). The server unreachable is ErrUnavailable.
+// the connections (default 16), and its mcpkit_read_cache the bytes of
+// rows the Views of this DB keep for the next Views that read the same
+// revision of the store (default 64 MiB, 0 for none). The server
+// unreachable is ErrUnavailable.
 func OpenPostgres(ctx context.Context, rawURL string, opts Options) (DB, error) {
 	p, err := parsePGURL(rawURL)
 	if err != nil {
@@ -191,7 +213,7 @@ func OpenPostgres(ctx context.Context, rawURL string, opts Options) (DB, error) 
 	if err != nil {
 		return nil, fmt.Errorf("kv: open %s: %s", p.shown, scrub(err.Error(), urlSecrets(rawURL)))
 	}
-	d := &pgDB{path: p.shown, readOnly: opts.ReadOnly, rerunViews: opts.ViewsMayRerun}
+	d := &pgDB{path: p.shown, readOnly: opts.ReadOnly, rerunViews: opts.ViewsMayRerun, cacheBudget: p.cache}
 	d.secrets = append(urlSecrets(rawURL), cfg.Password)
 	if opts.Timeout > 0 {
 		cfg.ConnectTimeout = opts.Timeout

@@ -17,8 +17,9 @@ type pgWrite struct {
 func pgWriteLess(a, b pgWrite) bool { return bytes.Compare(a.k, b.k) < 0 }
 
 // pgBucket is a handle on a bucket in a PostgreSQL transaction: the
-// transaction's writes to it (an overlay) over the server's keys it
-// fetched (cache), of which it knows the ranges cov completely.
+// transaction's writes to it (an overlay) over what is known of the
+// server's keys (known: the transaction's own, or the process's read
+// cache at the transaction's revision).
 type pgBucket struct {
 	bucketState
 	t        *pgTx
@@ -27,10 +28,7 @@ type pgBucket struct {
 	seq      uint64
 	seqDirty bool
 	writes   *btree.BTreeG[pgWrite]
-	cache    *tree
-	cov      coverage
-	cached   int
-	serverN  int // the server's key count, once counted, plus one
+	known    *pgKnown
 }
 
 var _ Bucket = (*pgBucket)(nil)
@@ -39,17 +37,16 @@ var _ Bucket = (*pgBucket)(nil)
 // desc, descending before before (nil: from the end); limit is the page
 // size asked for, so fewer rows means the range ends there.
 func (h *pgBucket) learn(rows []item, limit int, desc bool, from []byte) {
-	h.remember(rows)
 	full := len(rows) == limit
 	switch {
 	case !desc && !full:
-		h.cov.add(span{lo: from})
+		h.known.add(rows, span{lo: from})
 	case !desc:
-		h.cov.add(span{lo: from, hi: successor(rows[len(rows)-1].k)})
+		h.known.add(rows, span{lo: from, hi: successor(rows[len(rows)-1].k)})
 	case !full:
-		h.cov.add(span{lo: []byte{}, hi: from})
+		h.known.add(rows, span{lo: []byte{}, hi: from})
 	default:
-		h.cov.add(span{lo: rows[len(rows)-1].k, hi: from})
+		h.known.add(rows, span{lo: rows[len(rows)-1].k, hi: from})
 	}
 }
 
@@ -62,16 +59,16 @@ func (h *pgBucket) serverCeil(k []byte, size pageSizer) (item, bool) {
 		k = []byte{} // nil would be SQL NULL
 	}
 	for {
-		s, ok := h.cov.containing(k)
-		if !ok {
+		found, ok, s, known := h.known.ceil(k)
+		if known && h.t.confirm(h) {
+			continue
+		}
+		if !known {
 			n := size()
 			h.learn(h.t.fetch(h.t.d.sql.pageAsc, h.id, k, n), n, false, k)
 			continue
 		}
-		var found item
-		ok = false
-		h.cache.Ascend(item{k: k}, func(it item) bool { found, ok = it, true; return false })
-		if ok && beforeHi(found.k, s.hi) {
+		if ok {
 			return found, true
 		}
 		if s.hi == nil {
@@ -87,8 +84,11 @@ func (h *pgBucket) serverFloor(k []byte, size pageSizer) (item, bool) {
 		return item{}, false
 	}
 	for {
-		s, ok := h.cov.below(k)
-		if !ok {
+		found, ok, s, known := h.known.floor(k)
+		if known && h.t.confirm(h) {
+			continue
+		}
+		if !known {
 			n := size()
 			var rows []item
 			if k == nil {
@@ -99,21 +99,7 @@ func (h *pgBucket) serverFloor(k []byte, size pageSizer) (item, bool) {
 			h.learn(rows, n, true, k)
 			continue
 		}
-		var found item
-		ok = false
-		visit := func(it item) bool {
-			if k != nil && bytes.Compare(it.k, k) >= 0 {
-				return true
-			}
-			found, ok = it, true
-			return false
-		}
-		if k == nil {
-			h.cache.Reverse(visit)
-		} else {
-			h.cache.Descend(item{k: k}, visit)
-		}
-		if ok && bytes.Compare(found.k, s.lo) >= 0 {
+		if ok {
 			return found, true
 		}
 		if len(s.lo) == 0 {
@@ -130,20 +116,26 @@ func (h *pgBucket) writeCeil(k []byte) (w pgWrite, ok bool) {
 	return w, ok
 }
 
-func (h *pgBucket) writeFloor(k []byte) (w pgWrite, ok bool) {
-	visit := func(it pgWrite) bool {
-		if k != nil && bytes.Compare(it.k, k) >= 0 {
+func (h *pgBucket) writeFloor(k []byte) (pgWrite, bool) {
+	return lastBefore(h.writes, pgWrite{k: k}, k, func(w pgWrite) []byte { return w.k })
+}
+
+// lastBefore returns the last element of t whose key (keyOf) is before
+// key (nil: the last element); pivot is an element of key.
+func lastBefore[T any](t *btree.BTreeG[T], pivot T, key []byte, keyOf func(T) []byte) (last T, ok bool) {
+	visit := func(it T) bool {
+		if key != nil && bytes.Compare(keyOf(it), key) >= 0 {
 			return true
 		}
-		w, ok = it, true
+		last, ok = it, true
 		return false
 	}
-	if k == nil {
-		h.writes.Reverse(visit)
+	if key == nil {
+		t.Reverse(visit)
 	} else {
-		h.writes.Descend(pgWrite{k: k}, visit)
+		t.Descend(pivot, visit)
 	}
-	return w, ok
+	return last, ok
 }
 
 // ceil returns the first key at or after k as the transaction sees it.
@@ -199,11 +191,16 @@ func (h *pgBucket) Get(key []byte) []byte {
 	if h.created || len(key) == 0 {
 		return nil
 	}
-	if _, ok := h.cov.containing(key); !ok {
-		h.learn(h.t.fetch(h.t.d.sql.pageAsc, h.id, key, 1), 1, false, key)
+	v, present, known := h.known.get(key)
+	if known && h.t.confirm(h) {
+		v, present, known = h.known.get(key)
 	}
-	if it, ok := h.cache.Get(item{k: key}); ok {
-		return it.v
+	if !known {
+		h.learn(h.t.fetch(h.t.d.sql.pageAsc, h.id, key, 1), 1, false, key)
+		v, present, _ = h.known.get(key)
+	}
+	if present {
+		return v
 	}
 	return nil
 }
@@ -214,11 +211,8 @@ func (h *pgBucket) knownAbsent(k []byte) bool {
 	if h.created {
 		return true
 	}
-	if _, ok := h.cov.containing(k); !ok {
-		return false
-	}
-	_, ok := h.cache.Get(item{k: k})
-	return !ok
+	_, present, known := h.known.get(k)
+	return known && !present
 }
 
 // Put implements Bucket; it copies key and value.
@@ -299,10 +293,15 @@ func (h *pgBucket) KeyN() int {
 	case h.created:
 		return puts
 	case h.writes.Len() == 0:
-		if h.serverN == 0 {
-			h.serverN = h.t.count(h.t.d.sql.count, h.id) + 1
+		n, known := h.known.keyN()
+		if known && h.t.confirm(h) {
+			n, known = h.known.keyN()
 		}
-		return h.serverN - 1
+		if !known {
+			n = h.t.count(h.t.d.sql.count, h.id)
+			h.known.setKeyN(n)
+		}
+		return n
 	}
 	keys := make([][]byte, 0, h.writes.Len())
 	h.writes.Scan(func(w pgWrite) bool { keys = append(keys, w.k); return true })
@@ -371,18 +370,6 @@ type pgCursor struct {
 	// walk sizes the pages fetched by First, Last, Next and Prev, which
 	// grow while the cursor walks on; a Seek starts a new walk.
 	walk pageSizer
-}
-
-// remember caches rows fetched, starting over (cache and coverage) once
-// the cache holds more than maxCached bytes.
-func (h *pgBucket) remember(rows []item) {
-	if h.cached > maxCached {
-		h.cache, h.cov, h.cached = newTree(), coverage{}, 0
-	}
-	for _, it := range rows {
-		h.cache.Set(it)
-		h.cached += len(it.k) + len(it.v)
-	}
 }
 
 // pageSizer gives the size of each page a read fetches, one call a page.

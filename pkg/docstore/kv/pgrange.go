@@ -44,27 +44,35 @@ func (c *coverage) below(k []byte) (span, bool) {
 	return span{}, false
 }
 
-// add records s as known, merging it with the spans it overlaps or touches.
-func (c *coverage) add(s span) {
-	if s.hi != nil && bytes.Compare(s.lo, s.hi) >= 0 {
-		return
-	}
-	// The spans' his are sorted as their los are.
-	start := sort.Search(len(c.spans), func(j int) bool {
-		h := c.spans[j].hi
-		return h == nil || bytes.Compare(h, s.lo) >= 0
-	})
-	end := start
-	for end < len(c.spans) && (s.hi == nil || bytes.Compare(c.spans[end].lo, s.hi) <= 0) {
-		if bytes.Compare(c.spans[end].lo, s.lo) < 0 {
-			s.lo = c.spans[end].lo
+// addAll records the spans ss as known, merging them with the spans they
+// overlap or touch, in one pass over the spans known (a cache shared by
+// many transactions holds many: a key read by id is one).
+func (c *coverage) addAll(ss []span) {
+	in := make([]span, 0, len(ss))
+	for _, s := range ss {
+		if s.hi == nil || bytes.Compare(s.lo, s.hi) < 0 {
+			in = append(in, s)
 		}
-		if s.hi != nil && (c.spans[end].hi == nil || bytes.Compare(c.spans[end].hi, s.hi) > 0) {
-			s.hi = c.spans[end].hi
-		}
-		end++
 	}
-	c.spans = slices.Replace(c.spans, start, end, s)
+	slices.SortFunc(in, func(a, b span) int { return bytes.Compare(a.lo, b.lo) })
+	merged := make([]span, 0, len(c.spans)+len(in))
+	for i, j := 0, 0; i < len(c.spans) || j < len(in); {
+		var s span
+		if j == len(in) || (i < len(c.spans) && bytes.Compare(c.spans[i].lo, in[j].lo) <= 0) {
+			s, i = c.spans[i], i+1
+		} else {
+			s, j = in[j], j+1
+		}
+		if n := len(merged); n > 0 && (merged[n-1].hi == nil || bytes.Compare(s.lo, merged[n-1].hi) <= 0) {
+			// s overlaps or touches the last span: it extends it.
+			if merged[n-1].hi != nil && (s.hi == nil || bytes.Compare(s.hi, merged[n-1].hi) > 0) {
+				merged[n-1].hi = s.hi
+			}
+			continue
+		}
+		merged = append(merged, s)
+	}
+	c.spans = merged
 }
 
 // successor is the least key after k: k followed by a zero byte.

@@ -56,7 +56,7 @@ func (d *pgDB) beginOptimistic() (*pgTx, error) {
 	return &pgTx{
 		txState: txState{epoch: cached.epoch},
 		d:       d, c: c, rev: cached.rev, gen: cached.gen, sgen: cached.sgen, base: cached.byName,
-		spec: pgSpec{state: specPending},
+		spec: pgSpec{state: specPending}, rc: d.readCache(cached.rev),
 	}, nil
 }
 
@@ -105,9 +105,17 @@ func (t *pgTx) firstPage(args ...any) []item {
 	if err != nil {
 		t.failRead(err)
 	}
-	if t.stale(&m) || m.gen != t.gen {
+	t.readAlone(&m)
+	return out
+}
+
+// readAlone checks the meta row m read with a pending View's first read,
+// alone outside any transaction, and notes the revision read.
+func (t *pgTx) readAlone(m *pgMetaRow) {
+	if t.stale(m) || m.gen != t.gen {
 		t.askRerun()
 	}
+	t.readRev(m.rev)
 	t.epoch = uint64(m.epoch)
 	if m.sgen != t.sgen {
 		t.spec.seqStale = true
@@ -115,7 +123,28 @@ func (t *pgTx) firstPage(args ...any) []item {
 		t.d.noteBuckets(&pgBucketSet{rev: m.rev, epoch: t.epoch, gen: m.gen, sgen: m.sgen, byName: t.base})
 	}
 	t.spec.state, t.spec.firstRev = specSingle, m.rev
-	return out
+}
+
+// confirm makes sure that the read cache h would answer from is that of
+// the revision the transaction reads: a pending View, which assumed the
+// last revision the process saw, first reads the meta row (one statement
+// outside any transaction, as a first read that is a page is) and moves
+// its handles to the cache of the revision it found. It reports whether
+// it did, and what h knows must be looked up again.
+func (t *pgTx) confirm(h *pgBucket) bool {
+	if t.spec.state != specPending || h.known.owner == nil {
+		return false
+	}
+	t.d.trips.Add(1)
+	var m pgMetaRow
+	if err := m.scan(t.c.c.QueryRow(bg, t.d.sql.meta)); err != nil || !m.found {
+		if err == nil {
+			err = errNoMeta
+		}
+		t.failRead(err)
+	}
+	t.readAlone(&m)
+	return true
 }
 
 // checkMeta checks the meta row read with BEGIN by an optimistic View's

@@ -69,6 +69,11 @@ type pgTx struct {
 	nextb0  int64
 	// queued are reads to send with the next (PrefetchWithNext).
 	queued []pgQueued
+	// rc is the read cache of the revision the View reads (rev); an
+	// optimistic View assumes that revision until its first round trip,
+	// and reads the meta row before rc answers it (confirm). nil: none (a
+	// write, or no cache).
+	rc *pgReadCache
 }
 
 var _ Tx = (*pgTx)(nil)
@@ -216,6 +221,9 @@ func (d *pgDB) beginOn(c *pgConn, writable bool) (*pgTx, error) {
 		txState: txState{writable: writable, epoch: uint64(m.epoch)},
 		d:       d, c: c, inTx: true, rev: m.rev, gen: m.gen, sgen: m.sgen, base: set,
 		nextb: m.nextb, nextb0: m.nextb,
+	}
+	if !writable {
+		t.rc = d.readCache(m.rev)
 	}
 	return t, nil
 }
@@ -512,13 +520,37 @@ func (t *pgTx) newHandle(name string, info pgBucketInfo, created bool) *pgBucket
 		bucketState: bucketState{tx: &t.txState, name: name},
 		t:           t, id: info.id, seq: info.seq, created: created,
 		writes: btree.NewBTreeGOptions(pgWriteLess, btree.Options{NoLocks: true}),
-		cache:  newTree(),
+		known:  t.knownOf(info.id, created),
 	}
 	if t.handles == nil {
 		t.handles = make(map[string]*pgBucket)
 	}
 	t.handles[name] = h
 	return h
+}
+
+// knownOf returns what is known of bucket id's server keys: the read
+// cache's, or the transaction's own (a bucket it created has none).
+func (t *pgTx) knownOf(id int64, created bool) *pgKnown {
+	if t.rc == nil || created {
+		return newOwnKnown()
+	}
+	return t.rc.bucket(id)
+}
+
+// readRev notes the revision the transaction reads, learned in its first
+// round trip, before any of that round trip's rows is recorded. When an
+// optimistic View assumed another, its handles leave that revision's
+// cache, which never answered them (see confirm).
+func (t *pgTx) readRev(rev int64) {
+	if t.writable || rev == t.rev {
+		return
+	}
+	t.rev = rev
+	t.rc = t.d.readCache(rev)
+	for _, h := range t.handles {
+		h.known = t.knownOf(h.id, h.created)
+	}
 }
 
 // CreateBucketIfNotExists implements Tx.
@@ -646,7 +678,13 @@ func (t *pgTx) read(sql string, args []any, scan func(pgx.Rows) error) {
 	var m pgMetaRow
 	if began {
 		b.Queue(t.d.sql.beginView)
-		m.queueView(b, t.d, cached)
+		b.Queue(t.d.sql.viewMeta, cached.gen, cached.sgen).Query(func(rows pgx.Rows) error {
+			err := m.scanBuckets(rows, true)
+			if err == nil && m.found {
+				t.readRev(m.rev)
+			}
+			return err
+		})
 	}
 	for _, q := range queued {
 		b.Queue(q.sql, q.args...).Query(q.scan)

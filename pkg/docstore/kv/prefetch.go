@@ -39,7 +39,11 @@ func (h *pgBucket) unknownKeys(keys [][]byte) [][]byte {
 		if _, ok := h.writes.Get(pgWrite{k: k}); ok {
 			continue
 		}
-		if _, ok := h.cov.containing(k); !ok {
+		_, _, known := h.known.get(k)
+		if known && h.t.confirm(h) {
+			_, _, known = h.known.get(k)
+		}
+		if !known {
 			want = append(want, k)
 		}
 	}
@@ -49,10 +53,11 @@ func (h *pgBucket) unknownKeys(keys [][]byte) [][]byte {
 // learnKeys records the rows fetched for the keys want, and each of want
 // as known (present or not).
 func (h *pgBucket) learnKeys(want [][]byte, rows []item) {
-	h.remember(rows)
-	for _, k := range want {
-		h.cov.add(span{lo: k, hi: successor(k)})
+	spans := make([]span, len(want))
+	for i, k := range want {
+		spans[i] = span{lo: k, hi: successor(k)}
 	}
+	h.known.add(rows, spans...)
 }
 
 // Range is a key range [Lo, Hi) of a bucket.
@@ -94,8 +99,12 @@ func (h *pgBucket) unknownRanges(ranges []Range) (los, his [][]byte) {
 		if r.Hi == nil || len(r.Lo) == 0 || bytes.Compare(r.Lo, r.Hi) >= 0 {
 			continue
 		}
-		if s, ok := h.cov.containing(r.Lo); ok && (s.hi == nil || bytes.Compare(r.Hi, s.hi) <= 0) {
-			continue // known already
+		known := h.known.knowsRange(r.Lo, r.Hi)
+		if known && h.t.confirm(h) {
+			known = h.known.knowsRange(r.Lo, r.Hi)
+		}
+		if known {
+			continue
 		}
 		los, his = append(los, r.Lo), append(his, r.Hi)
 	}
@@ -106,23 +115,24 @@ func (h *pgBucket) unknownRanges(ranges []Range) (los, his [][]byte) {
 // the span from the key before each range to the key after it, or to its
 // last row when a page was not enough.
 func (h *pgBucket) learnRanges(los [][]byte, rows fetchedRanges) {
-	h.remember(rows.items)
+	spans := make([]span, 0, 2*len(los))
 	for i, lo := range los {
 		got := rows.perRange[i]
 		if got.before == nil {
-			h.cov.add(span{lo: []byte{}, hi: lo})
+			spans = append(spans, span{lo: []byte{}, hi: lo})
 		} else {
-			h.cov.add(span{lo: got.before, hi: lo})
+			spans = append(spans, span{lo: got.before, hi: lo})
 		}
 		switch {
 		case got.n == rangeRows:
-			h.cov.add(span{lo: lo, hi: successor(got.last)})
+			spans = append(spans, span{lo: lo, hi: successor(got.last)})
 		case got.after == nil:
-			h.cov.add(span{lo: lo}) // nothing from lo on but the rows
+			spans = append(spans, span{lo: lo}) // nothing from lo on but the rows
 		default:
-			h.cov.add(span{lo: lo, hi: successor(got.after)})
+			spans = append(spans, span{lo: lo, hi: successor(got.after)})
 		}
 	}
+	h.known.add(rows.items, spans...)
 }
 
 // PrefetchWithNext is Prefetch and PrefetchRanges of b at once, sent with
@@ -177,13 +187,16 @@ func KeyNWithNext(b Bucket) {
 // bucket holds no write of the transaction and was not counted yet. A
 // write before KeyN is asked makes KeyN count again (with the writes).
 func (h *pgBucket) keyNWithNext() {
-	if !h.readable() || h.created || h.writes.Len() > 0 || h.serverN != 0 {
+	if !h.readable() || h.created || h.writes.Len() > 0 {
+		return
+	}
+	if _, known := h.known.keyN(); known {
 		return
 	}
 	h.t.queue(h.t.d.sql.count, []any{h.id}, func(rows pgx.Rows) error {
 		n, err := scanCount(rows)
 		if err == nil {
-			h.serverN = n + 1
+			h.known.setKeyN(n)
 		}
 		return err
 	})

@@ -1,0 +1,218 @@
+package kv
+
+import (
+	"bytes"
+	"sync"
+	"sync/atomic"
+)
+
+// What a transaction knows of a bucket's server keys (pgKnown) is its own
+// (a write, which reads the state it is about to change) or shared by the
+// Views of the process that read the same state (pgReadCache): the rows a
+// search reads again and again (an index's blocks, a term's postings)
+// then cost the server nothing once read, as a file's pages cost nothing
+// once the OS caches them.
+//
+// A shared cache holds what was read at one revision of the store (the
+// meta row's rev, which every commit of every process moves) and answers
+// only the transactions that read that revision. An ordinary View learns
+// its revision as it begins (BEGIN and the meta row); an optimistic View
+// (pgSpec), which begins nothing until its first read, reads the meta row
+// before the cache may answer it (pgTx.confirm), so that the cache is
+// never asked on a revision assumed. A write on another instance is thus
+// seen as soon as its commit returned, as without the cache; a write
+// anywhere makes the whole cache stale (the next View, at the new
+// revision, starts another). Writes read without it: they read the state
+// they change, whose revision dies with their commit.
+
+// defaultReadCache is the byte budget of the shared read cache when the
+// URL's mcpkit_read_cache does not set one.
+const defaultReadCache = 64 << 20
+
+// pgReadCache is the shared read cache at one revision of the store.
+type pgReadCache struct {
+	rev    int64
+	budget int64
+	mu     sync.Mutex
+	// buckets maps a bucket id (never reused by the store) to what is
+	// known of it; size is the bytes of their rows; tick orders uses.
+	buckets map[int64]*pgKnown
+	size    int64
+	tick    uint64
+}
+
+// readCache returns the shared cache of revision rev, starting it when
+// rev is newer than the cache's, or nil (no cache, or it is newer: the
+// transaction is the one behind).
+func (d *pgDB) readCache(rev int64) *pgReadCache {
+	if d.cacheBudget <= 0 || rev < 0 {
+		return nil
+	}
+	for {
+		cur := d.rcache.Load()
+		switch {
+		case cur != nil && cur.rev == rev:
+			return cur
+		case cur != nil && cur.rev > rev:
+			return nil
+		}
+		c := &pgReadCache{rev: rev, budget: d.cacheBudget, buckets: map[int64]*pgKnown{}}
+		if d.rcache.CompareAndSwap(cur, c) {
+			return c
+		}
+	}
+}
+
+// bucket returns what the cache knows of bucket id.
+func (c *pgReadCache) bucket(id int64) *pgKnown {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.tick++
+	k := c.buckets[id]
+	if k == nil {
+		k = &pgKnown{owner: c, id: id, rows: newTree(), limit: min(c.budget, maxCached)}
+		c.buckets[id] = k
+	}
+	k.used = c.tick
+	return k
+}
+
+// resize sets the size of k's rows and, over budget, drops the buckets
+// used least recently but k (their transactions keep what they hold).
+// The sizes of the cache's buckets change only under c.mu, so that c.size
+// is their sum.
+func (c *pgReadCache) resize(k *pgKnown, size int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old := k.size.Swap(size)
+	if c.buckets[k.id] != k {
+		return // dropped already
+	}
+	c.size += size - old
+	for c.size > c.budget {
+		var victim *pgKnown
+		for _, o := range c.buckets {
+			if o != k && (victim == nil || o.used < victim.used) {
+				victim = o
+			}
+		}
+		if victim == nil {
+			return // k alone, within budget by its limit
+		}
+		delete(c.buckets, victim.id)
+		c.size -= victim.size.Load()
+	}
+}
+
+// spanSize is what a span known costs beside its keys' bytes, counted in
+// a shared pgKnown's size (its spans last as long as its rows).
+const spanSize = 48
+
+// pgKnown is what is known of a bucket's server keys at one state: the
+// rows fetched and the key ranges known whole (cov). Each method takes
+// the lock, so that a lookup sees one state of it.
+type pgKnown struct {
+	mu    sync.Mutex
+	owner *pgReadCache // nil: a transaction's own
+	id    int64
+	used  uint64 // owner's tick at the last use (under owner.mu)
+	rows  *tree
+	cov   coverage
+	// size is the bytes of rows (and, shared, of the spans added); past
+	// limit, rows and cov start over (what was returned stays valid:
+	// nothing is reused).
+	size  atomic.Int64
+	limit int64
+	// keys is the bucket's key count, once counted, plus one.
+	keys int
+}
+
+// keyN returns the bucket's key count, and whether it is known.
+func (k *pgKnown) keyN() (int, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.keys - 1, k.keys != 0
+}
+
+// setKeyN records the bucket's key count.
+func (k *pgKnown) setKeyN(n int) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.keys = n + 1
+}
+
+// newOwnKnown returns a transaction's own pgKnown.
+func newOwnKnown() *pgKnown { return &pgKnown{rows: newTree(), limit: maxCached} }
+
+// add records rows fetched and the spans they tell are known whole.
+func (k *pgKnown) add(rows []item, spans ...span) {
+	k.mu.Lock()
+	size := k.size.Load()
+	if size > k.limit {
+		k.rows, k.cov = newTree(), coverage{}
+		size = 0
+	}
+	for _, it := range rows {
+		if old, replaced := k.rows.Set(it); replaced {
+			size -= int64(len(old.k) + len(old.v))
+		}
+		size += int64(len(it.k) + len(it.v))
+	}
+	if k.owner != nil {
+		for i, s := range spans { // outlive the transaction, whose keys may be reused
+			spans[i] = span{lo: append([]byte{}, s.lo...), hi: bytes.Clone(s.hi)}
+			size += int64(len(s.lo) + len(s.hi) + spanSize)
+		}
+	}
+	k.cov.addAll(spans)
+	if k.owner != nil {
+		k.owner.resize(k, size)
+	} else {
+		k.size.Store(size)
+	}
+	k.mu.Unlock()
+}
+
+// ceil returns the first row at or after key within the span known whole
+// that holds key (s), and whether such a span is known.
+func (k *pgKnown) ceil(key []byte) (found item, ok bool, s span, known bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if s, known = k.cov.containing(key); !known {
+		return item{}, false, s, false
+	}
+	k.rows.Ascend(item{k: key}, func(it item) bool { found, ok = it, true; return false })
+	return found, ok && beforeHi(found.k, s.hi), s, true
+}
+
+// floor returns the last row before key (nil: the last) within the span
+// known whole that holds the keys just before it (s), and whether such a
+// span is known.
+func (k *pgKnown) floor(key []byte) (found item, ok bool, s span, known bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if s, known = k.cov.below(key); !known {
+		return item{}, false, s, false
+	}
+	found, ok = lastBefore(k.rows, item{k: key}, key, func(it item) []byte { return it.k })
+	return found, ok && bytes.Compare(found.k, s.lo) >= 0, s, true
+}
+
+// get returns key's value, whether it is present, and whether it is known.
+func (k *pgKnown) get(key []byte) (v []byte, present, known bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if _, known = k.cov.containing(key); !known {
+		return nil, false, false
+	}
+	it, present := k.rows.Get(item{k: key})
+	return it.v, present, true
+}
+
+// knowsRange reports whether every key of [lo, hi) is known.
+func (k *pgKnown) knowsRange(lo, hi []byte) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	s, ok := k.cov.containing(lo)
+	return ok && (s.hi == nil || bytes.Compare(hi, s.hi) <= 0)
+}
