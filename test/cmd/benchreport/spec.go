@@ -381,8 +381,8 @@ func Areas() []Area {
 			{Name: "HNSW build, against its bound (its distance computations alone)", Kind: Rate, Per: "vectors/s",
 				Mine: logged(vector, "build", "HNSW build: docstore", "vectors/s", 0), Peer: logged(vector, "build", "HNSW build bound", "vectors/s", 0),
 				PeerName: "1,280 distances per vector"},
-			{Name: "hybrid: filter + vector + text, RRF, MMR (p50)", Kind: Time,
-				Mine: logged(vector, "query", "hybrid", "p50 µs", us), Quantiles: []Quantile{
+			{Name: "hybrid: filter + vector + text, RRF, MMR, approximate vectors (p50, median of 5 rounds)", Kind: Time,
+				Mine: logged(vector, "query", "hybrid", "p50 µs", us), Checks: []Check{{Of: OfMine, Op: "≤", Limit: 5 * ms}}, Quantiles: []Quantile{
 					{Q: "p50", Mine: logged(vector, "query", "hybrid", "p50 µs", us)},
 					{Q: "p95", Mine: logged(vector, "query", "hybrid", "p95 µs", us)},
 				}},
