@@ -69,10 +69,9 @@ type pgTx struct {
 	nextb0  int64
 	// queued are reads to send with the next (PrefetchWithNext).
 	queued []pgQueued
-	// rc is the read cache of the revision the View reads (rev); an
+	// rc is the read cache of the revision the transaction reads (rev); an
 	// optimistic View assumes that revision until its first round trip,
-	// and reads the meta row before rc answers it (confirm). nil: none (a
-	// write, or no cache).
+	// and reads the meta row before rc answers it (confirm). nil: none.
 	rc *pgReadCache
 }
 
@@ -222,9 +221,7 @@ func (d *pgDB) beginOn(c *pgConn, writable bool) (*pgTx, error) {
 		d:       d, c: c, inTx: true, rev: m.rev, gen: m.gen, sgen: m.sgen, base: set,
 		nextb: m.nextb, nextb0: m.nextb,
 	}
-	if !writable {
-		t.rc = d.readCache(m.rev)
-	}
+	t.rc = d.readCache(m.rev)
 	return t, nil
 }
 
@@ -363,6 +360,7 @@ func (t *pgTx) commit() error {
 	t.d.trips.Add(1)
 	err := t.c.c.SendBatch(bg, b).Close()
 	if err == nil {
+		t.d.advanceCache(t) // first: a View that starts from published finds it
 		t.d.noteBuckets(published)
 		return nil
 	}
