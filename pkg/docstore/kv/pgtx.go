@@ -376,13 +376,14 @@ func (t *pgTx) commit() error {
 		t.d.path, ErrUnavailable, scrub(err.Error(), t.d.secrets))
 }
 
-// minProbe is how many puts of keys the transaction does not know absent
-// make probing worth a round trip before the commit.
+// minProbe is how many puts of keys the transaction knows neither present
+// nor absent make probing worth a round trip before the commit.
 const minProbe = 64
 
 // probe fetches, in one round trip, the last key of every bucket the
 // transaction puts keys in that it does not know absent, when they are at
-// least minProbe: the keys after it (ids that grow, or times) are then
+// least minProbe (a key known present is upserted either way): the keys
+// after it (ids that grow, or times) are then
 // known absent and inserted rather than upserted (an upsert of a new key
 // costs PostgreSQL a speculative insertion: measured, a quarter of an
 // ingest's time). Asking which of the keys exist costs as much as the
@@ -397,7 +398,7 @@ func (t *pgTx) probe() error {
 		}
 		n := 0
 		h.writes.Scan(func(w pgWrite) bool {
-			if !w.del && !h.knownAbsent(w.k) {
+			if _, known := h.knownKey(w.k); !w.del && !known {
 				n++
 			}
 			return true
