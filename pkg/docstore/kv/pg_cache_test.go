@@ -2,7 +2,9 @@ package kv
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -188,6 +190,156 @@ func TestPostgresReadCacheBudget(t *testing.T) {
 		_, err := OpenPostgres(context.Background(), url+"&"+cacheParam+"="+bad, Options{})
 		if err == nil || !strings.Contains(err.Error(), cacheParam) {
 			t.Errorf("%s=%s: %v", cacheParam, bad, err)
+		}
+	}
+}
+
+// dumpStore returns everything tx sees: each bucket's key count, its keys
+// and values walked forward and backward, and Gets of keys present and
+// absent.
+func dumpStore(tx Tx) string {
+	var sb strings.Builder
+	_ = tx.ForEachBucket(func(name []byte, b Bucket) error {
+		fmt.Fprintf(&sb, "%s n=%d:", name, b.KeyN())
+		c := b.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			fmt.Fprintf(&sb, " %s=%s", k, v)
+		}
+		sb.WriteString(" |")
+		for k, _ := c.Last(); k != nil; k, _ = c.Prev() {
+			fmt.Fprintf(&sb, " %s", k)
+		}
+		sb.WriteString(" | get")
+		for i := 0; i < writeKeys; i += 5 {
+			fmt.Fprintf(&sb, " %s", b.Get(pgKey(i)))
+		}
+		sb.WriteString("\n")
+		return nil
+	})
+	return sb.String()
+}
+
+// writeKeys is the key space of TestPostgresReadCacheWriteThrough.
+const writeKeys = 300
+
+// randomWrites puts and deletes keys of buckets w1..w3 at random, reading
+// some first (through the cache), and now and then deletes w3 and makes
+// it again.
+func randomWrites(tx Tx, rng *rand.Rand, round int) error {
+	if rng.IntN(4) == 0 {
+		if tx.Bucket([]byte("w3")) != nil {
+			if err := tx.DeleteBucket([]byte("w3")); err != nil {
+				return err
+			}
+		}
+	}
+	for _, name := range []string{"w1", "w2", "w3"} {
+		b, err := tx.CreateBucketIfNotExists([]byte(name))
+		if err != nil {
+			return err
+		}
+		for range 1 + rng.IntN(60) {
+			k := pgKey(rng.IntN(writeKeys))
+			switch v := b.Get(k); {
+			case v != nil && rng.IntN(2) == 0:
+				err = b.Delete(k)
+			case rng.IntN(5) == 0:
+				err = b.Delete(k)
+			default:
+				err = b.Put(k, fmt.Appendf(nil, "r%d.%d", round, rng.IntN(10)))
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// TestPostgresReadCacheWriteThrough: a write reads through the process's
+// cache and, committed, advances it to the revision it made with its
+// writes applied. Two DBs on one store write in turns (random puts and
+// deletes, a bucket deleted and made again), a write fails after reading
+// and writing, a write commits on one DB in the middle of a View of the
+// other and of its own; after each step both DBs read exactly what a DB
+// without a cache reads. After a DB's own write, its next View is answered
+// from the cache (one round trip).
+func TestPostgresReadCacheWriteThrough(t *testing.T) {
+	url := pgtest.Shared(t).StoreURL()
+	a, b := openPair(t, url)
+	truthDB, err := OpenPostgres(context.Background(), url+"&"+cacheParam+"=0", Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer truthDB.Close()
+	truth := truthDB.(*pgDB)
+	dump := func(db *pgDB) (string, int64) {
+		var s string
+		_, trips := viewRuns(t, db, func(tx Tx) error { s = dumpStore(tx); return nil })
+		return s, trips
+	}
+	check := func(step string) {
+		t.Helper()
+		want, _ := dump(truth)
+		for name, db := range map[string]*pgDB{"a": a, "b": b} {
+			if got, _ := dump(db); got != want {
+				t.Fatalf("%s: %s reads\n%s\nwant\n%s", step, name, got, want)
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(27, 5))
+	mustUpdate(t, a, func(tx Tx) error { return randomWrites(tx, rng, 0) })
+	check("first write")
+	errFailed := errors.New("failed on purpose")
+	for round := 1; round <= 12; round++ {
+		writer, other := a, b
+		if round%2 == 0 {
+			writer, other = b, a
+		}
+		// The writer's own write after a View that read everything: its
+		// next View takes one round trip.
+		mustUpdate(t, writer, func(tx Tx) error { return randomWrites(tx, rng, round) })
+		if got, trips := dump(writer); trips != 1 {
+			t.Errorf("round %d: the View after the DB's own write took %d round trips, want 1 (from the cache):\n%s", round, trips, got)
+		}
+		check(fmt.Sprintf("round %d, own write", round))
+		// A write that fails after reading and writing leaves nothing.
+		if err := writer.Update(func(tx Tx) error {
+			if err := randomWrites(tx, rng, -round); err != nil {
+				return err
+			}
+			return errFailed
+		}); !errors.Is(err, errFailed) {
+			t.Fatalf("round %d: a failed write returned %v", round, err)
+		}
+		check(fmt.Sprintf("round %d, failed write", round))
+		// Two writes in a row, the other DB's between two of the writer's.
+		mustUpdate(t, other, func(tx Tx) error { return randomWrites(tx, rng, round) })
+		mustUpdate(t, writer, func(tx Tx) error { return randomWrites(tx, rng, round) })
+		check(fmt.Sprintf("round %d, writes in turns", round))
+		// A write committed in the middle of a View of each DB: the View
+		// reads the state before it throughout (or runs again, optimistic,
+		// on the state after it).
+		for _, reader := range []*pgDB{writer, other} {
+			wrote := false
+			var before, after, during string
+			runs, _ := viewRuns(t, reader, func(tx Tx) error {
+				before = dumpStore(tx)
+				if !wrote {
+					wrote = true
+					mustUpdate(t, writer, func(tx Tx) error { return randomWrites(tx, rng, round) })
+				}
+				during = dumpStore(tx)
+				return nil
+			})
+			after, _ = dump(truth)
+			if before != during {
+				t.Fatalf("round %d: a View read two states across a write of its own DB (%d runs):\n%s\nthen\n%s", round, runs, before, during)
+			}
+			if runs == 2 && during != after {
+				t.Fatalf("round %d: a View run again read\n%s\nwant\n%s", round, during, after)
+			}
+			check(fmt.Sprintf("round %d, write during a View", round))
 		}
 	}
 }

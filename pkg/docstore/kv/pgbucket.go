@@ -208,11 +208,18 @@ func (h *pgBucket) Get(key []byte) []byte {
 // knownAbsent reports whether the server holds no key k, as far as the
 // transaction knows.
 func (h *pgBucket) knownAbsent(k []byte) bool {
-	if h.created {
-		return true
-	}
-	_, present, known := h.known.get(k)
+	present, known := h.knownKey(k)
 	return known && !present
+}
+
+// knownKey reports whether the server holds key k, and whether the
+// transaction knows.
+func (h *pgBucket) knownKey(k []byte) (present, known bool) {
+	if h.created {
+		return false, true
+	}
+	_, present, known = h.known.get(k)
+	return present, known
 }
 
 // Put implements Bucket; it copies key and value.

@@ -2,8 +2,11 @@ package kv
 
 import (
 	"bytes"
+	"maps"
 	"sync"
 	"sync/atomic"
+
+	"github.com/tidwall/btree"
 )
 
 // What a transaction knows of a bucket's server keys (pgKnown) is its own
@@ -22,8 +25,18 @@ import (
 // never asked on a revision assumed. A write on another instance is thus
 // seen as soon as its commit returned, as without the cache; a write
 // anywhere makes the whole cache stale (the next View, at the new
-// revision, starts another). Writes read without it: they read the state
-// they change, whose revision dies with their commit.
+// revision, starts another).
+//
+// A write reads through the cache too: it holds the meta row's lock from
+// its first statement to its commit, so it reads the state of revision r
+// (the meta row's rev before its lock counted it) throughout, and its
+// commit makes r+1 with nothing between. When the commit is known done
+// and the process's cache is still r's, the cache of r+1 is r's with the
+// write's puts and deletes applied (advance): a single writer's next
+// transaction, and the Views after it, read what the writes left without
+// asking the server again. A write that fails, rolls back or whose commit
+// has an unknown outcome advances nothing: r's cache stays true of r,
+// and the next transaction, at another revision, starts another.
 
 // defaultReadCache is the byte budget of the shared read cache when the
 // URL's mcpkit_read_cache does not set one.
@@ -63,6 +76,58 @@ func (d *pgDB) readCache(rev int64) *pgReadCache {
 	}
 }
 
+// advanceCache makes the process's cache that of the revision t's commit
+// made (t.rev+1): the cache t read through, with t's writes applied. It
+// does nothing unless t read through the process's cache and that cache
+// is still the current one: a View of a newer revision may have started
+// another, which is kept (the one of t.rev+1 would be exact too, being
+// labelled with its revision, but older).
+func (d *pgDB) advanceCache(t *pgTx) {
+	old := t.rc
+	if old == nil || d.rcache.Load() != old {
+		return
+	}
+	d.rcache.CompareAndSwap(old, old.next(t))
+}
+
+// next returns the cache of revision c.rev+1 that t's commit made: c's
+// buckets but those t deleted, a copy of each (the trees are copied on
+// write: c keeps answering the Views of c.rev), with t's puts and deletes
+// applied; the buckets t created are known whole.
+func (c *pgReadCache) next(t *pgTx) *pgReadCache {
+	n := &pgReadCache{rev: c.rev + 1, budget: c.budget, buckets: map[int64]*pgKnown{}}
+	c.mu.Lock()
+	old := maps.Clone(c.buckets)
+	used := make(map[int64]uint64, len(old))
+	for id, k := range old {
+		used[id] = k.used
+	}
+	n.tick = c.tick
+	c.mu.Unlock()
+	for _, id := range t.dropped {
+		delete(old, id)
+	}
+	for id, k := range old {
+		n.buckets[id] = k.copyFor(n, used[id])
+	}
+	for _, h := range t.handles {
+		k := n.buckets[h.id]
+		if h.created {
+			k = &pgKnown{owner: n, id: h.id, used: n.tick, rows: newTree(), limit: min(n.budget, maxCached),
+				cov: coverage{spans: []span{{lo: []byte{}}}}, keys: 1}
+			n.buckets[h.id] = k
+		}
+		if k != nil && h.writes.Len() > 0 {
+			k.apply(h.writes)
+		}
+	}
+	for _, k := range n.buckets {
+		n.size += k.size.Load()
+	}
+	n.evict(nil)
+	return n
+}
+
 // bucket returns what the cache knows of bucket id.
 func (c *pgReadCache) bucket(id int64) *pgKnown {
 	c.mu.Lock()
@@ -89,15 +154,21 @@ func (c *pgReadCache) resize(k *pgKnown, size int64) {
 		return // dropped already
 	}
 	c.size += size - old
+	c.evict(k)
+}
+
+// evict drops, while c is over budget, the buckets used least recently
+// but keep; under c.mu, or before c is shared.
+func (c *pgReadCache) evict(keep *pgKnown) {
 	for c.size > c.budget {
 		var victim *pgKnown
 		for _, o := range c.buckets {
-			if o != k && (victim == nil || o.used < victim.used) {
+			if o != keep && (victim == nil || o.used < victim.used) {
 				victim = o
 			}
 		}
 		if victim == nil {
-			return // k alone, within budget by its limit
+			return // keep alone, within budget by its limit
 		}
 		delete(c.buckets, victim.id)
 		c.size -= victim.size.Load()
@@ -143,6 +214,47 @@ func (k *pgKnown) setKeyN(n int) {
 
 // newOwnKnown returns a transaction's own pgKnown.
 func newOwnKnown() *pgKnown { return &pgKnown{rows: newTree(), limit: maxCached} }
+
+// copyFor returns a copy of k for cache n, last used at tick used,
+// sharing k's rows (copied on write) and spans (never modified in place:
+// addAll makes new ones).
+func (k *pgKnown) copyFor(n *pgReadCache, used uint64) *pgKnown {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	nk := &pgKnown{owner: n, id: k.id, used: used, rows: k.rows.Copy(), cov: k.cov, limit: k.limit, keys: k.keys}
+	nk.size.Store(k.size.Load())
+	return nk
+}
+
+// apply applies a committed transaction's writes to k, not yet shared: a
+// put of a key in a span known is recorded, a delete removes the key's
+// row; a key in no span stays unknown (no row lies outside the spans).
+// The key count is kept when every write's key is known, else forgotten.
+func (k *pgKnown) apply(writes *btree.BTreeG[pgWrite]) {
+	size := k.size.Load()
+	writes.Scan(func(w pgWrite) bool {
+		_, present, known := k.get(w.k)
+		switch {
+		case !known:
+			k.keys = 0
+		case k.keys != 0 && present == w.del: // a delete of a key present, a put of one absent
+			if w.del {
+				k.keys--
+			} else {
+				k.keys++
+			}
+		}
+		if old, ok := k.rows.Delete(item{k: w.k}); ok {
+			size -= int64(len(old.k) + len(old.v))
+		}
+		if known && !w.del {
+			k.rows.Set(item{k: w.k, v: w.v})
+			size += int64(len(w.k) + len(w.v))
+		}
+		return true
+	})
+	k.size.Store(size)
+}
 
 // add records rows fetched and the spans they tell are known whole.
 func (k *pgKnown) add(rows []item, spans ...span) {

@@ -69,10 +69,9 @@ type pgTx struct {
 	nextb0  int64
 	// queued are reads to send with the next (PrefetchWithNext).
 	queued []pgQueued
-	// rc is the read cache of the revision the View reads (rev); an
+	// rc is the read cache of the revision the transaction reads (rev); an
 	// optimistic View assumes that revision until its first round trip,
-	// and reads the meta row before rc answers it (confirm). nil: none (a
-	// write, or no cache).
+	// and reads the meta row before rc answers it (confirm). nil: none.
 	rc *pgReadCache
 }
 
@@ -222,9 +221,7 @@ func (d *pgDB) beginOn(c *pgConn, writable bool) (*pgTx, error) {
 		d:       d, c: c, inTx: true, rev: m.rev, gen: m.gen, sgen: m.sgen, base: set,
 		nextb: m.nextb, nextb0: m.nextb,
 	}
-	if !writable {
-		t.rc = d.readCache(m.rev)
-	}
+	t.rc = d.readCache(m.rev)
 	return t, nil
 }
 
@@ -363,6 +360,7 @@ func (t *pgTx) commit() error {
 	t.d.trips.Add(1)
 	err := t.c.c.SendBatch(bg, b).Close()
 	if err == nil {
+		t.d.advanceCache(t) // first: a View that starts from published finds it
 		t.d.noteBuckets(published)
 		return nil
 	}
@@ -378,13 +376,14 @@ func (t *pgTx) commit() error {
 		t.d.path, ErrUnavailable, scrub(err.Error(), t.d.secrets))
 }
 
-// minProbe is how many puts of keys the transaction does not know absent
-// make probing worth a round trip before the commit.
+// minProbe is how many puts of keys the transaction knows neither present
+// nor absent make probing worth a round trip before the commit.
 const minProbe = 64
 
 // probe fetches, in one round trip, the last key of every bucket the
 // transaction puts keys in that it does not know absent, when they are at
-// least minProbe: the keys after it (ids that grow, or times) are then
+// least minProbe (a key known present is upserted either way): the keys
+// after it (ids that grow, or times) are then
 // known absent and inserted rather than upserted (an upsert of a new key
 // costs PostgreSQL a speculative insertion: measured, a quarter of an
 // ingest's time). Asking which of the keys exist costs as much as the
@@ -399,7 +398,7 @@ func (t *pgTx) probe() error {
 		}
 		n := 0
 		h.writes.Scan(func(w pgWrite) bool {
-			if !w.del && !h.knownAbsent(w.k) {
+			if _, known := h.knownKey(w.k); !w.del && !known {
 				n++
 			}
 			return true
