@@ -39,9 +39,21 @@ const (
 )
 
 // The HNSW peer: github.com/coder/hnsw, the pure-Go HNSW library a user
-// would embed, building in memory with the store's settings (M=16, 40
-// candidates while linking, a level drawn with probability 1/M per level)
-// and searched at ef=100 like the store.
+// would embed, building in memory with the store's settings and searched
+// at ef=100 like the store. Its knobs are M, Ml (the chance of each level
+// above 0: 1/M, as hnswlib's 1/ln M multiplier draws) and EfSearch, which
+// Add's neighbour searches use too (it has no ef_construction of its own):
+// 40 while adding, 100 while searching, with cosine distance (the
+// vectors are unit). v0.6.1, the only version published, searches with a
+// result set of k (M while adding) rather than ef, stops at the first
+// expansion that finds nothing closer than the best so far, and its heap's
+// Max and PopLast take the last element of a min-heap rather than the
+// farthest: its recall@10 on these vectors is about 0.05 at ef=100 (0.10
+// even when asked for 200 and reranked), whatever the settings; the fixes
+// are upstream, unreleased. Its rate is reported beside its recall, and the
+// store's build is held to it only when that recall reaches vecMinRecall:
+// a build that finds a twentieth of the neighbours does less work than
+// the target asks for.
 const (
 	vecPeer           = "coder/hnsw v0.6.1"
 	vecPeerEfBuild    = 40
@@ -234,6 +246,11 @@ func BenchmarkStoreVector(b *testing.B) {
 	_, chExact, chExact95 := exact[1].stats(1)
 	_, apP50, apP95 := approx.stats(1)
 	hyP50, hyP95 := hybrid.approxP50(), hybrid.approxP95()
+	peerJudged := peerRecall >= vecMinRecall // a peer below the recall floor did less work
+	peerTarget := "≥ the peer's"
+	if !peerJudged {
+		peerTarget = fmt.Sprintf("the peer's not judged (its recall@10 %.3f < %.2f)", peerRecall, vecMinRecall)
+	}
 	verdict := func(ok bool) string {
 		if ok {
 			return "met"
@@ -253,15 +270,17 @@ func BenchmarkStoreVector(b *testing.B) {
 		fmt.Sprintf("approximate top-10 of %d: docstore HNSW ef=100", vecHNSW), vecApproxQ, micros(apP50), micros(apP95), "-", vecApproxTarget, recall, vecMinRecall, verdict(apP50 <= vecApproxTarget && recall >= vecMinRecall),
 		fmt.Sprintf("hybrid of %d: %s, RRF, MMR 0.7", vecHNSW, hybridWhat), vecApproxQ, micros(hyP50), micros(hyP95), "-", "reported")
 	b.Logf("HNSW build of %d × %d vectors (M=16, ef_construction=40), batches of %d alternating with the peer's and the bound's; load average %s before, %s after; "+
-		"bound: the distance computations alone, %d per vector (ef_construction × 2M, about what the store's build computes) to random earlier vectors, on 2 goroutines\n"+
+		"bound: the distance computations of a build at these settings alone, %d per vector (ef_construction × 2M; the store's build counts 1,094–1,362), each an AVX2 dot product with a random earlier vector read from memory, on 2 goroutines; "+
+		"%s computes %.0f per vector on 1 goroutine, its search stopping early (its rate is held against the store's only at recall@10 ≥ %.2f)\n"+
 		"%-50s  %7s  %9s  %9s  %5s  %s\n"+
-		"%-50s  %7d  %9.0f  %9.3f  %5.2f  ≥ %d/s and ≥ the peer's, recall@10 %.3f at ef=100: %s\n"+
+		"%-50s  %7d  %9.0f  %9.3f  %5.2f  ≥ %d/s and %s, recall@10 %.3f at ef=100: %s\n"+
 		"%-50s  %7d  %9.0f  %9.3f  %5s  recall@10 %.3f at ef=%d\n"+
 		"%-50s  %7d  %9.0f  %9.3f  %5.2f  reported (build over bound: %.2f)",
 		vecHNSW, vecDim, vecBatch, hb.loadBefore, hb.loadAfter, hnswBoundDistances,
+		vecPeer, float64(hb.peerDistances)/vecHNSW, vecMinRecall,
 		"build", "vectors", "vectors/s", "seconds", "ratio", "target",
 		"HNSW build: docstore (bbolt file, NoSync)", vecHNSW, hb.rate(build), build.Seconds(), hb.rate(build)/hb.rate(hb.peer),
-		vecBuildTarget, recall, verdict(hb.rate(build) >= vecBuildTarget && build <= hb.peer && recall >= vecMinRecall),
+		vecBuildTarget, peerTarget, recall, verdict(hb.rate(build) >= vecBuildTarget && (!peerJudged || build <= hb.peer) && recall >= vecMinRecall),
 		"HNSW build: "+vecPeer+" (in memory)", vecHNSW, hb.rate(hb.peer), hb.peer.Seconds(), "1", peerRecall, vecPeerEfSearch,
 		"HNSW build bound: distance computations alone", vecHNSW, hb.rate(hb.bound), hb.bound.Seconds(), hb.rate(hb.bound)/hb.rate(hb.peer),
 		hb.rate(build)/hb.rate(hb.bound))
@@ -276,7 +295,7 @@ func BenchmarkStoreVector(b *testing.B) {
 	if hb.rate(build) < vecBuildTarget {
 		b.Errorf("HNSW build at %.0f vectors/s is under the target of %d/s", hb.rate(build), vecBuildTarget)
 	}
-	if build > hb.peer {
+	if peerJudged && build > hb.peer {
 		b.Errorf("HNSW build at %.0f vectors/s is slower than %s's %.0f/s in memory", hb.rate(build), vecPeer, hb.rate(hb.peer))
 	}
 	if dsExact > vecExactTarget {
@@ -298,6 +317,7 @@ func BenchmarkStoreVector(b *testing.B) {
 type hnswBuild struct {
 	docstore, peer, bound time.Duration
 	graph                 *hnsw.Graph[int64]
+	peerDistances         int // the distances the peer's build computed
 	loadBefore, loadAfter string
 }
 
@@ -312,7 +332,8 @@ func (h hnswBuild) rate(d time.Duration) float64 { return float64(vecHNSW) / d.S
 func buildHNSW(b *testing.B, s *docstore.Store, vecs [][]float32) hnswBuild {
 	h := hnswBuild{graph: hnsw.NewGraph[int64](), loadBefore: loadAverage()}
 	h.graph.M, h.graph.EfSearch, h.graph.Ml = vecPeerM, vecPeerEfBuild, vecPeerLevelRatio
-	h.graph.Distance = hnsw.CosineDistance
+	distances := 0
+	h.graph.Distance = func(a, b []float32) float32 { distances++; return hnsw.CosineDistance(a, b) }
 	h.graph.Rng = mrand.New(mrand.NewSource(1))
 	for lo := 0; lo < vecHNSW; lo += vecBatch {
 		hi := min(lo+vecBatch, vecHNSW)
@@ -339,15 +360,19 @@ func buildHNSW(b *testing.B, s *docstore.Store, vecs [][]float32) hnswBuild {
 		h.bound += time.Since(t0)
 	}
 	h.loadAfter = loadAverage()
-	h.graph.EfSearch = vecPeerEfSearch
+	h.graph.EfSearch, h.graph.Distance, h.peerDistances = vecPeerEfSearch, hnsw.CosineDistance, distances
 	return h
 }
 
 // hnswBoundDistances is the distance computations per vector of the
-// build's bound: an insert's neighbour search expands about
+// build's bound: what an HNSW build at these settings that keeps its
+// recall computes, an insert's neighbour search expanding about
 // ef_construction nodes of up to 2M links each at level 0 (the store's
-// build computes about as many, selection and pruning included:
-// docs/design/store-performance.md).
+// build counts 1,094 per insert at 10,000 vectors and 1,362 at 100,000,
+// selection and pruning included: docs/design/store-performance.md). It
+// is the least work of such a build, not of any graph: one that searches
+// less (the peer, whose count the benchmark logs) computes fewer
+// distances and finds fewer neighbours.
 const hnswBoundDistances = 40 * 2 * 16
 
 // hnswBoundBatch does the least work the build of vectors lo..hi-1 needs,
