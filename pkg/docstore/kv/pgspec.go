@@ -25,6 +25,11 @@ type pgSpec struct {
 	// the View has not read the new ones.
 	seqStale bool
 	firstRev int64 // the meta row's rev at the first read (specSingle)
+	// sawCache: the read cache of the revision the View assumes
+	// (assumedRev, the last the process saw) answered fn before any read
+	// (see confirm).
+	sawCache   bool
+	assumedRev int64
 }
 
 type specState uint8
@@ -56,7 +61,7 @@ func (d *pgDB) beginOptimistic() (*pgTx, error) {
 	return &pgTx{
 		txState: txState{epoch: cached.epoch},
 		d:       d, c: c, rev: cached.rev, gen: cached.gen, sgen: cached.sgen, base: cached.byName,
-		spec: pgSpec{state: specPending}, rc: d.readCache(cached.rev),
+		spec: pgSpec{state: specPending, assumedRev: cached.rev}, rc: d.readCache(cached.rev),
 	}, nil
 }
 
@@ -74,9 +79,16 @@ func (t *pgTx) askRerun() {
 }
 
 // stale reports whether the meta row m contradicts what a pending View
-// told fn.
+// told fn: the epoch, the buckets, the sequences, or rows the read cache
+// of the revision it assumed answered (the revision moved: a write
+// committed, here or elsewhere, since the process saw it; the next Views
+// then read the meta row before the cache answers them, see confirm).
 func (t *pgTx) stale(m *pgMetaRow) bool {
 	sp := &t.spec
+	if sp.sawCache && m.rev != sp.assumedRev {
+		t.d.speculate.Store(false)
+		return true
+	}
 	return (sp.sawEpoch && uint64(m.epoch) != t.epoch) || (sp.sawBuckets && m.gen != t.gen) || (sp.sawSeq && m.sgen != t.sgen)
 }
 
@@ -126,13 +138,22 @@ func (t *pgTx) readAlone(m *pgMetaRow) {
 }
 
 // confirm makes sure that the read cache h would answer from is that of
-// the revision the transaction reads: a pending View, which assumed the
-// last revision the process saw, first reads the meta row (one statement
-// outside any transaction, as a first read that is a page is) and moves
-// its handles to the cache of the revision it found. It reports whether
-// it did, and what h knows must be looked up again.
+// the revision the transaction reads, or will be checked to be: a pending
+// View assumed the last revision the process saw. While the revision
+// assumed has been found current (speculate), the cache of that revision
+// answers at once, and the View's first read (which brings the meta row)
+// or, with none, its end checks that no write committed since: if one
+// did, fn runs again (stale), and the next Views confirm first. Otherwise
+// the View first reads the meta row (one statement outside any
+// transaction, as a first read that is a page is) and moves its handles
+// to the cache of the revision it found. It reports whether it did so,
+// and what h knows must be looked up again.
 func (t *pgTx) confirm(h *pgBucket) bool {
 	if t.spec.state != specPending || h.known.owner == nil {
+		return false
+	}
+	if t.d.speculate.Load() {
+		t.spec.sawCache = true
 		return false
 	}
 	t.d.trips.Add(1)
@@ -142,6 +163,9 @@ func (t *pgTx) confirm(h *pgBucket) bool {
 			err = errNoMeta
 		}
 		t.failRead(err)
+	}
+	if m.rev == t.spec.assumedRev {
+		t.d.speculate.Store(true)
 	}
 	t.readAlone(&m)
 	return true
@@ -181,7 +205,7 @@ func (t *pgTx) checkMeta(m *pgMetaRow) {
 // View must run again.
 func (t *pgTx) checkOptimistic() bool {
 	sp := &t.spec
-	if sp.state != specPending || !(sp.sawEpoch || sp.sawBuckets || sp.sawSeq) {
+	if sp.state != specPending || !(sp.sawEpoch || sp.sawBuckets || sp.sawSeq || sp.sawCache) {
 		return true
 	}
 	t.d.trips.Add(1)
