@@ -166,10 +166,13 @@ func TestPostgresSearchRoundTrips(t *testing.T) {
 		if slices.Contains(textHitIDs(res), textHitIDs(first)[0]) {
 			t.Errorf("after another instance's write: %v still holds %v, now filtered out", textHitIDs(res), top)
 		}
-		// Then the cache of the new revision answers, confirmed first
-		// (the meta row) since the revision assumed last was stale.
+		// Then, the revision assumed having failed, Views read the meta
+		// row before the cache of the new revision answers them (see
+		// kv's TestPostgresOptimisticSpeculation): a search answered from
+		// the cache takes that round trip alone, another vector its hits'
+		// documents besides.
 		search("then", q, 1)
-		search("then another vector", q2, 1)
+		search("then another vector", q2, 2)
 	}
 }
 

@@ -186,9 +186,10 @@ type pgDB struct {
 	// most cacheBudget bytes (mcpkit_read_cache; 0: none).
 	rcache      atomic.Pointer[pgReadCache]
 	cacheBudget int64
-	// speculate: an optimistic View lets the read cache of the revision it
-	// assumes answer before it read the meta row (see pgTx.confirm).
-	speculate atomic.Bool
+	// speculation scores whether an optimistic View lets the read cache
+	// of the revision it assumes answer before it read the meta row (see
+	// pgTx.confirm).
+	speculation atomic.Int32
 }
 
 var _ DB = (*pgDB)(nil)

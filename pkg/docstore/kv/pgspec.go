@@ -81,13 +81,16 @@ func (t *pgTx) askRerun() {
 // stale reports whether the meta row m contradicts what a pending View
 // told fn: the epoch, the buckets, the sequences, or rows the read cache
 // of the revision it assumed answered (the revision moved: a write
-// committed, here or elsewhere, since the process saw it; the next Views
-// then read the meta row before the cache answers them, see confirm).
+// committed, here or elsewhere, since the process saw it; scored, see
+// confirm).
 func (t *pgTx) stale(m *pgMetaRow) bool {
 	sp := &t.spec
-	if sp.sawCache && m.rev != sp.assumedRev {
-		t.d.speculate.Store(false)
-		return true
+	if sp.sawCache {
+		held := m.rev == sp.assumedRev
+		t.d.noteAssumed(held)
+		if !held {
+			return true
+		}
 	}
 	return (sp.sawEpoch && uint64(m.epoch) != t.epoch) || (sp.sawBuckets && m.gen != t.gen) || (sp.sawSeq && m.sgen != t.sgen)
 }
@@ -139,20 +142,19 @@ func (t *pgTx) readAlone(m *pgMetaRow) {
 
 // confirm makes sure that the read cache h would answer from is that of
 // the revision the transaction reads, or will be checked to be: a pending
-// View assumed the last revision the process saw. While the revision
-// assumed has been found current (speculate), the cache of that revision
-// answers at once, and the View's first read (which brings the meta row)
-// or, with none, its end checks that no write committed since: if one
-// did, fn runs again (stale), and the next Views confirm first. Otherwise
-// the View first reads the meta row (one statement outside any
-// transaction, as a first read that is a page is) and moves its handles
-// to the cache of the revision it found. It reports whether it did so,
-// and what h knows must be looked up again.
+// View assumed the last revision the process saw. While that has mostly
+// been found current (speculating), the cache of that revision answers at
+// once, and the View's first read (which brings the meta row) or, with
+// none, its end checks that no write committed since: if one did, fn runs
+// again (stale). Otherwise the View first reads the meta row (one
+// statement outside any transaction, as a first read that is a page is)
+// and moves its handles to the cache of the revision it found. It reports
+// whether it did so, and what h knows must be looked up again.
 func (t *pgTx) confirm(h *pgBucket) bool {
 	if t.spec.state != specPending || h.known.owner == nil {
 		return false
 	}
-	if t.d.speculate.Load() {
+	if t.d.speculating() {
 		t.spec.sawCache = true
 		return false
 	}
@@ -164,11 +166,43 @@ func (t *pgTx) confirm(h *pgBucket) bool {
 		}
 		t.failRead(err)
 	}
-	if m.rev == t.spec.assumedRev {
-		t.d.speculate.Store(true)
-	}
+	t.d.noteAssumed(m.rev == t.spec.assumedRev)
 	t.readAlone(&m)
 	return true
+}
+
+// An optimistic View answered from the cache before its first read saves
+// a round trip when the revision it assumed holds, and costs a run of fn
+// (a search: its filter and ranking) when it does not. The process
+// speculates while the revisions assumed held in more than about
+// rerunCost of rerunCost+1 Views that had the choice, whether they
+// speculated or confirmed: a score moved up by one for each that held,
+// down by rerunCost for each that did not, within ±speculationBound, and
+// speculation is on while it is not negative. Under writes from other
+// processes between most Views, Views confirm first (a round trip) rather
+// than run twice.
+const (
+	rerunCost        = 8
+	speculationBound = 4 * rerunCost
+)
+
+// speculating reports whether an optimistic View lets the cache of the
+// revision it assumes answer before it read the meta row.
+func (d *pgDB) speculating() bool { return d.speculation.Load() >= 0 }
+
+// noteAssumed scores a revision assumed that held, or did not.
+func (d *pgDB) noteAssumed(held bool) {
+	delta := int32(1)
+	if !held {
+		delta = -rerunCost
+	}
+	for {
+		cur := d.speculation.Load()
+		next := min(max(cur+delta, -speculationBound), speculationBound)
+		if next == cur || d.speculation.CompareAndSwap(cur, next) {
+			return
+		}
+	}
 }
 
 // checkMeta checks the meta row read with BEGIN by an optimistic View's
