@@ -10,9 +10,9 @@ import (
 // View sends nothing to the server until its first read: what fn asks
 // before it (the epoch, which buckets exist, their sequences) is answered
 // from what the process saw last, and the first read checks it. A first
-// read that is a page forward (every Get) is one statement outside any
-// transaction, which returns the meta row with the page: a get by id is
-// one statement, as a bare SELECT is. A second read then begins the
+// read that is a page forward (every Get) or of a set of keys (Prefetch)
+// is one statement outside any transaction, which returns the meta row
+// with the rows: a get by id is one statement, as a bare SELECT is. A second read then begins the
 // transaction (with the meta row, in one round trip) and checks that no
 // write committed since the first (the meta row's rev is the same), so the
 // View reads one state throughout. When a check fails, fn was told
@@ -98,11 +98,18 @@ func (t *pgTx) stale(m *pgMetaRow) bool {
 // firstPage is an optimistic View's first read, a page forward: one
 // statement with the meta row.
 func (t *pgTx) firstPage(args ...any) []item {
-	t.d.trips.Add(1)
 	sql := t.d.sql.viewFirst
 	if len(args) == 3 && args[2] == 1 {
 		sql, args = t.d.sql.viewFirstGet, args[:2]
 	}
+	return t.firstRead(sql, args...)
+}
+
+// firstRead is an optimistic View's first read, sql: one statement
+// outside any transaction that returns the meta row with each row read
+// (viewFirst, viewFirstGet, viewFirstMany).
+func (t *pgTx) firstRead(sql string, args ...any) []item {
+	t.d.trips.Add(1)
 	rows, _ := t.c.c.Query(bg, sql, args...)
 	var m pgMetaRow
 	var out []item
