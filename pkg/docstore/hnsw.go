@@ -62,6 +62,8 @@ type graphSource interface {
 	vec(slot uint32) []float32
 	// docKey returns the doc key slot holds (empty for a tombstone).
 	docKey(slot uint32) []byte
+	// slotOf returns the slot holding the document idKey, if it has one.
+	slotOf(idKey []byte) (uint32, bool)
 	// live reports whether slot holds a document (not a tombstone).
 	live(slot uint32) bool
 	// entry returns the entry point and the top level, if the graph has

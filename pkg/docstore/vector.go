@@ -517,19 +517,23 @@ func (v *vectors) writeSlot(slot uint32, idKey []byte, vec []float32) error {
 }
 
 // vectorsOf returns the stored vectors of the documents keys (nil for one
-// without), from src when it is not nil (the graph's copy in memory) and
-// otherwise from v. It asks the backend for the slots, then for the
-// blocks, in one read each (kv.Prefetch), not one per document: on
-// PostgreSQL a read is a round trip.
+// without), from src when it is not nil (the graph's copy in memory, which
+// knows each document's slot too: nothing is read) and otherwise from v.
+// From v it asks the backend for the slots, then for the blocks, in one
+// read each (kv.Prefetch), not one per document: on PostgreSQL a read is
+// a round trip.
 func (v *vectors) vectorsOf(keys [][]byte, src graphSource) [][]float32 {
-	kv.Prefetch(v.ids, keys)
+	fromV := src == nil
+	if fromV {
+		src = v
+		kv.Prefetch(v.ids, keys)
+	}
 	slots := make([]uint32, len(keys))
 	has := make([]bool, len(keys))
 	for i, k := range keys {
-		slots[i], has[i] = v.slotOf(k)
+		slots[i], has[i] = src.slotOf(k)
 	}
-	if src == nil {
-		src = v
+	if fromV {
 		var blocks [][]byte
 		seen := map[uint32]bool{}
 		for i, slot := range slots {
@@ -550,7 +554,8 @@ func (v *vectors) vectorsOf(keys [][]byte, src graphSource) [][]float32 {
 	return out
 }
 
-// slotOf returns the slot of the document idKey, if it has one.
+// slotOf returns the slot of the document idKey, if it has one
+// (graphSource).
 func (v *vectors) slotOf(idKey []byte) (uint32, bool) {
 	b := v.ids.Get(idKey)
 	if len(b) != 4 {

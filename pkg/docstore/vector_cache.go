@@ -1,8 +1,10 @@
 package docstore
 
 import (
+	"bytes"
 	"encoding/binary"
 	"runtime"
+	"slices"
 	"sync"
 	"unsafe"
 	"weak"
@@ -21,12 +23,13 @@ import (
 // A copy is built when a search finds the same state a search before it
 // found uncached, that is once writes have paused: under a steady stream
 // of writes, searches read the file rather than rebuild a copy each. A
-// copy holds each slot's doc key, and where its vector and node are. On a
-// bbolt file those are the transaction's views of the file's map, valid
+// copy holds each slot's doc key, where its vector and node are, and the
+// slots in doc key order (MMR looks its candidates' vectors up by doc key
+// there, reading nothing of the transaction). On a bbolt file those are the transaction's views of the file's map, valid
 // in every later search that sees the same map (kv.Mapped) while the
 // generation stands (every write to the blocks and the graph bumps it):
 // the vectors and the graph stay resident once, in the map, and the copy
-// is an index of them (about 40 bytes a slot). Elsewhere (PostgreSQL,
+// is an index of them (about 44 bytes a slot). Elsewhere (PostgreSQL,
 // memory, a field small enough for its buckets to be inline), where a
 // value lives only as long as its transaction, the copy owns the vectors
 // and nodes, in one array each. A copy goes when its store is garbage
@@ -43,6 +46,7 @@ type graphCache struct {
 	nodes  [][]byte   // slot's node
 	keyOff []uint32   // slot's doc key is keys[keyOff[slot]:keyOff[slot+1]]
 	keys   []byte
+	byKey  []uint32 // the slots holding a document, in doc key order
 
 	entrySlot uint32
 	top       int
@@ -58,6 +62,13 @@ func (c *graphCache) vec(slot uint32) []float32 {
 
 func (c *graphCache) docKey(slot uint32) []byte { return c.keys[c.keyOff[slot]:c.keyOff[slot+1]] }
 func (c *graphCache) live(slot uint32) bool     { return c.keyOff[slot+1] > c.keyOff[slot] }
+func (c *graphCache) slotOf(idKey []byte) (uint32, bool) {
+	i, ok := slices.BinarySearchFunc(c.byKey, idKey, func(s uint32, k []byte) int { return bytes.Compare(c.docKey(s), k) })
+	if !ok {
+		return 0, false
+	}
+	return c.byKey[i], true
+}
 func (c *graphCache) node(slot uint32) []byte {
 	if int(slot) >= len(c.nodes) {
 		return nil
@@ -108,6 +119,19 @@ func buildGraphCache(v *vectors, at uintptr) *graphCache {
 			c.keys = append(c.keys, b.key(slot%v.per)...)
 		}
 	}
+	live := 0
+	for slot := range uint32(n) {
+		if c.live(slot) {
+			live++
+		}
+	}
+	c.byKey = make([]uint32, 0, live)
+	for slot := range uint32(n) {
+		if c.live(slot) {
+			c.byKey = append(c.byKey, slot)
+		}
+	}
+	slices.SortFunc(c.byKey, func(a, b uint32) int { return bytes.Compare(c.docKey(a), c.docKey(b)) })
 	size = 0
 	cur = v.gr.Cursor()
 	for k, raw := cur.First(); k != nil; k, raw = cur.Next() {

@@ -186,6 +186,10 @@ type pgDB struct {
 	// most cacheBudget bytes (mcpkit_read_cache; 0: none).
 	rcache      atomic.Pointer[pgReadCache]
 	cacheBudget int64
+	// speculation scores whether an optimistic View lets the read cache
+	// of the revision it assumes answer before it read the meta row (see
+	// pgTx.confirm).
+	speculation atomic.Int32
 }
 
 var _ DB = (*pgDB)(nil)

@@ -20,12 +20,15 @@ import (
 // meta row's rev, which every commit of every process moves) and answers
 // only the transactions that read that revision. An ordinary View learns
 // its revision as it begins (BEGIN and the meta row); an optimistic View
-// (pgSpec), which begins nothing until its first read, reads the meta row
-// before the cache may answer it (pgTx.confirm), so that the cache is
-// never asked on a revision assumed. A write on another instance is thus
-// seen as soon as its commit returned, as without the cache; a write
-// anywhere makes the whole cache stale (the next View, at the new
-// revision, starts another).
+// (pgSpec), which begins nothing until its first read, is answered by the
+// cache of the revision it assumes only while that revision keeps being
+// found current, and then checks it with its first read or at its end,
+// running again if a write committed since; else it reads the meta row
+// before the cache may answer it (pgTx.confirm). A write on another
+// instance is thus seen as soon as its commit returned, as without the
+// cache; a write of another process makes the whole cache stale (the
+// next View, at the new revision, starts another), one of this process
+// advances it (below).
 //
 // A write reads through the cache too: it holds the meta row's lock from
 // its first statement to its commit, so it reads the state of revision r

@@ -608,8 +608,13 @@ func (t *pgTx) ForEachBucket(fn func(name []byte, b Bucket) error) error {
 // transaction (see pgFailure).
 func (t *pgTx) fetch(sql string, args ...any) []item {
 	var out []item
-	if t.spec.state == specPending && sql == t.d.sql.pageAsc && len(t.queued) == 0 {
-		return t.firstPage(args...)
+	if t.spec.state == specPending && len(t.queued) == 0 {
+		switch sql {
+		case t.d.sql.pageAsc:
+			return t.firstPage(args...)
+		case t.d.sql.getMany:
+			return t.firstRead(t.d.sql.viewFirstMany, args...)
+		}
 	}
 	t.read(sql, args, func(rows pgx.Rows) error { return scanItems(rows, &out) })
 	return out
