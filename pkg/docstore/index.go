@@ -510,6 +510,7 @@ func (s entrySet) cursor() *entryCursor { return &entryCursor{c: s.b.Cursor()} }
 // walks.
 type entryCursor struct {
 	c    kv.Cursor
+	hi   []byte   // when not nil, the entries end before it (see load)
 	ents [][]byte // the current block's
 	i    int
 	err  error // a corrupt block
@@ -526,6 +527,14 @@ func (c *entryCursor) load(k, v []byte, i int) []byte {
 	if c.ents, c.err = decodeEntries(c.ents[:0], v); c.err != nil || len(c.ents) == 0 {
 		c.err = cmp.Or(c.err, fmt.Errorf("docstore: empty index block"))
 		return nil
+	}
+	if c.hi != nil && bytes.Compare(c.ents[len(c.ents)-1], c.hi) >= 0 {
+		// The walk ends in this block: its entries from hi on are cut, so
+		// that the entries before it need no comparison each.
+		n, _ := slices.BinarySearchFunc(c.ents, c.hi, bytes.Compare)
+		if c.ents = c.ents[:n]; n == 0 {
+			return nil
+		}
 	}
 	if c.i = i; i < 0 {
 		c.i = len(c.ents) + i

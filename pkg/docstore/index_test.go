@@ -21,7 +21,7 @@ import (
 // blocks in some, which flush reaches by lookups rather than steps, and
 // an entry put then deleted, or the reverse, before a flush), and its
 // cursor walks it as a kv.Cursor walks keys: forwards, backwards, from a
-// sought entry. No block but one of a single entry exceeds indexBlockBytes.
+// sought entry, and a scan of a range ends at its upper bound. No block but one of a single entry exceeds indexBlockBytes.
 func TestEntrySet(t *testing.T) {
 	backends(t, func(t *testing.T, s *Store) {
 		rng := rand.New(rand.NewPCG(5, 6))
@@ -121,6 +121,35 @@ func TestEntrySet(t *testing.T) {
 					if k, _ := c.Prev(); string(k) != want[i-1] {
 						return fmt.Errorf("prev after seek %q: %q, want %q", seek, k, want[i-1])
 					}
+				}
+			}
+			// A range ends where its upper bound falls: inside a block,
+			// on a block's first entry, past the last entry.
+			var firsts [][]byte
+			for k, _ := bc.First(); k != nil; k, _ = bc.Next() {
+				firsts = append(firsts, k)
+			}
+			for n := range 500 {
+				lo, hi := entry(), entry()
+				switch n % 4 {
+				case 1:
+					hi = firsts[rng.IntN(len(firsts))]
+				case 2:
+					hi = []byte(want[rng.IntN(len(want))])
+				case 3:
+					lo = nil
+				}
+				var got []string
+				if err := scanEntries(set, keyRange{lo: lo, hi: hi}, nil, false, func(k []byte) bool {
+					got = append(got, string(k))
+					return true
+				}); err != nil {
+					return err
+				}
+				i, _ := slices.BinarySearch(want, string(lo))
+				j, _ := slices.BinarySearch(want, string(hi))
+				if !slices.Equal(got, want[i:max(i, j)]) {
+					return fmt.Errorf("range [%q, %q): %d entries, want %d", lo, hi, len(got), max(0, j-i))
 				}
 			}
 			return c.Err()

@@ -239,6 +239,9 @@ type rangeCursor interface {
 // error of a corrupt block.
 func scanEntries(s entrySet, r keyRange, after []byte, desc bool, fn func(k []byte) bool) error {
 	c := s.cursor()
+	if !desc {
+		c.hi, r.hi = r.hi, nil // the cursor ends the walk, comparing once a block
+	}
 	scanCursor(c, r, after, desc, func(k, _ []byte) bool { return fn(k) })
 	return c.Err()
 }
