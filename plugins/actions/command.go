@@ -163,7 +163,7 @@ func runStart(ctx context.Context, env *cli.Env, data string, args []string) int
 	return cli.Serve(ctx, cli.ServeParams{Options: opts, HTTPAddr: addr, TransportFrom: from, Stdin: env.Stdin, Stdout: env.Stdout, NoMCP: noMCP})
 }
 
-// Environment variables of the seed that `mcpkit actions start` reads for
+// Environment variables of Keryx that `mcpkit actions start` reads for
 // the core's settings the configuration file leaves unset.
 const (
 	// EnvSessionTTL is the idle time in seconds after which a legacy MCP

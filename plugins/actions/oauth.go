@@ -20,7 +20,7 @@ import (
 	"github.com/mcpkit/mcpkit/pkg/mcpcore"
 )
 
-// Environment variables of the seed for the OAuth server, read when the
+// Environment variables of Keryx for the OAuth server, read when the
 // configuration's oauth section leaves the same thing unset.
 const (
 	EnvOAuthCodeTTL        = "MCP_OAUTH_CODE_TTL"                  // seconds; default 300

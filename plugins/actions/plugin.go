@@ -1,5 +1,5 @@
 // Package actions is mcpkit's action framework plugin: the MCP surface of
-// an action app (package pkg/action), after Keryx's MCP server (seed 002).
+// an action app (package pkg/action), after Keryx's MCP server.
 // Every action of the app is served, through the one run path of
 // [action.App.Run], as:
 //
@@ -58,7 +58,7 @@ func init() {
 	})
 }
 
-// Environment variables of the seed that the plugin reads when its
+// Environment variables of Keryx that the plugin reads when its
 // configuration does not set the same thing.
 const (
 	EnvEnabled       = "MCP_SERVER_ENABLED"

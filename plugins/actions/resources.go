@@ -15,7 +15,7 @@ import (
 	"github.com/yosida95/uritemplate/v3"
 )
 
-// resourceResult is what a resource action returns (seed 002): exactly
+// resourceResult is what a resource action returns: exactly
 // one of text and blob (base64), and optionally a MIME type (default: the
 // resource's).
 type resourceResult struct {

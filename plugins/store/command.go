@@ -36,7 +36,7 @@ one store. PATH is the store's file (created when absent), or a PostgreSQL URL
 (postgres://USER@HOST:PORT/DB?sslmode=...; &mcpkit_store=NAME picks one of
 several stores in the database; the password from PGPASSWORD or a password
 file), which any number of processes may serve at once; without PATH the store
-is in memory and lost at exit. The tools keep the seed's names (store, get,
+is in memory and lost at exit. The tools keep corvid-mcp's names (store, get,
 page, ...); --tool-prefix P names them P_store, P_get, ... --files-dir DIR lets
 backup, dump and load read and write files under DIR, and nowhere else (without
 it, dump and load take their data inline). Over stdio by default; --http ADDR

@@ -1,6 +1,6 @@
 // Package store is mcpkit's document store plugin: the MCP tools of the
 // embedded document store engine (package pkg/docstore), over a bbolt
-// file or memory. A tool's name is the seed's, behind the plugin's prefix
+// file or memory. A tool's name is corvid-mcp's, behind the plugin's prefix
 // ("store_get"; `mcpkit store` serves them without one: "get"):
 //
 //   - documents (documents.go): store, insert_auto, get, patch,

@@ -1,6 +1,6 @@
 // Package oauth is an OAuth 2.1 authorization server for the clients of
-// an action app's protected resource (its MCP endpoint), after Keryx's
-// (seed 002): RFC 8414 server metadata, RFC 9728 protected-resource
+// an action app's protected resource (its MCP endpoint), after Keryx's:
+// RFC 8414 server metadata, RFC 9728 protected-resource
 // metadata, RFC 7591 dynamic client registration, the authorization code
 // grant with PKCE (S256 only), refresh tokens with rotation and reuse
 // detection, RFC 7009 revocation, the RFC 9207 iss response parameter and

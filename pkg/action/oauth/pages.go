@@ -117,7 +117,7 @@ func (s *Server) serveAsset(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(b)
 }
 
-// fields are the form fields of act's inputs (the seed's field objects:
+// fields are the form fields of act's inputs (Keryx's field objects:
 // name, label, type, required, minlength, maxlength), in declaration order:
 // labels from descriptions (else the capitalised name), type password for
 // secret inputs, email for an input named so, text otherwise. Each also

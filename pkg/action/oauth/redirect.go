@@ -40,7 +40,7 @@ func isPrivateUseScheme(scheme string) bool {
 	return strings.Contains(scheme, ".")
 }
 
-// checkRedirectURI applies the seed's rules to a redirect URI at
+// checkRedirectURI applies Keryx's rules to a redirect URI at
 // registration: absolute, at most maxURILen bytes, no fragment, no
 // userinfo; and then https with a host, or http on a loopback host, or a
 // native app's private-use scheme (RFC 8252 7.1: reverse-domain style,

@@ -362,7 +362,7 @@ func (a *App) latest(ctx context.Context, c *action.Conn, channel string) ([]Mes
 	return out, nil
 }
 
-// PromptResult is an MCP prompt action's result (seed 002).
+// PromptResult is an MCP prompt action's result.
 type PromptResult struct {
 	Description string          `json:"description,omitempty"`
 	Messages    []PromptMessage `json:"messages"`
