@@ -448,3 +448,50 @@ func TestPostgresCheck(t *testing.T) {
 		t.Errorf("open over a foreign table: %v", err)
 	}
 }
+
+// TestPostgresUpdateOfKeyGone: a put of a key the transaction read as
+// present is an UPDATE at the commit (cheaper than an upsert); if the row
+// was deleted outside mcpkit in the meantime, the put is never lost
+// silently: the commit fails with ErrInvalidFile and writes nothing, and a
+// later transaction, which no longer trusts the process's cache, writes
+// the key again.
+func TestPostgresUpdateOfKeyGone(t *testing.T) {
+	url := pgtest.Shared(t).StoreURL()
+	db := openURL(t, url, kv.Options{NoSync: true})
+	fill(t, db, "b", 3)
+	err := db.Update(func(tx kv.Tx) error {
+		b := tx.Bucket([]byte("b"))
+		if b.Get([]byte(key(1))) == nil || b.Get([]byte(key(2))) == nil {
+			t.Fatal("the keys filled are missing")
+		}
+		sqlExec(t, url, fmt.Sprintf(`DELETE FROM mcpkit_%s_kv WHERE k = '\x%x'`, storeOf(t, url), key(1)))
+		mustPut(t, b, key(1), "new 1")
+		mustPut(t, b, key(2), "new 2")
+		return nil
+	})
+	other := openURL(t, url, kv.Options{NoSync: true})
+	read := func(db kv.DB, k string) (v string) {
+		t.Helper()
+		if err := db.View(func(tx kv.Tx) error { v = string(tx.Bucket([]byte("b")).Get([]byte(k))); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	switch {
+	case err == nil && read(other, key(1)) != "new 1":
+		t.Fatalf("the commit succeeded but the put of a key deleted outside is lost: %q", read(other, key(1)))
+	case err == nil:
+		t.Fatal("the commit of an update of a vanished key succeeded: it must fail (the store changed outside mcpkit)")
+	}
+	wantErr(t, err, kv.ErrInvalidFile)
+	if got := read(other, key(2)); got != fmt.Sprintf("%0100d", 2) {
+		t.Errorf("the failed commit wrote key 2: %q", got)
+	}
+	if got := read(db, key(1)); got != "" {
+		t.Errorf("after the failed commit, the handle still reads the key deleted outside: %q", got)
+	}
+	update(t, db, func(tx kv.Tx) error { mustPut(t, tx.Bucket([]byte("b")), key(1), "again"); return nil })
+	if got := read(other, key(1)); got != "again" {
+		t.Errorf("a put after the failure: %q", got)
+	}
+}

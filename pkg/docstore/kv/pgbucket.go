@@ -317,21 +317,25 @@ func (h *pgBucket) KeyN() int {
 
 // queueWrites queues the handle's puts and deletes; it reports whether
 // there were any. Puts of keys the transaction knows absent are plain
-// inserts, the others upserts.
+// inserts, of keys it knows present updates (checked to match them all),
+// the others upserts.
 func (h *pgBucket) queueWrites(b *pgx.Batch) bool {
 	if h.writes.Len() == 0 {
 		return false
 	}
 	sql := &h.t.d.sql
 	var dels chunker
-	var ins, ups chunker
+	var ins, upd, ups chunker
 	h.writes.Scan(func(w pgWrite) bool {
+		present, known := h.knownKey(w.k)
 		switch {
-		case w.del && !h.knownAbsent(w.k):
-			dels.add(w.k, nil, func(k, _ [][]byte) { b.Queue(sql.deleteKeys, h.id, k) })
+		case w.del && known && !present:
 		case w.del:
-		case h.knownAbsent(w.k):
+			dels.add(w.k, nil, func(k, _ [][]byte) { b.Queue(sql.deleteKeys, h.id, k) })
+		case known && !present:
 			ins.add(w.k, w.v, func(k, v [][]byte) { b.Queue(sql.insertKeys, h.id, k, v) })
+		case known:
+			upd.add(w.k, w.v, func(k, v [][]byte) { b.Queue(sql.updateKeys, h.id, k, v, int64(len(k))) })
 		default:
 			ups.add(w.k, w.v, func(k, v [][]byte) { b.Queue(sql.upsertKeys, h.id, k, v) })
 		}
@@ -339,6 +343,7 @@ func (h *pgBucket) queueWrites(b *pgx.Batch) bool {
 	})
 	dels.flush()
 	ins.flush()
+	upd.flush()
 	ups.flush()
 	return true
 }

@@ -369,12 +369,21 @@ func (t *pgTx) commit() error {
 		t.c.sendEnd(t.d.sql.rollback)
 	}
 	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == errKeyGone {
+		t.d.rcache.Store(nil) // what the process knows of the store is not what it holds
+		return fmt.Errorf("kv: commit %s: a key the transaction read is no longer in the store, whose rows were changed outside mcpkit; nothing was written: %w",
+			t.d.path, ErrInvalidFile)
+	}
 	if errors.As(err, &pgErr) {
 		return t.d.fail("commit", err)
 	}
 	return fmt.Errorf("kv: commit %s: connection lost during the commit, whose outcome is unknown: %w: %s",
 		t.d.path, ErrUnavailable, scrub(err.Error(), t.d.secrets))
 }
+
+// errKeyGone is the SQLSTATE (division_by_zero) with which the update of
+// keys known present fails when fewer rows matched (updateKeys).
+const errKeyGone = "22012"
 
 // minProbe is how many puts of keys the transaction knows neither present
 // nor absent make probing worth a round trip before the commit.
