@@ -205,13 +205,6 @@ func (h *pgBucket) Get(key []byte) []byte {
 	return nil
 }
 
-// knownAbsent reports whether the server holds no key k, as far as the
-// transaction knows.
-func (h *pgBucket) knownAbsent(k []byte) bool {
-	present, known := h.knownKey(k)
-	return known && !present
-}
-
 // knownKey reports whether the server holds key k, and whether the
 // transaction knows.
 func (h *pgBucket) knownKey(k []byte) (present, known bool) {

@@ -71,7 +71,7 @@ type pgTx struct {
 	queued []pgQueued
 	// rc is the read cache of the revision the transaction reads (rev); an
 	// optimistic View assumes that revision until its first round trip,
-	// and reads the meta row before rc answers it (confirm). nil: none.
+	// and rc answers it before then only as confirm allows. nil: none.
 	rc *pgReadCache
 }
 
@@ -391,7 +391,7 @@ const minProbe = 64
 
 // probe fetches, in one round trip, the last key of every bucket the
 // transaction puts keys in that it does not know absent, when they are at
-// least minProbe (a key known present is upserted either way): the keys
+// least minProbe (a key known present is updated either way): the keys
 // after it (ids that grow, or times) are then
 // known absent and inserted rather than upserted (an upsert of a new key
 // costs PostgreSQL a speculative insertion: measured, a quarter of an
