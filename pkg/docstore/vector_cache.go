@@ -25,8 +25,8 @@ import (
 // of writes, searches read the file rather than rebuild a copy each. A
 // copy holds each slot's doc key, where its vector and node are, and the
 // slots in doc key order (MMR looks its candidates' vectors up by doc key
-// there, reading nothing of the transaction). On a bbolt file those are the transaction's views of the file's map, valid
-// in every later search that sees the same map (kv.Mapped) while the
+// there, reading nothing of the transaction). On a bbolt file those are
+// the transaction's views of the file's map, valid in every later search that sees the same map (kv.Mapped) while the
 // generation stands (every write to the blocks and the graph bumps it):
 // the vectors and the graph stay resident once, in the map, and the copy
 // is an index of them (about 44 bytes a slot). Elsewhere (PostgreSQL,
