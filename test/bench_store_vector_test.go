@@ -490,8 +490,9 @@ const hybridRounds = 5
 // vectors, the same query with exact vectors, then each stage's work
 // alone over the same queries (in turn for each query): the filter's
 // documents counted from the index (its entries read, no set built), the
-// approximate vector search unfiltered at the ef the filter widens the
-// search to (the graph walk without the membership tests) and BM25 over
+// approximate vector search unfiltered at twice the ef (a walk keeping
+// the 100 closest of the half that pass expands about as far as one
+// keeping the 200 closest of all, without the membership tests) and BM25 over
 // the two terms unfiltered (their postings read). With the two sources on
 // two cores, the query's bound is the filter's time plus the slower
 // source's.
@@ -543,7 +544,7 @@ func measureHybrid(b *testing.B, s *docstore.Store, queries [][]float32, hybridQ
 		for _, q := range queries {
 			hq := hybridQ(q)
 			timed(&h.count, func() error { _, _, err := s.Count(ctx, "v", hq.Filter); return err })
-			ef := docstore.HNSWDefaultEf * 2 // the filter passes half: the search is widened twofold
+			ef := docstore.HNSWDefaultEf * 2 // the filter passes half: its walk expands as far as an unfiltered one keeping twice ef
 			timed(&h.vector, func() error {
 				_, err := s.Search(ctx, "v", docstore.SearchQuery{Vector: &docstore.VectorQuery{Vector: q, Approximate: true, Ef: ef, K: pool}, Limit: vecK, Select: []string{}})
 				return err

@@ -451,8 +451,10 @@ func (v *vectors) ranker(q []float32, vq VectorQuery, allowed *keySet, n int, sr
 		}
 		var accept func(uint32) bool
 		if filtered {
-			// Widen the search by the filter's selectivity (at most ten).
-			ef = min(ef*live/max(allowed.len(), 1), 10*ef, MaxLimit)
+			// The walk keeps the ef closest documents that pass, expanding
+			// as far as it must to meet them: ef is not widened by the
+			// filter's selectivity, which cost up to five times the time
+			// for no recall (docs/design/store-performance.md).
 			accept = func(s uint32) bool { return pass(g.docKey(s)) }
 		}
 		return func() []Ranked { return ranked(g.search(q, n, max(ef, n), accept)) }, VectorApproximate, src != nil
