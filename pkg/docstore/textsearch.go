@@ -216,39 +216,41 @@ func (m *bm25) most(idf float64) float64 {
 // which is most of what scoring costs. The scores are the same, summed in
 // the same order, either way.
 func (m *bm25) rank(live []termSource, allowed func(idKey []byte) bool, top *topRanked, prune bool) error {
-	var key []byte
 	at := make([]int, 0, len(live)) // the terms at key
 	for len(live) > 0 {
-		key = append(key[:0], live[0].it.key...)
-		for _, s := range live[1:] {
-			if bytes.Compare(s.it.key, key) < 0 {
-				key = append(key[:0], s.it.key...)
-			}
-		}
-		at = at[:0]
-		bound := 0.0
-		for i, s := range live {
-			if bytes.Equal(s.it.key, key) {
+		// The least key of the terms', and the terms at it, in one pass.
+		key := live[0].it.key
+		at = append(at[:0], 0)
+		for i := 1; i < len(live); i++ {
+			switch c := bytes.Compare(live[i].it.key, key); {
+			case c < 0:
+				key, at = live[i].it.key, append(at[:0], i)
+			case c == 0:
 				at = append(at, i)
-				bound += s.most
 			}
 		}
 		pass := allowed == nil || allowed(key)
-		if pass && prune && len(top.items) == top.n && bound <= top.items[0].Score {
-			pass = false
+		if pass && prune && len(top.items) == top.n {
+			bound := 0.0
+			for _, i := range at {
+				bound += live[i].most
+			}
+			pass = bound > top.items[0].Score
 		}
-		score := 0.0
-		for _, i := range at {
-			if !pass {
-				break
+		if pass {
+			score := 0.0
+			for _, i := range at {
+				s := live[i]
+				tf, dl, err := termFreq(s.it.payload, m.nf, m.mask, m.lens)
+				if err != nil {
+					return err
+				}
+				if tf > 0 {
+					score += s.idf * float64(tf) * (m.k1 + 1) / (float64(tf) + m.k1*(1-m.b+m.b*float64(dl)/m.avgdl))
+				}
 			}
-			s := live[i]
-			tf, dl, err := termFreq(s.it.payload, m.nf, m.mask, m.lens)
-			if err != nil {
-				return err
-			}
-			if tf > 0 {
-				score += s.idf * float64(tf) * (m.k1 + 1) / (float64(tf) + m.k1*(1-m.b+m.b*float64(dl)/m.avgdl))
+			if score > 0 {
+				top.offer(key, score) // copies key, which the terms' advance reuses
 			}
 		}
 		// Advance the terms at key, the last first so that the indexes of
@@ -260,9 +262,6 @@ func (m *bm25) rank(live []termSource, allowed func(idKey []byte) bool, top *top
 				}
 				live = slices.Delete(live, at[j], at[j]+1)
 			}
-		}
-		if score > 0 {
-			top.offer(key, score)
 		}
 	}
 	return nil
