@@ -495,12 +495,14 @@ const hybridRounds = 5
 // keeping the 200 closest of all, without the membership tests) and BM25 over
 // the two terms unfiltered (their postings read). With the two sources on
 // two cores, the query's bound is the filter's time plus the slower
-// source's.
+// source's. After the rounds, the vector source's recall with the filter
+// is measured against an exact ranking among the documents that pass.
 type hybridRuns struct {
 	approx, exact             []respRounds // per round
 	approxStages, exactStages []*docstore.SearchProfile
 	count, vector, text       respRounds
 	loadBefore, loadAfter     string
+	vectorRecall              float64 // the filtered approximate window's, against exact
 }
 
 // measureHybrid runs the rounds of the hybrid query over queries.
@@ -558,6 +560,31 @@ func measureHybrid(b *testing.B, s *docstore.Store, queries [][]float32, hybridQ
 		}
 	}
 	h.loadAfter = loadAverage()
+	// The vector source's recall with the filter: its approximate
+	// ranking of the window against the exact one, among the documents
+	// that pass.
+	found := 0
+	for _, q := range queries {
+		hq := hybridQ(q)
+		ids := func(approx bool) []string {
+			res, err := s.Search(ctx, "v", docstore.SearchQuery{Filter: hq.Filter, Vector: &docstore.VectorQuery{Vector: q, Approximate: approx, K: pool}, Limit: pool, Select: []string{}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			out := make([]string, len(res.Hits))
+			for i, hit := range res.Hits {
+				out[i] = fmt.Sprint(hit.Doc.ID)
+			}
+			return out
+		}
+		exact := ids(false)
+		for _, id := range ids(true) {
+			if slices.Contains(exact, id) {
+				found++
+			}
+		}
+	}
+	h.vectorRecall = float64(found) / float64(pool*len(queries))
 	return h
 }
 
@@ -597,9 +624,12 @@ func (h hybridRuns) report(b *testing.B, what string) {
 		_, textP50, _ = h.text.stats(1)
 	}
 	bound := countP50 + max(vecP50, textP50)
-	verdict := "met"
+	verdict, recallVerdict := "met", "met"
 	if apP50 > vecHybridTarget {
 		verdict = "MISSED"
+	}
+	if h.vectorRecall < vecMinRecall {
+		recallVerdict = "MISSED"
 	}
 	stages := func(ps []*docstore.SearchProfile) string {
 		med := func(get func(p *docstore.SearchProfile) time.Duration) string {
@@ -629,7 +659,8 @@ func (h hybridRuns) report(b *testing.B, what string) {
 		"stage medians, µs (vector and text run at once when the vector source reads the graph in memory):\n"+
 		"%-44s  %6s  %6s  %6s  %7s  %6s  %6s  %6s\n"+
 		"%-44s  %s\n"+
-		"%-44s  %s",
+		"%-44s  %s\n"+
+		"the vector source with the filter, approximate (its top %d, the MMR pool), against exact among the documents that pass: recall %.3f over %d queries (≥ %.2f: %s)",
 		vecHNSW, what, vecK, len(h.approx), perRound, h.loadBefore, h.loadAfter,
 		"query", "n", "p50 µs", "p95 µs", "target",
 		"hybrid, approximate vectors (HNSW, ef=100)", perRound, micros(apP50), micros(apP95), vecHybridTarget, verdict, float64(apP50)/float64(bound),
@@ -638,9 +669,13 @@ func (h hybridRuns) report(b *testing.B, what string) {
 		apRounds, exRounds,
 		"stage", "filter", "vector", "text", "sources", "fusion", "mmr", "hits",
 		"approximate", stages(h.approxStages),
-		"exact", stages(h.exactStages))
+		"exact", stages(h.exactStages),
+		docstore.MMRPool(vecK), h.vectorRecall, perRound, vecMinRecall, recallVerdict)
 	b.ReportMetric(float64(exP50.Microseconds()), "hybrid-exact-p50-µs")
 	b.ReportMetric(float64(bound.Microseconds()), "hybrid-bound-µs")
+	if h.vectorRecall < vecMinRecall {
+		b.Errorf("the hybrid's filtered approximate vector source: recall %.3f is under %.2f", h.vectorRecall, vecMinRecall)
+	}
 	if apP50 > vecHybridTarget {
 		b.Errorf("hybrid p50 %v (approximate vectors, the median of %d rounds' p50s: %s µs) is over the target of %v (%.2f× the bound of %v)", apP50, len(h.approx), apRounds, vecHybridTarget, float64(apP50)/float64(bound), bound)
 	}
