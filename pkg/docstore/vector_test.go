@@ -255,29 +255,11 @@ func TestVectorExact(t *testing.T) {
 // filter; Verify (at cleanup) checks the graph.
 func TestHNSWRecall(t *testing.T) {
 	backends(t, func(t *testing.T, s *Store) {
-		const n, dim, queries = 1200, 16, 30
+		const n, dim = 1200, 16
 		rng := rand.New(rand.NewPCG(3, 4))
-		vecs := randVecs(rng, n, dim)
-		if _, err := s.SetVector(ctx, "c", VectorDef{Field: "v", Dimension: dim, Metric: MetricL2}, nil); err != nil {
-			t.Fatal(err)
-		}
-		putVecs(t, s, "c", vecs)
-		qs := randVecs(rng, queries, dim)
+		vecs, qs := l2Collection(t, s, rng, n, dim, 30)
 		recall := func(filter *Filter, keep func(int) bool) float64 {
-			found := 0
-			for _, q := range qs {
-				want := bruteForce(q, vecs, 10, MetricL2, keep)
-				res := vsearch(t, s, "c", SearchQuery{Filter: filter, Vector: &VectorQuery{Vector: q, Approximate: true}, Limit: 10})
-				if res.VectorMode != VectorApproximate {
-					t.Fatalf("mode %s", res.VectorMode)
-				}
-				for _, id := range hitIDs(res) {
-					if slices.Contains(want, id) {
-						found++
-					}
-				}
-			}
-			return float64(found) / float64(10*len(qs))
+			return approxRecall(t, s, qs, vecs, 10, filter, keep)
 		}
 		alive := func(i int) bool { return vecs[i] != nil }
 		if r := recall(nil, alive); r < 0.95 {
@@ -320,15 +302,8 @@ func TestHNSWRecall(t *testing.T) {
 // pass and expands as far as it must to meet them, without widening ef.
 func TestHNSWFilteredRecall(t *testing.T) {
 	t.Parallel()
-	const n, dim, queries = 5000, 32, 40
 	s := openStore(t, "memory")
-	rng := rand.New(rand.NewPCG(5, 6))
-	vecs := randVecs(rng, n, dim)
-	if _, err := s.SetVector(ctx, "c", VectorDef{Field: "v", Dimension: dim, Metric: MetricL2}, nil); err != nil {
-		t.Fatal(err)
-	}
-	putVecs(t, s, "c", vecs)
-	qs := randVecs(rng, queries, dim)
+	vecs, qs := l2Collection(t, s, rand.New(rand.NewPCG(5, 6)), 5000, 32, 40)
 	for _, groups := range [][]int{{0, 1, 2, 3, 4}, {3, 7}, {6}} {
 		in := make([]Value, len(groups))
 		for i, g := range groups {
@@ -340,29 +315,51 @@ func TestHNSWFilteredRecall(t *testing.T) {
 		}
 		keep := func(i int) bool { return slices.Contains(groups, i%10) }
 		for _, k := range []int{10, 40} {
-			found := 0
-			for _, q := range qs {
-				want := bruteForce(q, vecs, k, MetricL2, keep)
-				res := vsearch(t, s, "c", SearchQuery{Filter: f, Vector: &VectorQuery{Vector: q, Approximate: true, K: k}, Limit: k})
-				if res.VectorMode != VectorApproximate {
-					t.Fatalf("groups %v: mode %s", groups, res.VectorMode)
-				}
-				for _, id := range hitIDs(res) {
-					if !keep(int(id)) {
-						t.Fatalf("groups %v: hit %d does not pass the filter", groups, id)
-					}
-					if slices.Contains(want, id) {
-						found++
-					}
-				}
-			}
-			r := float64(found) / float64(k*len(qs))
+			r := approxRecall(t, s, qs, vecs, k, f, keep)
 			t.Logf("groups %v: recall@%d %.3f", groups, k, r)
 			if r < 0.95 {
 				t.Errorf("groups %v: filtered recall@%d %.3f < 0.95", groups, k, r)
 			}
 		}
 	}
+}
+
+// l2Collection makes collection "c" of s an HNSW field (l2) holding n
+// random vectors of dim (vecDoc's documents, group i%10), and returns
+// them with queries random query vectors.
+func l2Collection(t *testing.T, s *Store, rng *rand.Rand, n, dim, queries int) (vecs, qs [][]float32) {
+	t.Helper()
+	vecs = randVecs(rng, n, dim)
+	if _, err := s.SetVector(ctx, "c", VectorDef{Field: "v", Dimension: dim, Metric: MetricL2}, nil); err != nil {
+		t.Fatal(err)
+	}
+	putVecs(t, s, "c", vecs)
+	return vecs, randVecs(rng, queries, dim)
+}
+
+// approxRecall returns the share of the exact top k (by brute force over
+// vecs, among those keep allows; nil: all) that approximate searches of
+// collection "c" for qs find, with filter; every search must run
+// approximately, and every hit be one keep allows.
+func approxRecall(t *testing.T, s *Store, qs, vecs [][]float32, k int, filter *Filter, keep func(int) bool) float64 {
+	t.Helper()
+	found := 0
+	for _, q := range qs {
+		want := bruteForce(q, vecs, k, MetricL2, keep)
+		res := vsearch(t, s, "c", SearchQuery{Filter: filter, Vector: &VectorQuery{Vector: q, Approximate: true, K: k}, Limit: k})
+		if res.VectorMode != VectorApproximate {
+			t.Fatalf("mode %s", res.VectorMode)
+		}
+		for _, id := range hitIDs(res) {
+			if keep != nil && !keep(int(id)) {
+				t.Fatalf("hit %d is not one the search may return", id)
+			}
+			if slices.Contains(want, id) {
+				found++
+			}
+		}
+	}
+	return float64(found) / float64(k*len(qs))
 }
 
 // TestSearchRRF: fused scores are Σ 1/(k + rank), ranks from 1, against a
