@@ -56,7 +56,11 @@ endif
 bench-resp-sessions: build ## mcpkit resp under 8 concurrent sessions, on one processor (forced) and on the default number
 	cd test && $(GO) test -run '^$$' -bench '^BenchmarkRespSessions$$' -benchtime 1x -timeout 20m .
 
-bench-store: ## the document store against its peers: SQLite (ingest, get, indexed queries, reopen), chromem-go (vectors), bleve (text), bare pgx on PostgreSQL
+# bench-store installs what its peers need first (scripts/install-deps.sh
+# --bench: the tests' dependencies, PostgreSQL among them, and hnswlib with
+# g++ for the HNSW build's C++ peer).
+bench-store: ## the document store against its peers: SQLite (ingest, get, indexed queries, reopen), chromem-go (vectors), coder/hnsw and hnswlib (HNSW build), bleve (text), bare pgx on PostgreSQL
+	scripts/install-deps.sh --bench
 	cd test && MCPKIT_REQUIRE_POSTGRES=1 $(GO) test -run '^$$' -bench '^BenchmarkStore' -benchtime 1x -timeout 30m .
 
 # bench-agent installs its peers from npm (pinned versions, into a

@@ -4,6 +4,9 @@
 # dependency is checked first and only installed when missing.
 #
 # Usage: scripts/install-deps.sh            (as root, or with sudo available)
+#        scripts/install-deps.sh --bench    also what the benchmarks' peers
+#                                           need (hnswlib; `make bench-store`
+#                                           runs this, `make test` and CI do not)
 #
 # Node.js and npm themselves come with the machine (Node 20); the npm suites
 # are installed from their lockfiles.
@@ -154,12 +157,41 @@ need_podman() {
 	log "installed: $(podman --version 2>/dev/null || echo '?')"
 }
 
+# need_hnswlib: Debian's libhnswlib-dev (hnswlib, header-only) and g++, for
+# the benchmarks only (--bench): BenchmarkStoreVector measures the HNSW build
+# against hnswlib, compiling test/internal/hnswlibpeer's program with g++.
+need_hnswlib() {
+	[ "$BENCH" = 1 ] || return 0
+	local missing=()
+	[ -f /usr/include/hnswlib/hnswlib.h ] || missing+=(libhnswlib-dev)
+	command -v g++ >/dev/null 2>&1 || missing+=(g++)
+	if [ ${#missing[@]} -eq 0 ]; then
+		log "hnswlib and g++ already installed"
+		return 0
+	fi
+	apt_install "${missing[@]}"
+	log "installed: ${missing[*]}"
+}
+
+BENCH=0
+
 main() {
+	local arg
+	for arg in "$@"; do
+		case "$arg" in
+		--bench) BENCH=1 ;;
+		*)
+			log "unknown argument: $arg (usage: scripts/install-deps.sh [--bench])"
+			return 2
+			;;
+		esac
+	done
 	need_redis
 	need_postgres
 	need_npm_suites
 	need_podman
 	need_chromium
+	need_hnswlib
 	log "done"
 }
 
