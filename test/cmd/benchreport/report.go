@@ -25,6 +25,9 @@ type Figures struct {
 	Row              Row
 	Mine, Peer       float64
 	HasMine, HasPeer bool
+	// PeerOther is the peer's other figure (Row.PeerOther), if found.
+	PeerOther    float64
+	HasPeerOther bool
 	// Verdicts are the row's targets, each with its outcome.
 	Verdicts []Verdict
 	// Quantiles are the latency quantiles found (seconds; NaN when a
@@ -114,6 +117,7 @@ func evaluate(out *Output, row Row) Figures {
 	f := Figures{Row: row}
 	f.Mine, f.HasMine = row.Mine.Value(out)
 	f.Peer, f.HasPeer = row.Peer.Value(out)
+	f.PeerOther, f.HasPeerOther = row.PeerOther.Value(out)
 	ratio, hasRatio := f.Ratio()
 	for _, c := range row.Checks {
 		v := Verdict{}
@@ -298,9 +302,13 @@ func Render(w io.Writer, m Machine, out *Output, areas []AreaFigures, imgDir str
 				mine = format(f.Row.Kind, f.Mine, f.Row.Per)
 			}
 			if f.Row.PeerName != "" {
-				peer = f.Row.PeerName + ": not measured"
+				name := f.Row.PeerName
+				if f.HasPeerOther {
+					name += " (" + f.Row.PeerOtherName + " " + strconv.FormatFloat(f.PeerOther, 'f', 3, 64) + ")"
+				}
+				peer = name + ": not measured"
 				if f.HasPeer {
-					peer = f.Row.PeerName + ": " + format(f.Row.Kind, f.Peer, f.Row.Per)
+					peer = name + ": " + format(f.Row.Kind, f.Peer, f.Row.Per)
 				}
 			}
 			if r, ok := f.Ratio(); ok {
