@@ -21,7 +21,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -66,8 +65,7 @@ type Peer struct {
 	out  *bufio.Reader
 	dir  string
 	dim  int
-	errs stderrBuf // the process's stderr
-	done bool      // Close was called
+	done bool // Close was called
 }
 
 // Start compiles the peer into dir (g++ -O3 -march=native -std=c++17
@@ -96,7 +94,7 @@ func Start(dir string, vecs [][]float32, m, efc, threads int) (*Peer, error) {
 	}
 	p := &Peer{dir: dir, dim: dim}
 	p.cmd = exec.Command(bin, vecFile, strconv.Itoa(dim), strconv.Itoa(m), strconv.Itoa(efc), strconv.Itoa(threads))
-	p.cmd.Stderr = &p.errs
+	p.cmd.Stderr = os.Stderr // its own errors, before it stops
 	var err error
 	if p.in, err = p.cmd.StdinPipe(); err != nil {
 		return nil, err
@@ -138,7 +136,7 @@ func writeFloats(path string, vecs [][]float32, dim int) error {
 // command sends one command line and returns the answer's first line.
 func (p *Peer) command(format string, args ...any) (string, error) {
 	if _, err := fmt.Fprintf(p.in, format+"\n", args...); err != nil {
-		return "", fmt.Errorf("hnswlibpeer: %v%s", err, p.stderr())
+		return "", fmt.Errorf("hnswlibpeer: %v", err)
 	}
 	return p.readLine()
 }
@@ -148,41 +146,13 @@ func (p *Peer) command(format string, args ...any) (string, error) {
 func (p *Peer) readLine() (string, error) {
 	line, err := p.out.ReadString('\n')
 	if err != nil {
-		return "", fmt.Errorf("hnswlibpeer: the process stopped: %v%s", err, p.stderr())
+		return "", fmt.Errorf("hnswlibpeer: the process stopped (its stderr is above): %v", err)
 	}
 	line = strings.TrimSuffix(line, "\n")
 	if msg, ok := strings.CutPrefix(line, "error: "); ok {
 		return "", fmt.Errorf("hnswlibpeer: %s", msg)
 	}
 	return line, nil
-}
-
-// stderr returns what the process wrote on stderr so far, on a line of
-// its own, for an error.
-func (p *Peer) stderr() string {
-	if s := p.errs.String(); s != "" {
-		return "\n" + s
-	}
-	return ""
-}
-
-// stderrBuf collects a process's stderr, which exec copies on a goroutine
-// of its own.
-type stderrBuf struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (w *stderrBuf) Write(b []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(b)
-}
-
-func (w *stderrBuf) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
 }
 
 // Add adds vectors lo..hi-1 (their labels lo..hi-1) to the index and
@@ -208,7 +178,7 @@ func (p *Peer) Search(queries [][]float32, k, ef int) ([][]int64, error) {
 		return nil, err
 	}
 	if _, err := fmt.Fprintf(p.in, "search %d %d %s\n", k, ef, qFile); err != nil {
-		return nil, fmt.Errorf("hnswlibpeer: %v%s", err, p.stderr())
+		return nil, fmt.Errorf("hnswlibpeer: %v", err)
 	}
 	out := make([][]int64, len(queries))
 	for i := range out {
@@ -237,7 +207,7 @@ func (p *Peer) Close() error {
 	fmt.Fprintln(p.in, "quit")
 	p.in.Close()
 	if err := p.cmd.Wait(); err != nil {
-		return fmt.Errorf("hnswlibpeer: %v%s", err, p.stderr())
+		return fmt.Errorf("hnswlibpeer: %v", err)
 	}
 	return nil
 }
