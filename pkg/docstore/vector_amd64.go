@@ -24,6 +24,9 @@ func dot(a, b []float32) float32 {
 		return dotGo(a, b)
 	}
 	n := len(a) &^ 7
+	if n == len(a) {
+		return dotAVX2(&a[0], &b[:n][0], n)
+	}
 	return dotAVX2(&a[0], &b[:len(a)][0], n) + dotGo(a[n:], b[n:])
 }
 
@@ -34,6 +37,9 @@ func sqL2(a, b []float32) float32 {
 		return sqL2Go(a, b)
 	}
 	n := len(a) &^ 7
+	if n == len(a) {
+		return sqL2AVX2(&a[0], &b[:n][0], n)
+	}
 	return sqL2AVX2(&a[0], &b[:len(a)][0], n) + sqL2Go(a[n:], b[n:])
 }
 
