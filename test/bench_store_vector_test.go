@@ -238,18 +238,13 @@ func BenchmarkStoreVector(b *testing.B) {
 		search("v", q, true) // warm-up (the first searches after the writes read the file)
 	}
 	var approx respRounds
-	found := 0
+	approxIDs := make([][]int64, len(queries))
 	for i, q := range queries {
 		t0 := time.Now()
-		ids := search("v", q, true)
+		approxIDs[i] = search("v", q, true)
 		approx = append(approx, time.Since(t0))
-		for _, id := range ids {
-			if slices.Contains(hnswTruth[i], id) {
-				found++
-			}
-		}
 	}
-	recall := float64(found) / float64(vecK*vecApproxQ)
+	recall := recallAt10(approxIDs, hnswTruth)
 	peerRecall := hb.recall(queries, hnswTruth)
 	libRecall := hb.libRecall(b, queries, hnswTruth)
 
@@ -412,15 +407,13 @@ func buildHNSW(b *testing.B, s *docstore.Store, vecs [][]float32, lib *hnswlibpe
 // recall returns the peer graph's recall@10 for queries against the
 // exact top 10 of each (truth).
 func (h hnswBuild) recall(queries [][]float32, truth [][]int64) float64 {
-	found := 0
+	got := make([][]int64, len(queries))
 	for i, q := range queries {
 		for _, n := range h.graph.Search(q, vecK) {
-			if slices.Contains(truth[i], n.Key) {
-				found++
-			}
+			got[i] = append(got[i], n.Key)
 		}
 	}
-	return float64(found) / float64(vecK*len(queries))
+	return recallAt10(got, truth)
 }
 
 // libRecall returns hnswlib's recall@10 at ef=100 for queries against the
@@ -433,6 +426,12 @@ func (h hnswBuild) libRecall(b *testing.B, queries [][]float32, truth [][]int64)
 	if err := h.libPeer.Close(); err != nil {
 		b.Fatal(err)
 	}
+	return recallAt10(got, truth)
+}
+
+// recallAt10 is the share of the exact top 10 of each query (truth) that
+// the ids found for it (got) hold.
+func recallAt10(got, truth [][]int64) float64 {
 	found := 0
 	for i, ids := range got {
 		for _, id := range ids {
@@ -441,7 +440,7 @@ func (h hnswBuild) libRecall(b *testing.B, queries [][]float32, truth [][]int64)
 			}
 		}
 	}
-	return float64(found) / float64(vecK*len(queries))
+	return float64(found) / float64(vecK*len(truth))
 }
 
 // ingestVecs stores documents 0 to n-1 of vecs in coll, in transactions
