@@ -271,7 +271,7 @@ func (a *applier) writer(coll string, create bool) (*writer, error) {
 		}
 		a.created[coll] = col
 	}
-	w := &writer{tx: a.tx, col: col, docs: a.tx.Bucket(docsBucket(coll))}
+	w := &writer{tx: a.tx, col: col, docs: a.tx.Bucket(docsBucket(coll)), walks: &a.s.walks}
 	a.writers[coll] = w
 	a.order = append(a.order, w)
 	return w, nil

@@ -20,11 +20,12 @@ type Doc struct {
 
 // writer is one document write transaction on one collection.
 type writer struct {
-	tx   kv.Tx
-	col  *collection
-	docs kv.Bucket
-	sets []entrySet    // the collection's indexes, as index opens them
-	d    derivedWrites // derived-structure work deferred to finish (derived.go)
+	tx    kv.Tx
+	col   *collection
+	docs  kv.Bucket
+	sets  []entrySet    // the collection's indexes, as index opens them
+	d     derivedWrites // derived-structure work deferred to finish (derived.go)
+	walks *walkCopies   // the store's (vector_walk.go); nil: none kept
 }
 
 // update runs fn in a write transaction on coll (created if absent);
@@ -42,7 +43,7 @@ func (s *Store) update(ctx context.Context, coll string, fn func(w *writer) erro
 		if err != nil {
 			return err // dropped meanwhile
 		}
-		w := &writer{tx: tx, col: col, docs: tx.Bucket(docsBucket(coll))}
+		w := &writer{tx: tx, col: col, docs: tx.Bucket(docsBucket(coll)), walks: &s.walks}
 		if err := fn(w); err != nil {
 			return err
 		}

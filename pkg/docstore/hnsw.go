@@ -52,12 +52,20 @@ type hgraph struct {
 	src  graphSource
 	dist func(a, b []float32) float32 // smaller is closer
 	v    *vectors
+	// walk, when not nil, is the vectors in bfloat16 that layer searches
+	// measure by walkDist (vector_walk.go); what is linked is still
+	// picked by dist.
+	walk     *walkCopy
+	walkDist func(a []float32, b []uint16) float32
 }
 
 // graphSource is what a graph search reads.
 type graphSource interface {
 	// node returns slot's stored node (nil when it has none).
 	node(slot uint32) []byte
+	// loadedNode returns slot's node if it is in memory already, and
+	// nil otherwise: it reads nothing.
+	loadedNode(slot uint32) []byte
 	// vec returns slot's vector.
 	vec(slot uint32) []float32
 	// docKey returns the doc key slot holds (empty for a tombstone).
@@ -97,6 +105,40 @@ func (g *hgraph) entry() (uint32, int, bool) { return g.src.entry() }
 func (g *hgraph) live(slot uint32) bool      { return g.src.live(slot) }
 
 func (g *hgraph) setEntry(slot uint32, level int) error { return g.v.setEntry(slot, level) }
+
+// walkDistance returns q's distance to slot's vector as a layer search
+// measures it: through the walk copy when g has one.
+func (g *hgraph) walkDistance(q []float32, slot uint32) float32 {
+	if g.walk != nil {
+		return g.walkDist(q, g.walk.at(slot))
+	}
+	return g.dist(q, g.vec(slot))
+}
+
+// walkVec returns slot's vector as walkDistance measures it: decoded
+// from the walk copy into buf (reused when large enough) when g has
+// one, so that distances between two stored vectors read the copy only.
+func (g *hgraph) walkVec(slot uint32, buf []float32) []float32 {
+	if g.walk == nil {
+		return g.vec(slot)
+	}
+	b := g.walk.at(slot)
+	if cap(buf) < len(b) {
+		buf = make([]float32, len(b))
+	}
+	buf = buf[:len(b)]
+	widenBF16(buf, b)
+	return buf
+}
+
+// prefetchWalk starts loading what walkDistance reads of slot.
+func (g *hgraph) prefetchWalk(slot uint32) {
+	if g.walk != nil {
+		prefetch(g.walk.at(slot))
+	} else {
+		prefetch(g.vec(slot))
+	}
+}
 
 // nodeLinks returns the links of a stored node at level (nil above its
 // level) as raw little-endian uint32s.
@@ -214,7 +256,7 @@ func (g *hgraph) linkChunk(chunk []pendingNode) error {
 			var upper []int                                             // earlier in the chunk, above level 0
 			for j := range i {
 				if s := chunk[j].slot; g.live(s) {
-					near.offer(uint32(j), g.dist(q, g.vec(s)))
+					near.offer(uint32(j), g.walkDistance(q, s))
 					if levels[j] > 0 {
 						upper = append(upper, j)
 					}
@@ -222,7 +264,7 @@ func (g *hgraph) linkChunk(chunk []pendingNode) error {
 			}
 			var ep []cand
 			if ok {
-				ep = []cand{{entry, g.dist(q, g.vec(entry))}}
+				ep = []cand{{entry, g.walkDistance(q, entry)}}
 				for l := top; l > levels[i]; l-- {
 					ep = g.searchLayer(vis, q, ep, 1, l, nil)
 				}
@@ -244,7 +286,7 @@ func (g *hgraph) linkChunk(chunk []pendingNode) error {
 				} else {
 					for _, j := range upper {
 						if levels[j] >= l {
-							w = append(w, cand{chunk[j].slot, g.dist(q, g.vec(chunk[j].slot))})
+							w = append(w, cand{chunk[j].slot, g.walkDistance(q, chunk[j].slot)})
 						}
 					}
 				}
@@ -361,11 +403,11 @@ func (g *hgraph) withLinks(n uint32, adds []backLink) []byte {
 		if !changed[level] || len(list) <= limit {
 			continue
 		}
-		nv := g.vec(n)
+		nv := g.walkVec(n, nil)
 		cs := make([]cand, 0, len(list))
 		for _, s := range list {
 			if g.live(s) {
-				cs = append(cs, cand{s, g.dist(nv, g.vec(s))})
+				cs = append(cs, cand{s, g.walkDistance(nv, s)})
 			}
 		}
 		sortCands(cs)
@@ -403,14 +445,15 @@ func sortCands(cs []cand) {
 // every candidate kept before it, which spreads the links.
 func (g *hgraph) selectNeighbors(cands []cand, m int) []cand {
 	out := make([]cand, 0, m)
+	var cv []float32
 	for _, c := range cands {
 		if len(out) == m {
 			break
 		}
-		cv := g.vec(c.slot)
+		cv = g.walkVec(c.slot, cv)
 		keep := true
 		for _, r := range out {
-			if g.dist(cv, g.vec(r.slot)) < c.d {
+			if g.walkDistance(cv, r.slot) < c.d {
 				keep = false
 				break
 			}
@@ -441,6 +484,11 @@ func (g *hgraph) searchLayer(vis *visitSet, q []float32, ep []cand, ef, level in
 		if len(found.c) >= ef && c.d > found.c[0].d {
 			break
 		}
+		if len(next.c) > 0 {
+			// The next candidate's links are likely read next: start
+			// loading them while c's neighbours are measured.
+			prefetch(g.src.loadedNode(next.c[0].slot))
+		}
 		links := nodeLinks(g.node(c.slot), level)
 		vis.next = vis.next[:0]
 		for i := 0; i+4 <= len(links); i += 4 {
@@ -454,10 +502,10 @@ func (g *hgraph) searchLayer(vis *visitSet, q []float32, ep []cand, ef, level in
 				}
 			}
 			vis.next = append(vis.next, s)
-			prefetch(g.vec(s))
+			g.prefetchWalk(s)
 		}
 		for _, s := range vis.next {
-			d := g.dist(q, g.vec(s))
+			d := g.walkDistance(q, s)
 			if len(found.c) < ef || d < found.c[0].d {
 				next.push(cand{s, d})
 				if accept == nil || accept(s) {
@@ -483,7 +531,7 @@ func (g *hgraph) search(q []float32, k, ef int, accept func(uint32) bool) []cand
 	}
 	vis := getVisitSet()
 	defer visitSets.Put(vis)
-	ep := []cand{{entry, g.dist(q, g.vec(entry))}}
+	ep := []cand{{entry, g.walkDistance(q, entry)}}
 	for l := top; l > 0; l-- {
 		ep = g.searchLayer(vis, q, ep, 1, l, nil)
 	}

@@ -101,6 +101,10 @@ type Store struct {
 	// is not catEpoch sees a catalog that another process sharing the store
 	// (PostgreSQL) has changed: cat is reloaded from it (see withCatalog).
 	catEpoch uint64
+
+	// walks are the collections' vectors in bfloat16 that writes linking
+	// many vectors walk the graph through (vector_walk.go).
+	walks walkCopies
 }
 
 // collection is a collection's catalog entry.
@@ -229,6 +233,7 @@ func (s *Store) Path() string { return s.db.Path() }
 // Close closes the store; operations after it fail with ErrClosed.
 func (s *Store) Close() error {
 	s.closed.Store(true)
+	s.walks.drop(nil)
 	return s.db.Close()
 }
 

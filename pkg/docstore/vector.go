@@ -124,7 +124,7 @@ func (s *Store) SetVector(ctx context.Context, coll string, def VectorDef, progr
 				Message: fmt.Sprintf("%q has a vector field already: %q, %d dimensions, %s", coll, col.Vector.Field, col.Vector.Dimension, col.Vector.Metric)}
 		}
 		col.Vector = &def
-		w := &writer{tx: tx, col: col, docs: tx.Bucket(docsBucket(coll))}
+		w := &writer{tx: tx, col: col, docs: tx.Bucket(docsBucket(coll)), walks: &s.walks}
 		v, err := w.vectors()
 		if err != nil {
 			return err
@@ -204,8 +204,13 @@ func vectorsPerBlock(dim int) int { return min(max(16384/dim, 4), 256) }
 // it read of them and the graph work that waits for flush.
 type vectors struct {
 	def                         *VectorDef
+	coll                        string
 	per                         int // vectorsPerBlock(def.Dimension)
 	blocks, ids, free, meta, gr kv.Bucket
+	// walks keeps the walk copies between writes (nil: none kept), and
+	// genAtOpen is the write generation v's writes started from.
+	walks     *walkCopies
+	genAtOpen uint64
 
 	// The blocks (by number; raw nil: not read) and nodes (by slot;
 	// nil: not read) read or written, the entry point, and the nodes
@@ -242,7 +247,7 @@ func openVectors(tx kv.Tx, col *collection) (*vectors, error) {
 	if col.Vector == nil {
 		return nil, nil
 	}
-	v := &vectors{def: col.Vector, per: vectorsPerBlock(col.Vector.Dimension)}
+	v := &vectors{def: col.Vector, coll: col.Name, per: vectorsPerBlock(col.Vector.Dimension)}
 	for i, b := range []*kv.Bucket{&v.blocks, &v.ids, &v.free, &v.meta, &v.gr} {
 		name := vectorBucket(col.Name, vectorParts[i])
 		if !tx.Writable() {
@@ -257,6 +262,9 @@ func openVectors(tx kv.Tx, col *collection) (*vectors, error) {
 		}
 	}
 	kv.PrefetchWithNext(v.meta, vectorMetaKeys, nil) // every search reads them: with the next read on PostgreSQL
+	if tx.Writable() {
+		_, v.genAtOpen = v.version()
+	}
 	return v, nil
 }
 
@@ -353,6 +361,14 @@ func (v *vectors) node(slot uint32) []byte {
 	return raw
 }
 
+// loadedNode returns slot's node if it is cached (graphSource).
+func (v *vectors) loadedNode(slot uint32) []byte {
+	if int(slot) < len(v.nodeCache) {
+		return v.nodeCache[slot]
+	}
+	return nil
+}
+
 // cacheNode remembers raw as slot's node. The cache is sized at once to
 // every slot the field has (a search reaches slots all over it), not
 // grown by each slot beyond it, which left copies of it as garbage.
@@ -443,12 +459,21 @@ func (v *vectors) flush() error {
 	}
 	defer func() { v.complete, v.liveSlots, v.vecAt = false, nil, nil }()
 	g := v.graph()
+	if v.complete && v.walks != nil {
+		c, err := v.takeWalk()
+		if err != nil {
+			return err
+		}
+		defer v.walks.put(v.coll, c)
+		g.walk, g.walkDist = c, walkDistanceOf(v.def.Metric)
+	}
 	for lo := 0; lo < len(v.pending); lo += hnswChunk {
 		if err := g.linkChunk(v.pending[lo:min(lo+hnswChunk, len(v.pending))]); err != nil {
 			return err
 		}
 	}
 	v.pending, v.pendingAt = nil, nil
+	_, v.genAtOpen = v.version()
 	for _, n := range slices.Sorted(maps.Keys(v.owned)) {
 		if err := v.blocks.Put(u32key(n), v.blockCache[n].raw); err != nil {
 			return err
@@ -697,6 +722,7 @@ func (w *writer) vectors() (*vectors, error) {
 		if err != nil {
 			return nil, err
 		}
+		v.walks = w.walks
 		w.d.vec = v
 	}
 	return w.d.vec, nil

@@ -75,7 +75,8 @@ func (c *graphCache) node(slot uint32) []byte {
 	}
 	return c.nodes[slot]
 }
-func (c *graphCache) entry() (uint32, int, bool) { return c.entrySlot, c.top, c.hasEntry }
+func (c *graphCache) loadedNode(slot uint32) []byte { return c.node(slot) }
+func (c *graphCache) entry() (uint32, int, bool)    { return c.entrySlot, c.top, c.hasEntry }
 
 // buildGraphCache copies v's graph, as of its transaction: views of its
 // vectors and nodes when at (kv.Mapped of both buckets) is not 0, copies

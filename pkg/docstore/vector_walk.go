@@ -1,0 +1,197 @@
+package docstore
+
+import (
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
+	"sync"
+)
+
+// A write that links many vectors at once (vectors.flush on every core)
+// walks the graph through a copy of the field's vectors in bfloat16 (the
+// high half of each float32, rounded to nearest): half the bytes, and
+// those bytes are what a graph walk waits for. Linking 100,000 × 384
+// vectors, a walk at ef_construction 40 took 120 µs against 285 µs over
+// the float32s, and recall@10 stayed 0.999. The walk only proposes
+// candidates: the neighbours a node gets are picked by their exact
+// float32 distances, as before, and searches walk the float32s.
+//
+// The copy lives in the Store between writes (walkCopies), so that a
+// build of many transactions converts each vector once. It names the
+// state it holds by the field's random id and write generation and by a
+// tag that each write using it draws and puts in the field's metadata
+// ("w"): a write that rolls back leaves the file's tag as it was, so a
+// copy it changed matches no state the file can reach, and a write
+// without the copy (fewer vectors, or another process sharing the store
+// on PostgreSQL) moves the generation. A copy that does not match is
+// rebuilt from the vectors, one conversion per slot. The file stays the
+// whole truth.
+
+// walkCopy is a collection's vectors in bfloat16, as of the state id,
+// gen and tag name: walkChunk slots an array, so that the copy grows
+// with the field without moving.
+type walkCopy struct {
+	id, gen, tag uint64
+	dim          int
+	chunks       [][]uint16
+}
+
+// walkChunk is the slots of one of a walk copy's arrays.
+const walkChunk = 1024
+
+// at returns slot's bfloat16 components.
+func (c *walkCopy) at(slot uint32) []uint16 {
+	i := int(slot%walkChunk) * c.dim
+	return c.chunks[slot/walkChunk][i : i+c.dim]
+}
+
+// resize makes room for n slots.
+func (c *walkCopy) resize(n int) {
+	want := (n + walkChunk - 1) / walkChunk
+	c.chunks = c.chunks[:min(len(c.chunks), want)]
+	for len(c.chunks) < want {
+		c.chunks = append(c.chunks, make([]uint16, walkChunk*c.dim))
+	}
+}
+
+// walkCopies holds a store's walk copies, by collection; a write takes
+// its collection's out while it uses it.
+type walkCopies struct {
+	mu sync.Mutex
+	m  map[string]*walkCopy
+}
+
+func (w *walkCopies) take(coll string) *walkCopy {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	c := w.m[coll]
+	delete(w.m, coll)
+	return c
+}
+
+func (w *walkCopies) put(coll string, c *walkCopy) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.m == nil {
+		w.m = map[string]*walkCopy{}
+	}
+	w.m[coll] = c
+}
+
+// drop forgets coll's copy (nil: every copy).
+func (w *walkCopies) drop(coll *string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if coll == nil {
+		w.m = nil
+		return
+	}
+	delete(w.m, *coll)
+}
+
+// walkTagKey is the metadata key of the tag of the state the last write
+// that used a walk copy left.
+var walkTagKey = []byte("w")
+
+// takeWalk returns the walk copy of v's vectors as v's transaction holds
+// them, taken from v.walks (or built), and tags the state in the file. v's
+// caches are complete (loadAll); v.walks gets the copy back from flush.
+func (v *vectors) takeWalk() (*walkCopy, error) {
+	c := v.walks.take(v.coll)
+	if c == nil {
+		c = &walkCopy{}
+	}
+	id, gen := v.version()
+	var tag uint64
+	if b := v.meta.Get(walkTagKey); len(b) == 8 {
+		tag = binary.LittleEndian.Uint64(b)
+	}
+	n, dim := int(v.slots()), v.def.Dimension
+	if tag == 0 || c.tag != tag || c.id != id || c.gen != v.genAtOpen || c.dim != dim {
+		// Not the state v's transaction started from: every slot.
+		if c.dim != dim {
+			c.chunks = nil
+		}
+		c.id, c.dim = id, dim
+		c.resize(n)
+		for s := range uint32(n) {
+			toBF16(c.at(s), v.vector(s))
+		}
+	} else {
+		// The state it started from: the slots it wrote since.
+		c.resize(n)
+		for _, p := range v.pending {
+			toBF16(c.at(p.slot), v.vector(p.slot))
+		}
+	}
+	c.tag, c.gen = rand.Uint64()|1, gen
+	if err := v.meta.Put(walkTagKey, binary.LittleEndian.AppendUint64(nil, c.tag)); err != nil {
+		v.walks.put(v.coll, c)
+		return nil, err
+	}
+	return c, nil
+}
+
+// toBF16 sets dst to src in bfloat16, rounded to nearest (ties to even);
+// a finite component too large for bfloat16 gets its largest finite
+// value. A nil src (a slot never written) sets zeros.
+func toBF16(dst []uint16, src []float32) {
+	if src == nil {
+		clear(dst)
+		return
+	}
+	for i, x := range src[:len(dst)] {
+		b := math.Float32bits(x)
+		h := uint16((b + 0x7fff + (b>>16)&1) >> 16)
+		if h&0x7f80 == 0x7f80 { // rounded up to infinity
+			h = h&0x8000 | 0x7f7f
+		}
+		dst[i] = h
+	}
+}
+
+// walkDistanceOf returns metric's distance (distanceOf) from a float32
+// query to a bfloat16 vector.
+func walkDistanceOf(metric string) func(a []float32, b []uint16) float32 {
+	switch metric {
+	case MetricDot:
+		return func(a []float32, b []uint16) float32 { return -dotBF16(a, b) }
+	case MetricL2:
+		return sqL2BF16
+	}
+	return func(a []float32, b []uint16) float32 { return 1 - dotBF16(a, b) }
+}
+
+func bf16(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
+
+func widenBF16Go(dst []float32, src []uint16) {
+	for i := range dst {
+		dst[i] = bf16(src[i])
+	}
+}
+
+func dotBF16Go(a []float32, b []uint16) float32 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		s0 += a[i] * bf16(b[i])
+		s1 += a[i+1] * bf16(b[i+1])
+		s2 += a[i+2] * bf16(b[i+2])
+		s3 += a[i+3] * bf16(b[i+3])
+	}
+	for ; i < len(a); i++ {
+		s0 += a[i] * bf16(b[i])
+	}
+	return s0 + s1 + s2 + s3
+}
+
+func sqL2BF16Go(a []float32, b []uint16) float32 {
+	b = b[:len(a)]
+	var s float32
+	for i, x := range a {
+		d := x - bf16(b[i])
+		s += d * d
+	}
+	return s
+}

@@ -1,0 +1,204 @@
+package docstore
+
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"testing"
+
+	"github.com/mcpkit/mcpkit/pkg/docstore/kv"
+)
+
+func TestToBF16(t *testing.T) {
+	maxf := math.MaxFloat32
+	for _, c := range []struct {
+		in   float32
+		want uint16
+	}{
+		{1, 0x3f80},
+		{-2, 0xc000},
+		{0, 0},
+		{math.Float32frombits(0x3f808000), 0x3f80}, // a tie: to even
+		{math.Float32frombits(0x3f818000), 0x3f82}, // a tie: to even
+		{math.Float32frombits(0x3f808001), 0x3f81}, // above the tie
+		{float32(maxf), 0x7f7f},                    // would round to infinity
+		{float32(-maxf), 0xff7f},
+	} {
+		got := []uint16{0xffff}
+		toBF16(got, []float32{c.in})
+		if got[0] != c.want {
+			t.Errorf("toBF16(%v) = %#04x, want %#04x", c.in, got[0], c.want)
+		}
+	}
+	got := []uint16{1, 2}
+	toBF16(got, nil)
+	if got[0] != 0 || got[1] != 0 {
+		t.Errorf("toBF16(nil) = %v, want zeros", got)
+	}
+}
+
+// TestBF16Kernels checks the bfloat16 kernels (vector_amd64.s) against
+// the same arithmetic in Go, at every length around their 8- and
+// 32-component steps.
+func TestBF16Kernels(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for n := 1; n <= 70; n++ {
+		a := randVecs(rng, 1, n)[0]
+		b := make([]uint16, n)
+		toBF16(b, randVecs(rng, 1, n)[0])
+		wide := make([]float32, n)
+		widenBF16(wide, b)
+		var dot, l2 float64
+		for i := range n {
+			if wide[i] != bf16(b[i]) {
+				t.Fatalf("n %d: widenBF16 [%d] = %v, want %v", n, i, wide[i], bf16(b[i]))
+			}
+			dot += float64(a[i]) * float64(wide[i])
+			d := float64(a[i]) - float64(wide[i])
+			l2 += d * d
+		}
+		if got := dotBF16(a, b); math.Abs(float64(got)-dot) > 1e-4*float64(n) {
+			t.Errorf("n %d: dotBF16 = %v, want %v", n, got, dot)
+		}
+		if got := sqL2BF16(a, b); math.Abs(float64(got)-l2) > 1e-4*float64(n) {
+			t.Errorf("n %d: sqL2BF16 = %v, want %v", n, got, l2)
+		}
+	}
+}
+
+// TestWalkCopyFollowsFile checks that the walk copy a write links through
+// holds the file's vectors: after a write that used it and rolled back,
+// and after writes that did not use it and moved the generation exactly
+// as far as the rolled-back write had moved the copy's.
+func TestWalkCopyFollowsFile(t *testing.T) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		t.Skip("writes link on one core, without a walk copy, when GOMAXPROCS is 1")
+	}
+	backends(t, func(t *testing.T, s *Store) {
+		const dim = 24 // not a multiple of 32: the kernels' tails
+		rng := rand.New(rand.NewPCG(7, 8))
+		if _, err := s.SetVector(ctx, "c", VectorDef{Field: "v", Dimension: dim}, nil); err != nil {
+			t.Fatal(err)
+		}
+		put := func(lo, hi int) []Doc {
+			docs := make([]Doc, 0, hi-lo)
+			for i, vec := range randVecs(rng, hi-lo, dim) {
+				docs = append(docs, Doc{ID: Int(int64(lo + i)), Value: vecDoc(vec, i%10)})
+			}
+			return docs
+		}
+		if _, err := s.PutMany(ctx, "c", put(0, 300)); err != nil {
+			t.Fatal(err)
+		}
+		checkWalkCopy(t, s, "c", true)
+
+		// A write that links through the copy, then rolls back.
+		boom := errors.New("boom")
+		err := s.update(ctx, "c", func(w *writer) error {
+			for _, d := range put(0, 100) {
+				if _, err := w.store(d.ID, d.Value); err != nil {
+					return err
+				}
+			}
+			if err := w.finish(); err != nil {
+				return err
+			}
+			return boom
+		})
+		if !errors.Is(err, boom) {
+			t.Fatalf("rolled-back write: %v", err)
+		}
+		checkWalkCopy(t, s, "c", false)
+
+		// Writes too small for the copy, moving the generation by 100 as
+		// the rolled-back write did: 60 deletes and 40 new vectors.
+		for i := 200; i < 260; i++ {
+			if _, err := s.Delete(ctx, "c", Int(int64(i))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.PutMany(ctx, "c", put(0, 40)); err != nil {
+			t.Fatal(err)
+		}
+		checkWalkCopy(t, s, "c", false)
+
+		// The next large write finds the copy stale and rebuilds it.
+		if _, err := s.PutMany(ctx, "c", put(300, 400)); err != nil {
+			t.Fatal(err)
+		}
+		checkWalkCopy(t, s, "c", true)
+		if err := s.dropCollection("c"); err != nil {
+			t.Fatal(err)
+		}
+		if s.walks.m["c"] != nil {
+			t.Fatal("dropping the collection kept its walk copy")
+		}
+	})
+}
+
+func TestWalkCopyGoesOnClose(t *testing.T) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		t.Skip("writes link on one core, without a walk copy, when GOMAXPROCS is 1")
+	}
+	s, err := Open("", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := make([]Doc, 100)
+	for i, vec := range randVecs(rand.New(rand.NewPCG(1, 1)), 100, 8) {
+		docs[i] = Doc{ID: Int(int64(i)), Value: vecDoc(vec, 0)}
+	}
+	if _, err := s.SetVector(ctx, "c", VectorDef{Field: "v", Dimension: 8}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PutMany(ctx, "c", docs); err != nil {
+		t.Fatal(err)
+	}
+	checkWalkCopy(t, s, "c", true)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s.walks.m != nil {
+		t.Fatal("Close kept the walk copies")
+	}
+}
+
+// checkWalkCopy fails unless coll's walk copy names the file's state
+// (current) or not, and, when it does, holds every slot's vector.
+func checkWalkCopy(t *testing.T, s *Store, coll string, current bool) {
+	t.Helper()
+	s.walks.mu.Lock()
+	c := s.walks.m[coll]
+	s.walks.mu.Unlock()
+	if c == nil {
+		t.Fatal("no walk copy")
+	}
+	err := s.db.View(func(tx kv.Tx) error {
+		v, err := openVectors(tx, s.cat[coll])
+		if err != nil {
+			return err
+		}
+		id, gen := v.version()
+		tag := binary.LittleEndian.Uint64(v.meta.Get(walkTagKey))
+		if got := c.id == id && c.gen == gen && c.tag == tag; got != current {
+			t.Fatalf("copy (id %x, gen %d, tag %x) names the file's state (%x, %d, %x): %v, want %v", c.id, c.gen, c.tag, id, gen, tag, got, current)
+		}
+		if !current {
+			return nil
+		}
+		want := make([]uint16, v.def.Dimension)
+		for slot := range v.slots() {
+			toBF16(want, v.vector(slot))
+			if !slices.Equal(c.at(slot), want) {
+				t.Fatalf("slot %d: copy %v, file %v", slot, c.at(slot), want)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
