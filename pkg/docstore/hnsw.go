@@ -52,9 +52,8 @@ type hgraph struct {
 	src  graphSource
 	dist func(a, b []float32) float32 // smaller is closer
 	v    *vectors
-	// walk, when not nil, is the vectors in bfloat16 that layer searches
-	// measure by walkDist (vector_walk.go); what is linked is still
-	// picked by dist.
+	// walk, when not nil, is the vectors in bfloat16 that linking
+	// measures by walkDist (vector_walk.go) rather than by dist.
 	walk     *walkCopy
 	walkDist func(a []float32, b []uint16) float32
 }
