@@ -233,7 +233,7 @@ func (s *Store) Path() string { return s.db.Path() }
 // Close closes the store; operations after it fail with ErrClosed.
 func (s *Store) Close() error {
 	s.closed.Store(true)
-	s.walks.drop(nil)
+	s.walks.reset()
 	return s.db.Close()
 }
 

@@ -82,15 +82,18 @@ func (w *walkCopies) put(coll string, c *walkCopy) {
 	w.m[coll] = c
 }
 
-// drop forgets coll's copy (nil: every copy).
-func (w *walkCopies) drop(coll *string) {
+// forget drops coll's copy.
+func (w *walkCopies) forget(coll string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if coll == nil {
-		w.m = nil
-		return
-	}
-	delete(w.m, *coll)
+	delete(w.m, coll)
+}
+
+// reset drops every copy.
+func (w *walkCopies) reset() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.m = nil
 }
 
 // walkTagKey is the metadata key of the tag of the state the last write
