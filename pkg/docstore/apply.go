@@ -100,6 +100,7 @@ func (s *Store) Apply(ctx context.Context, ops []Op) ([]OpResult, error) {
 			if err != nil {
 				return nil, err
 			}
+			a.wantLinks()
 			return a.out, nil
 		}
 	}
@@ -111,7 +112,17 @@ func (s *Store) Apply(ctx context.Context, ops []Op) ([]OpResult, error) {
 	for name, col := range a.created {
 		s.cat[name] = col
 	}
+	a.wantLinks()
 	return a.out, nil
+}
+
+// wantLinks has the linker link the vectors a's committed writes queued.
+func (a *applier) wantLinks() {
+	for _, w := range a.order {
+		if w.queuedLinks() {
+			a.s.linker.want(w.col.Name)
+		}
+	}
 }
 
 // creates reports whether op writes a document to a collection it
@@ -271,7 +282,7 @@ func (a *applier) writer(coll string, create bool) (*writer, error) {
 		}
 		a.created[coll] = col
 	}
-	w := &writer{tx: a.tx, col: col, docs: a.tx.Bucket(docsBucket(coll)), walks: &a.s.walks}
+	w := &writer{tx: a.tx, col: col, docs: a.tx.Bucket(docsBucket(coll))}
 	a.writers[coll] = w
 	a.order = append(a.order, w)
 	return w, nil

@@ -20,13 +20,15 @@ type Doc struct {
 
 // writer is one document write transaction on one collection.
 type writer struct {
-	tx    kv.Tx
-	col   *collection
-	docs  kv.Bucket
-	sets  []entrySet    // the collection's indexes, as index opens them
-	d     derivedWrites // derived-structure work deferred to finish (derived.go)
-	walks *walkCopies   // the store's (vector_walk.go); nil: none kept
+	tx   kv.Tx
+	col  *collection
+	docs kv.Bucket
+	sets []entrySet    // the collection's indexes, as index opens them
+	d    derivedWrites // derived-structure work deferred to finish (derived.go)
 }
+
+// queuedLinks reports whether w's writes queued vectors for the linker.
+func (w *writer) queuedLinks() bool { return w.d.vec != nil && w.d.vec.queued }
 
 // update runs fn in a write transaction on coll (created if absent);
 // concurrent calls are batched into one transaction (fn may run more than
@@ -38,17 +40,27 @@ func (s *Store) update(ctx context.Context, coll string, fn func(w *writer) erro
 	if err := s.ensureCollection(coll); err != nil {
 		return err
 	}
-	return s.withCatalog(s.db.Batch, func(tx kv.Tx) error {
+	queued := false
+	err := s.withCatalog(s.db.Batch, func(tx kv.Tx) error {
+		queued = false // the function may run again
 		col, err := s.collectionOf(coll)
 		if err != nil {
 			return err // dropped meanwhile
 		}
-		w := &writer{tx: tx, col: col, docs: tx.Bucket(docsBucket(coll)), walks: &s.walks}
+		w := &writer{tx: tx, col: col, docs: tx.Bucket(docsBucket(coll))}
 		if err := fn(w); err != nil {
 			return err
 		}
-		return w.finish()
+		if err := w.finish(); err != nil {
+			return err
+		}
+		queued = w.queuedLinks()
+		return nil
 	})
+	if err == nil && queued {
+		s.linker.want(coll)
+	}
+	return err
 }
 
 // get returns the document id, if any.

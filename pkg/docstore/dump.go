@@ -404,7 +404,7 @@ func (s *Store) dropCollection(coll string) error {
 	}
 	if err == nil {
 		delete(s.cat, coll)
-		s.walks.forget(coll)
+		s.linker.forget(coll)
 	}
 	return err
 }

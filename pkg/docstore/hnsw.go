@@ -14,13 +14,11 @@ import (
 // vector slots (vector.go). It lives in the v\x00<collection>\x00g bucket,
 // slot (uint32 big-endian) → its level L (one byte), then for each level 0
 // to L a uint16 count and that many uint32 slots (little-endian); the
-// entry point is in the vectors' metadata. Every write updates it in the
-// write's own transaction, so a rolled-back or retried write leaves no
-// trace and the file is the whole truth: the vectors a writer wrote are
-// linked together when its writes are done (vectors.flush, from finish),
-// in chunks whose neighbour searches run on every core against the graph
-// as it was before the chunk, each node also meeting the chunk's earlier
-// nodes exactly (linkChunk).
+// entry point is in the vectors' metadata. The store's linker (linker.go)
+// links the vectors writes queued, a batch at a time, in chunks whose
+// neighbour searches run on every core against the graph as it was before
+// the chunk, each node also meeting the chunk's earlier nodes exactly
+// (linkChunk); until then searches measure them exactly.
 //
 // A deleted document's node stays as a tombstone: it keeps routing
 // searches, is never a result and is not linked to by new nodes; a new
@@ -102,8 +100,6 @@ func (g *hgraph) docKey(slot uint32) []byte  { return g.src.docKey(slot) }
 func (g *hgraph) node(slot uint32) []byte    { return g.src.node(slot) }
 func (g *hgraph) entry() (uint32, int, bool) { return g.src.entry() }
 func (g *hgraph) live(slot uint32) bool      { return g.src.live(slot) }
-
-func (g *hgraph) setEntry(slot uint32, level int) error { return g.v.setEntry(slot, level) }
 
 // walkDistance returns q's distance to slot's vector as a layer search
 // measures it: through the walk copy when g has one.
@@ -206,9 +202,8 @@ func hnswLevel(idKey []byte, slot uint32) int {
 	return min(int(-math.Log(u)*hnswLevelMult), hnswMaxLevel)
 }
 
-// pendingNode is a slot whose vector was written in this transaction and
-// that waits to be linked into the graph (vectors.flush), with the doc key
-// it was written for.
+// pendingNode is a slot whose vector waits to be linked into the graph,
+// with the doc key it holds.
 type pendingNode struct {
 	slot  uint32
 	idKey []byte
@@ -330,7 +325,7 @@ func (g *hgraph) linkChunk(chunk []pendingNode) error {
 	}
 	best := slices.Index(levels, slices.Max(levels))
 	if !ok || levels[best] > top {
-		return g.setEntry(chunk[best].slot, levels[best])
+		g.v.setEntry(chunk[best].slot, levels[best])
 	}
 	return nil
 }
@@ -540,14 +535,36 @@ func (g *hgraph) search(q []float32, k, ef int, accept func(uint32) bool) []cand
 	return res[:min(k, len(res))]
 }
 
-// verify checks the graph of n slots: one node per slot, links to
-// existing slots within each level's maximum, and an entry point at the
-// top level.
-func (g *hgraph) verify(n uint32) error {
+// searchQueued is search, with the slots queued (vectors not linked into
+// the graph yet, linker.go) measured exactly: the k closest of both.
+func (g *hgraph) searchQueued(q []float32, k, ef int, accept func(uint32) bool, queued []uint32) []cand {
+	res := g.search(q, k, ef, accept)
+	if len(queued) == 0 {
+		return res
+	}
+	t := topK{k: k, h: candHeap{far: true}}
+	found := make(map[uint32]bool, len(res))
+	for _, c := range res {
+		found[c.slot] = true
+		t.offer(c.slot, c.d)
+	}
+	for _, s := range queued {
+		if !found[s] && g.live(s) && (accept == nil || accept(s)) {
+			t.offer(s, g.dist(q, g.vec(s)))
+		}
+	}
+	return t.sorted()
+}
+
+// verify checks the graph of n slots: nodes of existing slots, one for
+// every slot linked says must have one, links to existing slots within
+// each level's maximum, and an entry point at the top level.
+func (g *hgraph) verify(n uint32, linked func(slot uint32) bool) error {
 	fail := func(format string, args ...any) error {
 		return fmt.Errorf("docstore: verify: vector graph of %q: %s", g.v.def.Field, fmt.Sprintf(format, args...))
 	}
 	nodes, top := 0, -1
+	has := make([]bool, n)
 	c := g.v.gr.Cursor()
 	for k, raw := c.First(); k != nil; k, raw = c.Next() {
 		if len(k) != 4 || binary.BigEndian.Uint32(k) >= n || len(raw) == 0 {
@@ -568,13 +585,16 @@ func (g *hgraph) verify(n uint32) error {
 			}
 		}
 		top = max(top, len(lists)-1)
+		has[binary.BigEndian.Uint32(k)] = true
 		nodes++
 	}
-	if nodes != int(n) {
-		return fail("%d nodes for %d slots", nodes, n)
+	for slot := range n {
+		if !has[slot] && linked(slot) {
+			return fail("slot %d holds a linked document and has no node", slot)
+		}
 	}
 	entry, level, ok := g.entry()
-	if ok != (n > 0) || (ok && (level != top || entry >= n || int(g.node(entry)[0]) != top)) {
+	if ok != (nodes > 0) || (ok && (level != top || entry >= n || !has[entry] || int(g.node(entry)[0]) != top)) {
 		return fail("entry point %d at level %d (present %v) for top level %d", entry, level, ok, top)
 	}
 	return nil

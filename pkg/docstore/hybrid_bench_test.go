@@ -65,6 +65,9 @@ func hybridStore(b *testing.B, n int) *Store {
 			b.Fatal(err)
 		}
 	}
+	if err := s.WaitLinked(ctx, "v"); err != nil {
+		b.Fatal(err)
+	}
 	b.Logf("built %d documents in %v", n, time.Since(start))
 	return s
 }

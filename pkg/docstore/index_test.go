@@ -250,10 +250,10 @@ func TestUpgradeLayout1(t *testing.T) {
 	err = s.db.Update(func(tx kv.Tx) error {
 		m := tx.Bucket([]byte(metaBucket))
 		layout = string(m.Get([]byte(layoutKey)))
-		return m.Put([]byte(layoutKey), []byte("3"))
+		return m.Put([]byte(layoutKey), []byte("4"))
 	})
-	if err != nil || layout != "2" {
-		t.Fatalf("layout after the upgrade %q, %v; want 2", layout, err)
+	if err != nil || layout != "3" {
+		t.Fatalf("layout after the upgrade %q, %v; want 3", layout, err)
 	}
 	s.Close()
 
@@ -261,7 +261,7 @@ func TestUpgradeLayout1(t *testing.T) {
 		if err == nil {
 			s.Close()
 		}
-		t.Fatalf("open of layout 3: %v, want ErrLayout", err)
+		t.Fatalf("open of layout 4: %v, want ErrLayout", err)
 	}
 }
 

@@ -105,6 +105,9 @@ func TestPostgresSearchRoundTrips(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		if err := s.WaitLinked(ctx, "c"); err != nil {
+			t.Fatal(err)
+		}
 		for range 2 { // the second search of a state builds the graph's copy in memory
 			if _, err := s.Search(ctx, "c", q); err != nil {
 				t.Fatal(err)

@@ -282,6 +282,9 @@ func (s *Store) Search(ctx context.Context, coll string, q SearchQuery) (SearchR
 				return err
 			}
 			kv.KeyNWithNext(vecs.free) // the ranker's count of live vectors, with the filter's read
+			if q.Vector.Approximate && vecs.queue != nil {
+				kv.PrefetchWithNext(vecs.queue, nil, []kv.Range{queueRange}) // the vectors to measure exactly
+			}
 		}
 		var allowed *keySet // nil: no filter
 		if q.Filter != nil {
@@ -457,7 +460,8 @@ func (v *vectors) ranker(q []float32, vq VectorQuery, allowed *keySet, n int, sr
 			// for at most 0.004 of recall (docs/design/store-performance.md).
 			accept = func(s uint32) bool { return pass(g.docKey(s)) }
 		}
-		return func() []Ranked { return ranked(g.search(q, n, max(ef, n), accept)) }, VectorApproximate, src != nil
+		queued := v.queuedSlots()
+		return func() []Ranked { return ranked(g.searchQueued(q, n, max(ef, n), accept, queued)) }, VectorApproximate, src != nil
 	}
 	return func() []Ranked { return ranked(v.exact(q, n, pass)) }, VectorExact, false
 }

@@ -78,8 +78,8 @@ func BenchmarkHNSWIngest(b *testing.B) {
 }
 
 // benchIngest stores n documents doc(i) in coll of a new store that setup
-// prepared, 1,000 a transaction, reports documents per second and returns
-// the store.
+// prepared, 1,000 a transaction, waits until the linker has linked their
+// vectors (if any), reports documents per second and returns the store.
 func benchIngest(b *testing.B, coll string, setup func(*Store) error, n int, doc func(i int) Value) *Store {
 	s := benchStore(b)
 	if err := setup(s); err != nil {
@@ -94,6 +94,9 @@ func benchIngest(b *testing.B, coll string, setup func(*Store) error, n int, doc
 		if _, err := s.PutMany(ctx, coll, docs); err != nil {
 			b.Fatal(err)
 		}
+	}
+	if err := s.WaitLinked(ctx, coll); err != nil { // a vector field's graph, whole
+		b.Fatal(err)
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "docs/s")

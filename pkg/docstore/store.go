@@ -38,9 +38,12 @@ const (
 	// layoutKey (in the meta bucket) holds the layout version, storeLayout
 	// in decimal. Layout 1, written before index entries were kept in
 	// blocks, has no such key; Open rebuilds its indexes as blocks, and
-	// refuses a layout it does not know.
+	// refuses a layout it does not know. Layout 2 linked every vector in
+	// its write's transaction; layout 3 queues them for the linker
+	// (linker.go), which an earlier version would never link: a layout 2
+	// store is read as it is and marked 3 by a read-write open.
 	layoutKey   = "layout"
-	storeLayout = 2
+	storeLayout = 3
 )
 
 func docsBucket(coll string) []byte { return []byte("d\x00" + coll) }
@@ -102,9 +105,9 @@ type Store struct {
 	// (PostgreSQL) has changed: cat is reloaded from it (see withCatalog).
 	catEpoch uint64
 
-	// walks are the collections' vectors in bfloat16 that writes linking
-	// many vectors walk the graph through (vector_walk.go).
-	walks walkCopies
+	// linker links the vectors writes queue into their HNSW graphs
+	// (linker.go); nil on a read-only store.
+	linker *linker
 }
 
 // collection is a collection's catalog entry.
@@ -141,6 +144,9 @@ func Open(path string, opts Options) (*Store, error) {
 	if err != nil {
 		db.Close()
 		return nil, err
+	}
+	if !opts.ReadOnly {
+		s.startLinker()
 	}
 	return s, nil
 }
@@ -233,7 +239,7 @@ func (s *Store) Path() string { return s.db.Path() }
 // Close closes the store; operations after it fail with ErrClosed.
 func (s *Store) Close() error {
 	s.closed.Store(true)
-	s.walks.reset()
+	s.linker.stop()
 	return s.db.Close()
 }
 
@@ -303,7 +309,7 @@ func (s *Store) readCatalog() error {
 			return nil
 		}
 		switch v := string(m.Get([]byte(layoutKey))); v {
-		case strconv.Itoa(storeLayout):
+		case strconv.Itoa(storeLayout), "2":
 			return nil
 		case "":
 			for _, col := range s.cat {
@@ -426,6 +432,8 @@ func (s *Store) upgrade(tx kv.Tx, m kv.Bucket) error {
 	switch v := string(m.Get([]byte(layoutKey))); v {
 	case strconv.Itoa(storeLayout):
 		return nil
+	case "2":
+		return m.Put([]byte(layoutKey), []byte(strconv.Itoa(storeLayout)))
 	case "":
 		// Layout 1 (or a new store): an index entry per key.
 		for _, name := range sortedNames(s.cat) {
@@ -569,6 +577,9 @@ type CollectionInfo struct {
 	TextIndexes []TextIndexDef `json:"text_indexes,omitempty"`
 	Vector      *VectorDef     `json:"vector,omitempty"`
 	GeoIndexes  []GeoIndexDef  `json:"geo_indexes,omitempty"`
+	// VectorsQueued is the number of vectors waiting to be linked into
+	// the HNSW graph (searches measure them exactly; see WaitLinked).
+	VectorsQueued int `json:"vectors_queued,omitempty"`
 }
 
 // Collections lists the collections in name order.
@@ -586,6 +597,9 @@ func (s *Store) Collections(ctx context.Context) ([]CollectionInfo, error) {
 				TextIndexes: d.TextIndexes, Vector: d.Vector, GeoIndexes: d.GeoIndexes}
 			if b := tx.Bucket(docsBucket(name)); b != nil {
 				info.Count = b.KeyN()
+			}
+			if q := tx.Bucket(vectorBucket(name, vecQueue)); q != nil && col.Vector != nil {
+				info.VectorsQueued = q.KeyN()
 			}
 			out = append(out, info)
 		}

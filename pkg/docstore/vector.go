@@ -8,7 +8,6 @@ import (
 	"maps"
 	"math"
 	"math/rand/v2"
-	"runtime"
 	"slices"
 	"unsafe"
 
@@ -16,7 +15,7 @@ import (
 )
 
 // A collection's vector field (SetVector) keeps every document's vector
-// beside the documents, in five buckets named v\x00<collection>\x00<part>:
+// beside the documents, in six buckets named v\x00<collection>\x00<part>:
 //
 //	b  blocks: uint32 block number (big-endian) → a fixed-size block of
 //	   vectorsPerBlock slots: the slots' float32 components, little-endian
@@ -29,9 +28,12 @@ import (
 //	   entry point (slot uint32 and its level, one byte), absent when empty,
 //	   "id" a random uint64 drawn when the field is declared and "gen" a
 //	   uint64 every vector write increments: together they name the state
-//	   a search cache holds (vector_cache.go)
+//	   a search cache holds (vector_cache.go); "lg" a uint64 every linking
+//	   of a batch increments (linker.go)
 //	g  the HNSW graph (hnsw.go): slot → its links per level (empty when
 //	   the field is flat)
+//	u  the slots whose vectors wait to be linked into the graph (linker.go):
+//	   slot → the write generation that wrote its vector (uint64)
 //
 // A slot is a document's node in the graph for the document's life; a
 // deleted document's slot keeps its vector and links (a tombstone that
@@ -71,9 +73,10 @@ const (
 	vecFree   = 'f'
 	vecMeta   = 'm'
 	vecGraph  = 'g'
+	vecQueue  = 'u'
 )
 
-var vectorParts = [...]byte{vecBlocks, vecIDs, vecFree, vecMeta, vecGraph}
+var vectorParts = [...]byte{vecBlocks, vecIDs, vecFree, vecMeta, vecGraph, vecQueue}
 
 // checkVectorDef validates def (its metric defaulted) for coll.
 func checkVectorDef(coll string, def *VectorDef) error {
@@ -97,8 +100,9 @@ func checkVectorDef(coll string, def *VectorDef) error {
 }
 
 // SetVector declares coll's vector field (coll is created if absent) and
-// indexes the vectors of the existing documents, exactly (blocks) and
-// approximately (HNSW), in one transaction. It reports false when the same
+// indexes the vectors of the existing documents in one transaction: they
+// are searchable when it returns, and the linker then links them into the
+// HNSW graph in the background (WaitLinked). It reports false when the same
 // definition exists; another definition fails with index_exists (a
 // collection has one vector field). A document whose field holds anything
 // but a vector of def's dimension (null and missing excepted) fails it
@@ -124,7 +128,7 @@ func (s *Store) SetVector(ctx context.Context, coll string, def VectorDef, progr
 				Message: fmt.Sprintf("%q has a vector field already: %q, %d dimensions, %s", coll, col.Vector.Field, col.Vector.Dimension, col.Vector.Metric)}
 		}
 		col.Vector = &def
-		w := &writer{tx: tx, col: col, docs: tx.Bucket(docsBucket(coll)), walks: &s.walks}
+		w := &writer{tx: tx, col: col, docs: tx.Bucket(docsBucket(coll))}
 		v, err := w.vectors()
 		if err != nil {
 			return err
@@ -142,6 +146,9 @@ func (s *Store) SetVector(ctx context.Context, coll string, def VectorDef, progr
 	})
 	if err != nil {
 		return false, err
+	}
+	if created {
+		s.linker.want(coll)
 	}
 	return created, nil
 }
@@ -207,10 +214,9 @@ type vectors struct {
 	coll                        string
 	per                         int // vectorsPerBlock(def.Dimension)
 	blocks, ids, free, meta, gr kv.Bucket
-	// walks keeps the walk copies between writes (nil: none kept), and
-	// genAtOpen is the write generation v's writes started from.
-	walks     *walkCopies
-	genAtOpen uint64
+	// queue is the u bucket, nil in a read transaction of a store whose
+	// layout predates it (every vector linked).
+	queue kv.Bucket
 
 	// The blocks (by number; raw nil: not read) and nodes (by slot;
 	// nil: not read) read or written, the entry point, and the nodes
@@ -224,6 +230,7 @@ type vectors struct {
 	entryAt    uint32
 	entryLevel int
 	hasEntry   bool
+	entryMoved bool // setEntry changed it: the linker puts it
 	// complete: every block and node is in the caches (loadAll), so
 	// that reading reads nothing from the transaction, and goroutines
 	// may read at once; liveSlots then says which slots hold a document
@@ -235,10 +242,8 @@ type vectors struct {
 	// finds a vector in one read rather than through its block (the
 	// build of 100,000 vectors ran a quarter faster for it).
 	vecAt []*float32
-	// pending are the slots whose vectors were written, to link into the
-	// graph, in order of first write; pendingAt indexes them.
-	pending   []pendingNode
-	pendingAt map[uint32]int
+	// queued says that v's writes queued vectors for the linker.
+	queued bool
 }
 
 // openVectors returns col's vector buckets in tx (created when tx is
@@ -248,10 +253,10 @@ func openVectors(tx kv.Tx, col *collection) (*vectors, error) {
 		return nil, nil
 	}
 	v := &vectors{def: col.Vector, coll: col.Name, per: vectorsPerBlock(col.Vector.Dimension)}
-	for i, b := range []*kv.Bucket{&v.blocks, &v.ids, &v.free, &v.meta, &v.gr} {
+	for i, b := range []*kv.Bucket{&v.blocks, &v.ids, &v.free, &v.meta, &v.gr, &v.queue} {
 		name := vectorBucket(col.Name, vectorParts[i])
 		if !tx.Writable() {
-			if *b = tx.Bucket(name); *b == nil {
+			if *b = tx.Bucket(name); *b == nil && vectorParts[i] != vecQueue {
 				return nil, fmt.Errorf("docstore: %q: vector bucket %q is missing", col.Name, name)
 			}
 			continue
@@ -262,15 +267,12 @@ func openVectors(tx kv.Tx, col *collection) (*vectors, error) {
 		}
 	}
 	kv.PrefetchWithNext(v.meta, vectorMetaKeys, nil) // every search reads them: with the next read on PostgreSQL
-	if tx.Writable() {
-		_, v.genAtOpen = v.version()
-	}
 	return v, nil
 }
 
 // vectorMetaKeys are the keys of a vector field's meta bucket: its random
 // id and write generation (version), its number of slots, its entry point.
-var vectorMetaKeys = [][]byte{[]byte("id"), []byte("gen"), []byte("n"), []byte("e")}
+var vectorMetaKeys = [][]byte{[]byte("id"), []byte("gen"), []byte("n"), []byte("e"), linkGenKey}
 
 func u32key(n uint32) []byte { return binary.BigEndian.AppendUint32(nil, n) }
 
@@ -402,9 +404,9 @@ func (v *vectors) entry() (uint32, int, bool) {
 	return v.entryAt, v.entryLevel, v.hasEntry
 }
 
-func (v *vectors) setEntry(slot uint32, level int) error {
-	v.entryRead, v.hasEntry, v.entryAt, v.entryLevel = true, true, slot, level
-	return v.meta.Put([]byte("e"), append(binary.LittleEndian.AppendUint32(nil, slot), byte(level)))
+// setEntry moves the entry point, in v's memory: the linker puts it.
+func (v *vectors) setEntry(slot uint32, level int) {
+	v.entryRead, v.hasEntry, v.entryAt, v.entryLevel, v.entryMoved = true, true, slot, level, true
 }
 
 // loadAll reads every block and node into the caches; v then reads
@@ -447,45 +449,14 @@ func (v *vectors) each(n int, fn func(lo, hi int)) {
 	inParallel(n, 8, 4, fn)
 }
 
-// hnswParallel is the fewest pending nodes worth reading the whole graph
-// into memory for, to link them on every core.
-const hnswParallel = 64
-
-// flush links the pending slots into the graph, a chunk at a time, and
-// puts the blocks and nodes written.
+// flush puts the blocks written.
 func (v *vectors) flush() error {
-	if len(v.pending) >= hnswParallel && runtime.GOMAXPROCS(0) > 1 {
-		v.loadAll()
-	}
-	defer func() { v.complete, v.liveSlots, v.vecAt = false, nil, nil }()
-	g := v.graph()
-	if v.complete && v.walks != nil {
-		c, err := v.takeWalk()
-		if err != nil {
-			return err
-		}
-		defer v.walks.put(v.coll, c)
-		g.walk, g.walkDist = c, walkDistanceOf(v.def.Metric)
-	}
-	for lo := 0; lo < len(v.pending); lo += hnswChunk {
-		if err := g.linkChunk(v.pending[lo:min(lo+hnswChunk, len(v.pending))]); err != nil {
-			return err
-		}
-	}
-	v.pending, v.pendingAt = nil, nil
-	_, v.genAtOpen = v.version()
 	for _, n := range slices.Sorted(maps.Keys(v.owned)) {
 		if err := v.blocks.Put(u32key(n), v.blockCache[n].raw); err != nil {
 			return err
 		}
 	}
 	v.owned = nil
-	for _, slot := range slices.Sorted(maps.Keys(v.dirty)) {
-		if err := v.gr.Put(u32key(slot), v.nodeCache[slot]); err != nil {
-			return err
-		}
-	}
-	v.dirty = nil
 	return nil
 }
 
@@ -633,8 +604,8 @@ func (v *vectors) bump() error {
 	return v.meta.Put([]byte("gen"), binary.LittleEndian.AppendUint64(nil, gen+1))
 }
 
-// put stores vec as the vector of the document idKey, to be linked into
-// the graph by flush.
+// put stores vec as the vector of the document idKey, queued for the
+// linker to link into the graph.
 func (v *vectors) put(idKey []byte, vec []float32) error {
 	slot, ok := v.slotOf(idKey)
 	if ok && slices.Equal(v.vector(slot), vec) {
@@ -658,16 +629,9 @@ func (v *vectors) put(idKey []byte, vec []float32) error {
 	if v.def.Flat {
 		return nil
 	}
-	if i, ok := v.pendingAt[slot]; ok {
-		v.pending[i].idKey = bytes.Clone(idKey)
-		return nil
-	}
-	if v.pendingAt == nil {
-		v.pendingAt = map[uint32]int{}
-	}
-	v.pendingAt[slot] = len(v.pending)
-	v.pending = append(v.pending, pendingNode{slot, bytes.Clone(idKey)})
-	return nil
+	_, gen := v.version()
+	v.queued = true
+	return v.queue.Put(u32key(slot), binary.LittleEndian.AppendUint64(nil, gen))
 }
 
 // remove drops the vector of the document idKey, if it has one: its slot
@@ -722,7 +686,6 @@ func (w *writer) vectors() (*vectors, error) {
 		if err != nil {
 			return nil, err
 		}
-		v.walks = w.walks
 		w.d.vec = v
 	}
 	return w.d.vec, nil
@@ -746,7 +709,8 @@ func dropVector(tx kv.Tx, col *collection) error {
 
 // verifyVector checks col's vectors against its documents: every document
 // with a vector has a slot holding it (normalised for cosine) and its key,
-// every other slot is free, and the graph's links name existing slots.
+// every other slot is free, the queue names existing slots, and the
+// graph's links name existing slots.
 func verifyVector(ctx context.Context, tx kv.Tx, col *collection) error {
 	v, err := openVectors(tx, col)
 	if v == nil || err != nil {
@@ -809,11 +773,22 @@ func verifyVector(ctx context.Context, tx kv.Tx, col *collection) error {
 	if free+withVec != int(n) {
 		return fail("%d free and %d used slots of %d", free, withVec, n)
 	}
+	queued := make([]bool, n)
+	for _, slot := range v.queuedSlots() {
+		if slot >= n {
+			return fail("queued slot %d is out of range", slot)
+		}
+		queued[slot] = true
+	}
 	if v.def.Flat {
 		if nodes := v.gr.KeyN(); nodes != 0 {
 			return fail("a flat field has %d graph nodes", nodes)
 		}
+		if q := v.queuedSlots(); len(q) != 0 {
+			return fail("a flat field has %d queued slots", len(q))
+		}
 		return nil
 	}
-	return v.graph().verify(n)
+	// A slot that holds a document is a node once linked.
+	return v.graph().verify(n, func(slot uint32) bool { return used[slot] && !queued[slot] })
 }

@@ -69,7 +69,7 @@ func TestVectorCrashRecovery(t *testing.T) {
 		if ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus); !ws.Signaled() || order < killAt {
 			t.Fatalf("round %d: the child ended by itself after %d writes", round, order)
 		}
-		s, docs := reopenVecStore(t, fmt.Sprintf("round %d", round), path)
+		s, docs := reopenVecStore(t, fmt.Sprintf("round %d", round), path, docstore.Options{})
 		present := map[int64]bool{}
 		missed := 0 // documents an approximate search for their own vector misses
 		for _, d := range docs {
@@ -190,10 +190,11 @@ func startVecChild(t *testing.T, test, env string) (*exec.Cmd, io.WriteCloser, i
 	return cmd, stdin, stdout
 }
 
-// reopenVecStore opens the store a killed child left at path, checks it
-// with Verify and returns it with the documents of its collection "v".
-func reopenVecStore(t *testing.T, name, path string) (*docstore.Store, []docstore.Doc) {
-	s, err := docstore.Open(path, docstore.Options{})
+// reopenVecStore opens the store a killed child left at path with opts,
+// checks it with Verify and returns it with the documents of its
+// collection "v".
+func reopenVecStore(t *testing.T, name, path string, opts docstore.Options) (*docstore.Store, []docstore.Doc) {
+	s, err := docstore.Open(path, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,8 +227,12 @@ func vecBuildVector(id int64) []float32 {
 // Verify; hold every batch acknowledged, the batch in flight whole or not
 // at all, and nothing else (no lost or phantom vector); answer exact
 // searches exactly as a scan of its documents does; and find at least
-// 95% of the exact top 10 approximately. At least one SetVector must have
-// been killed before it returned, or the test proves nothing.
+// 95% of the exact top 10 approximately, first as the child left it (read
+// only: vectors still queued measured exactly), then once a read-write
+// open's linker has linked the queue. At least one SetVector must have
+// been killed before it returned, and at least one child killed with its
+// linker midway (vectors linked and vectors queued), or the test proves
+// nothing.
 func TestVectorBuildCrash(t *testing.T) {
 	if env := os.Getenv(vecBuildPathEnv); env != "" {
 		mode, path, _ := strings.Cut(env, ":")
@@ -237,7 +242,7 @@ func TestVectorBuildCrash(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds indexes in child processes")
 	}
-	interrupted := 0
+	interrupted, midway := 0, 0
 	for _, mode := range []string{"ingest", "setvector"} {
 		for round := range vecBuildRounds {
 			name := fmt.Sprintf("%s round %d", mode, round)
@@ -246,11 +251,16 @@ func TestVectorBuildCrash(t *testing.T) {
 			if mode == "setvector" && killedEarly {
 				interrupted++
 			}
-			vecBuildCheck(t, name, mode, path, lines)
+			if vecBuildCheck(t, name, mode, path, lines) {
+				midway++
+			}
 		}
 	}
 	if interrupted == 0 {
 		t.Fatal("no SetVector was killed before it returned")
+	}
+	if midway == 0 {
+		t.Fatal("no child was killed with its vectors partly linked")
 	}
 }
 
@@ -290,10 +300,12 @@ func vecBuildRun(t *testing.T, mode, path string, round int) ([]string, bool) {
 }
 
 // vecBuildCheck checks the store the child left at path against what it
-// printed (lines).
-func vecBuildCheck(t *testing.T, name, mode, path string, lines []string) {
-	s, docs := reopenVecStore(t, name, path)
-	defer s.Close()
+// printed (lines), then lets a read-write open link its queue and checks
+// it again. It reports whether the child left vectors both linked and
+// queued.
+func vecBuildCheck(t *testing.T, name, mode, path string, lines []string) bool {
+	s, docs := reopenVecStore(t, name, path, docstore.Options{ReadOnly: true}) // its linker does not run
+	defer func() { s.Close() }()
 	ids := map[int64]bool{}
 	for _, d := range docs {
 		id, _ := d.ID.Int()
@@ -325,12 +337,24 @@ func vecBuildCheck(t *testing.T, name, mode, path string, lines []string) {
 	if len(infos) != 1 || infos[0].Vector == nil {
 		if mode == "setvector" && len(infos) == 1 && !slices.Contains(lines, "built") {
 			t.Logf("%s: killed before SetVector committed: no vector field (%d documents)", name, n)
-			return
+			return false
 		}
 		t.Fatalf("%s: collections %+v", name, infos)
 	}
-	t.Logf("%s: %d documents for %d acknowledged, index complete", name, n, acked)
+	queued := infos[0].VectorsQueued
+	t.Logf("%s: %d documents for %d acknowledged, %d of them queued", name, n, acked, queued)
 	vecBuildSearches(t, name, s, n)
+	s.Close()
+
+	s, _ = reopenVecStore(t, name, path, docstore.Options{})
+	if err := s.WaitLinked(t.Context(), "v"); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if err := s.Verify(t.Context()); err != nil {
+		t.Fatalf("%s: once linked: %v", name, err)
+	}
+	vecBuildSearches(t, name+", once linked", s, n)
+	return queued > 0 && queued < n
 }
 
 // vecBuildSearches checks searches of the n documents 0..n-1 of s: every

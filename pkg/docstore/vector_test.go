@@ -31,7 +31,8 @@ func randVecs(rng *rand.Rand, n, dim int) [][]float32 {
 }
 
 // putVecs stores vecs as documents 0..n-1 of coll (group i%10), in
-// batches.
+// batches, and waits until the linker has linked them: tests of the graph
+// see it whole (TestLinkerQueue searches vectors still queued).
 func putVecs(t testing.TB, s *Store, coll string, vecs [][]float32) {
 	t.Helper()
 	for lo := 0; lo < len(vecs); lo += 500 {
@@ -42,6 +43,9 @@ func putVecs(t testing.TB, s *Store, coll string, vecs [][]float32) {
 		if _, err := s.PutMany(ctx, coll, docs); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := s.WaitLinked(ctx, coll); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -667,6 +671,9 @@ func TestGraphCache(t *testing.T) {
 		// A write: the next search reads the file and finds the new
 		// document; the one after builds a new copy.
 		if _, err := s.Put(ctx, "c", Int(500), vecDoc(vecs[3], 0)); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.WaitLinked(ctx, "c"); err != nil {
 			t.Fatal(err)
 		}
 		for i := range 2 {

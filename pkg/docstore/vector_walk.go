@@ -1,13 +1,11 @@
 package docstore
 
 import (
-	"encoding/binary"
 	"math"
-	"math/rand/v2"
 	"sync"
 )
 
-// A write that links many vectors at once (vectors.flush on every core)
+// The linker, when it links many vectors at once (on every core),
 // measures distances on a copy of the field's vectors in bfloat16 (the
 // high half of each float32, rounded to nearest): the layer searches,
 // and the picking and pruning of links, read half the bytes, and those
@@ -17,27 +15,29 @@ import (
 // quarter faster, and recall@10 stayed 0.999
 // (docs/design/store-performance.md). Searches rank by the float32s.
 //
-// The copy lives in the Store between writes (walkCopies), so that a
-// build of many transactions converts each vector once. It names the
-// state it holds by the field's random id and write generation and by a
-// tag that each write using it draws and puts in the field's metadata
-// ("w"): a write that rolls back leaves the file's tag as it was, so a
-// copy it changed matches no state the file can reach, and a write
-// without the copy (fewer vectors, or another process sharing the store
-// on PostgreSQL) moves the generation. A copy that does not match is
-// rebuilt from the vectors, one conversion per slot. The file stays the
-// whole truth. A copy costs 2 bytes a component in memory (77 MB for
-// 100,000 × 384) for as long as the store is open or until its
-// collection is dropped; writes of fewer than hnswParallel vectors, which
-// read the graph through their transaction, neither use nor keep one.
+// The copy lives in the linker between batches (walkCopies), so that a
+// build of many batches converts each vector once. It holds the vectors
+// of the snapshot its last batch was computed on, and names it by the
+// field's random id and its link generation (meta "lg", which every
+// batch the linker commits moves): while the file's link generation is
+// the copy's, every vector written since that snapshot is still queued
+// (a batch unqueues only the slots whose queued generation it linked),
+// so converting the queued slots brings the copy up to date. A batch
+// that fails or loses to another process's linker (PostgreSQL) leaves
+// the copy out, and one that does not match is rebuilt from the vectors,
+// one conversion per slot. The file stays the whole truth. A copy costs
+// 2 bytes a component in memory (77 MB for 100,000 × 384) for as long as
+// the store is open or until its collection is dropped; batches of fewer
+// than hnswParallel vectors, which read the graph through their
+// transaction, neither use nor keep one.
 
-// walkCopy is a collection's vectors in bfloat16, as of the state id,
-// gen and tag name: walkChunk slots an array, so that the copy grows
-// with the field without moving.
+// walkCopy is a collection's vectors in bfloat16, as of the state id and
+// lg name: walkChunk slots an array, so that the copy grows with the field
+// without moving.
 type walkCopy struct {
-	id, gen, tag uint64
-	dim          int
-	chunks       [][]uint16
+	id, lg uint64
+	dim    int
+	chunks [][]uint16
 }
 
 // walkChunk is the slots of one of a walk copy's arrays.
@@ -96,26 +96,19 @@ func (w *walkCopies) reset() {
 	w.m = nil
 }
 
-// walkTagKey is the metadata key of the tag of the state the last write
-// that used a walk copy left.
-var walkTagKey = []byte("w")
-
 // takeWalk returns the walk copy of v's vectors as v's transaction holds
-// them, taken from v.walks (or built), and tags the state in the file. v's
-// caches are complete (loadAll); v.walks gets the copy back from flush.
-func (v *vectors) takeWalk() (*walkCopy, error) {
-	c := v.walks.take(v.coll)
+// them, taken from walks (or built) and brought up to date by converting
+// queued, the slots the field's queue holds; v's caches are complete
+// (loadAll). The caller puts it back, its lg set, once its batch commits.
+func (v *vectors) takeWalk(walks *walkCopies, queued []uint32) *walkCopy {
+	c := walks.take(v.coll)
 	if c == nil {
 		c = &walkCopy{}
 	}
-	id, gen := v.version()
-	var tag uint64
-	if b := v.meta.Get(walkTagKey); len(b) == 8 {
-		tag = binary.LittleEndian.Uint64(b)
-	}
+	id, _ := v.version()
 	n, dim := int(v.slots()), v.def.Dimension
-	if tag == 0 || c.tag != tag || c.id != id || c.gen != v.genAtOpen || c.dim != dim {
-		// Not the state v's transaction started from: every slot.
+	if c.id != id || c.lg != v.linkGen() || c.dim != dim {
+		// Not the state of its last batch: every slot.
 		if c.dim != dim {
 			c.chunks = nil
 		}
@@ -124,19 +117,13 @@ func (v *vectors) takeWalk() (*walkCopy, error) {
 		for s := range uint32(n) {
 			toBF16(c.at(s), v.vector(s))
 		}
-	} else {
-		// The state it started from: the slots it wrote since.
-		c.resize(n)
-		for _, p := range v.pending {
-			toBF16(c.at(p.slot), v.vector(p.slot))
-		}
+		return c
 	}
-	c.tag, c.gen = rand.Uint64()|1, gen
-	if err := v.meta.Put(walkTagKey, binary.LittleEndian.AppendUint64(nil, c.tag)); err != nil {
-		v.walks.put(v.coll, c)
-		return nil, err
+	c.resize(n)
+	for _, s := range queued {
+		toBF16(c.at(s), v.vector(s))
 	}
-	return c, nil
+	return c
 }
 
 // toBF16 sets dst to src in bfloat16, rounded to nearest (ties to even);

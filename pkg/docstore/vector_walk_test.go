@@ -1,7 +1,6 @@
 package docstore
 
 import (
-	"encoding/binary"
 	"errors"
 	"math"
 	"math/rand/v2"
@@ -69,15 +68,21 @@ func TestBF16Kernels(t *testing.T) {
 	}
 }
 
-// TestWalkCopyFollowsFile checks that the walk copy a write links through
-// holds the file's vectors: after a write that used it and rolled back,
-// and after writes that did not use it and moved the generation exactly
-// as far as the rolled-back write had moved the copy's.
+// TestWalkCopyFollowsFile checks that the walk copy a batch of the linker
+// measures through holds the vectors of the state the batch is computed
+// on: built whole for the first batch; brought up to date from the queue
+// after a batch during which some of its own slots were written again
+// (they stay queued), others were added and deleted, and a write rolled
+// back; and rebuilt after a batch too small to use it moved the link
+// generation. The linker is stepped by hand.
 func TestWalkCopyFollowsFile(t *testing.T) {
 	if runtime.GOMAXPROCS(0) < 2 {
-		t.Skip("writes link on one core, without a walk copy, when GOMAXPROCS is 1")
+		t.Skip("the linker links on one core, without a walk copy, when GOMAXPROCS is 1")
 	}
 	backends(t, func(t *testing.T, s *Store) {
+		s.linker.stop()
+		l := newLinker(s)
+		s.linker = l
 		const dim = 24 // not a multiple of 32: the kernels' tails
 		rng := rand.New(rand.NewPCG(7, 8))
 		if _, err := s.SetVector(ctx, "c", VectorDef{Field: "v", Dimension: dim}, nil); err != nil {
@@ -90,15 +95,44 @@ func TestWalkCopyFollowsFile(t *testing.T) {
 			}
 			return docs
 		}
+		compute := func(copied bool) *linkWork {
+			t.Helper()
+			b, err := l.compute(ctx, "c")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (b.walk != nil) != copied {
+				t.Fatalf("batch of %d: walk copy %v, want %v", len(b.queued), b.walk != nil, copied)
+			}
+			if copied {
+				checkWalkCopy(t, s, "c", b.walk)
+			}
+			return b
+		}
+		apply := func(b *linkWork) {
+			t.Helper()
+			if err := l.apply("c", b); err != nil {
+				t.Fatal(err)
+			}
+		}
 		if _, err := s.PutMany(ctx, "c", put(0, 300)); err != nil {
 			t.Fatal(err)
 		}
-		checkWalkCopy(t, s, "c", true)
+		b := compute(true)
 
-		// A write that links through the copy, then rolls back.
+		// While the batch is computed: its first 50 vectors written again,
+		// 20 added, 10 deleted, and a write that rolls back.
+		if _, err := s.PutMany(ctx, "c", append(put(0, 50), put(300, 320)...)); err != nil {
+			t.Fatal(err)
+		}
+		for i := 250; i < 260; i++ {
+			if _, err := s.Delete(ctx, "c", Int(int64(i))); err != nil {
+				t.Fatal(err)
+			}
+		}
 		boom := errors.New("boom")
 		err := s.update(ctx, "c", func(w *writer) error {
-			for _, d := range put(0, 100) {
+			for _, d := range put(100, 200) {
 				if _, err := w.store(d.ID, d.Value); err != nil {
 					return err
 				}
@@ -111,29 +145,26 @@ func TestWalkCopyFollowsFile(t *testing.T) {
 		if !errors.Is(err, boom) {
 			t.Fatalf("rolled-back write: %v", err)
 		}
-		checkWalkCopy(t, s, "c", false)
-
-		// Writes too small for the copy, moving the generation by 100 as
-		// the rolled-back write did: 60 deletes and 40 new vectors.
-		for i := 200; i < 260; i++ {
-			if _, err := s.Delete(ctx, "c", Int(int64(i))); err != nil {
-				t.Fatal(err)
-			}
+		apply(b)
+		if n, err := s.queuedVectors(ctx, "c"); err != nil || n != 70 {
+			t.Fatalf("queued after the batch: %d, %v; want the 70 written while it was computed", n, err)
 		}
-		if _, err := s.PutMany(ctx, "c", put(0, 40)); err != nil {
+		apply(compute(true)) // the copy brought up to date from the queue
+
+		// A batch too small for the copy moves the link generation: the
+		// next large one rebuilds it.
+		if _, err := s.PutMany(ctx, "c", put(400, 410)); err != nil {
 			t.Fatal(err)
 		}
-		checkWalkCopy(t, s, "c", false)
-
-		// The next large write finds the copy stale and rebuilds it.
-		if _, err := s.PutMany(ctx, "c", put(300, 400)); err != nil {
+		apply(compute(false))
+		if _, err := s.PutMany(ctx, "c", put(500, 600)); err != nil {
 			t.Fatal(err)
 		}
-		checkWalkCopy(t, s, "c", true)
+		apply(compute(true))
 		if err := s.dropCollection("c"); err != nil {
 			t.Fatal(err)
 		}
-		if s.walks.m["c"] != nil {
+		if l.walks.m["c"] != nil {
 			t.Fatal("dropping the collection kept its walk copy")
 		}
 	})
@@ -141,7 +172,7 @@ func TestWalkCopyFollowsFile(t *testing.T) {
 
 func TestWalkCopyGoesOnClose(t *testing.T) {
 	if runtime.GOMAXPROCS(0) < 2 {
-		t.Skip("writes link on one core, without a walk copy, when GOMAXPROCS is 1")
+		t.Skip("the linker links on one core, without a walk copy, when GOMAXPROCS is 1")
 	}
 	s, err := Open("", Options{})
 	if err != nil {
@@ -157,37 +188,32 @@ func TestWalkCopyGoesOnClose(t *testing.T) {
 	if _, err := s.PutMany(ctx, "c", docs); err != nil {
 		t.Fatal(err)
 	}
-	checkWalkCopy(t, s, "c", true)
+	if err := s.WaitLinked(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	l := s.linker
+	l.walks.mu.Lock()
+	kept := l.walks.m["c"] != nil
+	l.walks.mu.Unlock()
+	if !kept {
+		t.Fatal("the linker kept no walk copy")
+	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if s.walks.m != nil {
+	if l.walks.m != nil {
 		t.Fatal("Close kept the walk copies")
 	}
 }
 
-// checkWalkCopy fails unless coll's walk copy names the file's state
-// (current) or not, and, when it does, holds every slot's vector.
-func checkWalkCopy(t *testing.T, s *Store, coll string, current bool) {
+// checkWalkCopy fails unless c holds every slot's vector as coll's file
+// has it now.
+func checkWalkCopy(t *testing.T, s *Store, coll string, c *walkCopy) {
 	t.Helper()
-	s.walks.mu.Lock()
-	c := s.walks.m[coll]
-	s.walks.mu.Unlock()
-	if c == nil {
-		t.Fatal("no walk copy")
-	}
 	err := s.db.View(func(tx kv.Tx) error {
 		v, err := openVectors(tx, s.cat[coll])
 		if err != nil {
 			return err
-		}
-		id, gen := v.version()
-		tag := binary.LittleEndian.Uint64(v.meta.Get(walkTagKey))
-		if got := c.id == id && c.gen == gen && c.tag == tag; got != current {
-			t.Fatalf("copy (id %x, gen %d, tag %x) names the file's state (%x, %d, %x): %v, want %v", c.id, c.gen, c.tag, id, gen, tag, got, current)
-		}
-		if !current {
-			return nil
 		}
 		want := make([]uint16, v.def.Dimension)
 		for slot := range v.slots() {
