@@ -21,7 +21,7 @@ import (
 // searches measuring the queued vectors exactly beside their walk of the
 // graph (searchQueued). The store's linker, one goroutine per open
 // read-write Store, links them into the graph in the background, a batch
-// of up to linkBatch at a time, in two transactions:
+// of up to maxLinkBatch at a time, in two transactions:
 //
 //   - in a read transaction it computes the batch's links (linkChunk, on
 //     every core), the links its nodes add to their neighbours and the
@@ -33,8 +33,9 @@ import (
 //
 // Only the linker changes the graph, so the graph a batch was computed on
 // is the graph it is put on while the link generation has not moved; when
-// it has (another process's linker, on PostgreSQL) the batch is dropped
-// and computed again. Writes meanwhile go on: they add vectors and queue
+// it has (another process's linker, on PostgreSQL, where every instance
+// runs one and two may compute the same batch) the batch is dropped and
+// computed again. Writes meanwhile go on: they add vectors and queue
 // them, or delete documents, whose nodes stay as tombstones, as before.
 //
 // Linking in batches larger than a write's transaction is what the linker
@@ -44,8 +45,8 @@ import (
 // design/store-performance.md). A crash loses no vector: the queue is in
 // the file, and the next read-write open links what it holds.
 
-// linkBatch is the most queued vectors one batch links.
-const linkBatch = 20_000
+// maxLinkBatch is the most queued vectors one batch links.
+const maxLinkBatch = 20_000
 
 // hnswParallel is the fewest vectors a batch links worth reading the
 // whole graph into memory for, to link them on every core.
@@ -288,7 +289,7 @@ type linkWork struct {
 	walk   *walkCopy         // the walk copy it used, to keep (nil: none)
 }
 
-// computeLinks computes the links of up to linkBatch of v's queued
+// computeLinks computes the links of up to maxLinkBatch of v's queued
 // vectors, reading v's transaction and writing nothing.
 func (v *vectors) computeLinks(ctx context.Context, walks *walkCopies) (*linkWork, error) {
 	id, _ := v.version()
@@ -299,7 +300,7 @@ func (v *vectors) computeLinks(ctx context.Context, walks *walkCopies) (*linkWor
 		for k, val := c.First(); k != nil; k, val = c.Next() {
 			slot := binary.BigEndian.Uint32(k)
 			queued = append(queued, slot)
-			if len(b.queued) < linkBatch {
+			if len(b.queued) < maxLinkBatch {
 				b.queued[slot] = bytes.Clone(val)
 			}
 		}
