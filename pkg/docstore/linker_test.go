@@ -1,11 +1,13 @@
 package docstore
 
 import (
+	"context"
 	"errors"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/mcpkit/mcpkit/internal/pgtest"
 	"github.com/mcpkit/mcpkit/pkg/docstore/kv"
@@ -320,5 +322,36 @@ func TestLayout2Store(t *testing.T) {
 			t.Fatal(err)
 		}
 		s.Close()
+	}
+}
+
+// TestWaitLinkedClose: a WaitLinked under way returns when the store
+// closes (its linker stopped midway), with ErrClosed.
+func TestWaitLinkedClose(t *testing.T) {
+	s, err := Open("", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SetVector(ctx, "c", VectorDef{Field: "v", Dimension: 64}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var docs []Doc
+	for i, vec := range randVecs(rand.New(rand.NewPCG(4, 4)), 20_000, 64) {
+		docs = append(docs, Doc{ID: Int(int64(i)), Value: vecDoc(vec, 0)})
+	}
+	if _, err := s.PutMany(ctx, "c", docs); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- s.WaitLinked(context.Background(), "c") }()
+	time.Sleep(10 * time.Millisecond)
+	s.Close()
+	select {
+	case err := <-waited:
+		if err != nil && !errors.Is(err, ErrClosed) {
+			t.Fatalf("WaitLinked: %v, want ErrClosed (or nil, had it finished first)", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("WaitLinked still waits after Close")
 	}
 }
