@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"runtime"
 	"slices"
 	"sync"
@@ -38,6 +39,14 @@ import (
 // computed again. Writes meanwhile go on: they add vectors and queue
 // them, or delete documents, whose nodes stay as tombstones, as before.
 //
+// On PostgreSQL, where every instance of a store runs a linker, the linker
+// about to link a field's queue first takes a lease on it (meta "lk": its
+// token and the lease's end, renewed with each batch and released when
+// the queue is empty): the others leave that queue alone until the lease
+// is released or has run out (leaseTerm; the instances' clocks are taken
+// to agree within it), so that a bulk load on one instance is not linked
+// again, in vain, by every other.
+//
 // Linking in batches larger than a write's transaction is what the linker
 // is for: a batch rewrites each page of the graph it touches once, where
 // linking in each write rewrote nearly every page of the graph at every
@@ -55,6 +64,16 @@ const hnswParallel = 64
 // errLinkStale is a batch that another linker's batch overtook.
 var errLinkStale = errors.New("docstore: the graph changed while a batch was linked")
 
+// errLinkHeld is a queue another process's linker holds the lease of.
+var errLinkHeld = errors.New("docstore: another process links this queue")
+
+// leaseTerm is how long a linker's lease on a queue lasts unless renewed.
+const leaseTerm = time.Minute
+
+// leaseKey is the metadata key of the lease on a field's queue: the
+// holder's token (uint64) and the lease's end (Unix nanoseconds, int64).
+var leaseKey = []byte("lk")
+
 // linkRetry is how long the linker waits before trying a collection again
 // after a batch failed.
 const linkRetry = time.Second
@@ -66,8 +85,12 @@ const linkSweep = 30 * time.Second
 
 // linker links queued vectors into their HNSW graphs (see above).
 type linker struct {
-	s      *Store
-	walks  walkCopies
+	s     *Store
+	walks walkCopies
+	// shared: other processes may link the same queues (PostgreSQL),
+	// and token names this linker in the leases it takes.
+	shared bool
+	token  uint64
 	cancel context.CancelFunc
 	done   chan struct{}
 	nudge  chan struct{} // buffered: there is work in wanted
@@ -84,6 +107,7 @@ type linker struct {
 // linked).
 func newLinker(s *Store) *linker {
 	l := &linker{s: s, done: make(chan struct{}), nudge: make(chan struct{}, 1),
+		shared: kv.IsURL(s.db.Path()), token: rand.Uint64() | 1,
 		wanted: map[string]bool{}, failed: map[string]error{}, batched: make(chan struct{})}
 	l.wantAll()
 	return l
@@ -186,19 +210,23 @@ func (l *linker) run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
+		held := errors.Is(err, errLinkHeld) // not a failure: look again later
+		if held {
+			err = nil
+		}
 		l.mu.Lock()
 		if err != nil {
 			l.failed[coll] = err
 		} else {
 			delete(l.failed, coll)
 		}
-		if more || err != nil {
+		if more || held || err != nil {
 			l.wanted[coll] = true
 		}
 		close(l.batched)
 		l.batched = make(chan struct{})
 		l.mu.Unlock()
-		if err != nil {
+		if err != nil || held {
 			select {
 			case <-ctx.Done():
 				return
@@ -217,8 +245,14 @@ func (l *linker) state(coll string) (<-chan struct{}, error) {
 }
 
 // linkBatch links a batch of coll's queued vectors and reports whether
-// more are queued.
+// more are queued; it fails with errLinkHeld when another process's
+// linker holds the queue's lease.
 func (l *linker) linkBatch(ctx context.Context, coll string) (bool, error) {
+	if l.shared {
+		if queued, err := l.claim(coll); err != nil || !queued {
+			return false, err
+		}
+	}
 	b, err := l.compute(ctx, coll)
 	if err != nil || b == nil || len(b.queued) == 0 {
 		return false, err
@@ -250,6 +284,59 @@ func (l *linker) compute(ctx context.Context, coll string) (*linkWork, error) {
 	return b, err
 }
 
+// claim takes or renews l's lease on coll's queue when the queue holds
+// vectors (reporting whether it does), or fails with errLinkHeld. It
+// writes only when it takes the lease or moves its end.
+func (l *linker) claim(coll string) (bool, error) {
+	now := time.Now()
+	try := func(tx kv.Tx) (queued, take bool, err error) {
+		col := l.s.cat[coll]
+		if col == nil || col.Vector == nil || col.Vector.Flat {
+			return false, false, nil
+		}
+		m, q := tx.Bucket(vectorBucket(coll, vecMeta)), tx.Bucket(vectorBucket(coll, vecQueue))
+		if m == nil || q == nil {
+			return false, false, nil
+		}
+		if k, _ := q.Cursor().First(); k == nil {
+			return false, false, nil
+		}
+		holder, end := lease(m.Get(leaseKey))
+		if holder != 0 && holder != l.token && now.UnixNano() < end {
+			return true, false, errLinkHeld
+		}
+		// Taken, or renewed once half of it has run.
+		return true, holder != l.token || end-now.UnixNano() < int64(leaseTerm/2), nil
+	}
+	var queued, take bool
+	err := l.s.withCatalog(l.s.db.View, func(tx kv.Tx) (err error) {
+		queued, take, err = try(tx)
+		return err
+	})
+	if err != nil || !take {
+		return queued, err
+	}
+	err = l.s.withCatalog(l.s.db.Update, func(tx kv.Tx) (err error) {
+		if queued, take, err = try(tx); err != nil || !take {
+			return err
+		}
+		return tx.Bucket(vectorBucket(coll, vecMeta)).Put(leaseKey, leaseValue(l.token, now.Add(leaseTerm)))
+	})
+	return queued, err
+}
+
+// lease decodes a lease (holder 0: none).
+func lease(b []byte) (holder uint64, end int64) {
+	if len(b) != 16 {
+		return 0, 0
+	}
+	return binary.LittleEndian.Uint64(b), int64(binary.LittleEndian.Uint64(b[8:]))
+}
+
+func leaseValue(holder uint64, end time.Time) []byte {
+	return binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(nil, holder), uint64(end.UnixNano()))
+}
+
 // apply puts b, computed for coll, and keeps its walk copy; it fails with
 // errLinkStale when the graph is no longer the one b was computed on.
 func (l *linker) apply(coll string, b *linkWork) error {
@@ -262,7 +349,13 @@ func (l *linker) apply(coll string, b *linkWork) error {
 		if err != nil {
 			return err
 		}
-		return v.applyLinks(b)
+		if err := v.applyLinks(b); err != nil {
+			return err
+		}
+		if holder, _ := lease(v.meta.Get(leaseKey)); holder == l.token && !b.more {
+			return v.meta.Delete(leaseKey) // the queue linked: released
+		}
+		return nil
 	})
 	switch {
 	case errors.Is(err, errLinkStale):

@@ -215,6 +215,61 @@ func TestLinkerSharedStore(t *testing.T) {
 	}
 }
 
+// TestLinkerLease: on PostgreSQL a linker links a queue only while it
+// holds its lease: another instance's linker leaves the queue alone until
+// the lease is released (the queue linked) or has run out.
+func TestLinkerLease(t *testing.T) {
+	url := pgtest.Shared(t).StoreURL()
+	a, b := openStoreAt(t, url), openStoreAt(t, url)
+	la, lb := handLinker(a), handLinker(b)
+	if !la.shared || !lb.shared {
+		t.Fatal("linkers on PostgreSQL that do not know they share the store")
+	}
+	if _, err := a.SetVector(ctx, "c", VectorDef{Field: "v", Dimension: 8}, nil); err != nil {
+		t.Fatal(err)
+	}
+	vecs := randVecs(rand.New(rand.NewPCG(6, 7)), 400, 8)
+	put := func(lo, hi int) {
+		t.Helper()
+		var docs []Doc
+		for i := lo; i < hi; i++ {
+			docs = append(docs, Doc{ID: Int(int64(i)), Value: vecDoc(vecs[i], 0)})
+		}
+		if _, err := a.PutMany(ctx, "c", docs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	linkBatch := func(l *linker, want error, queued int) {
+		t.Helper()
+		if _, err := l.linkBatch(ctx, "c"); !errors.Is(err, want) {
+			t.Fatalf("linkBatch: %v, want %v", err, want)
+		}
+		if n := queuedOf(t, a, "c"); n != queued {
+			t.Fatalf("queued %d, want %d", n, queued)
+		}
+	}
+	put(0, 200)
+	if queued, err := la.claim("c"); !queued || err != nil {
+		t.Fatalf("claim: %v, %v", queued, err)
+	}
+	linkBatch(lb, errLinkHeld, 200)
+	linkBatch(la, nil, 0) // and released
+	put(200, 300)
+	linkBatch(lb, nil, 0)
+	put(300, 400)
+	if queued, err := lb.claim("c"); !queued || err != nil {
+		t.Fatalf("claim: %v, %v", queued, err)
+	}
+	linkBatch(la, errLinkHeld, 100)
+	err := b.db.Update(func(tx kv.Tx) error { // b's process gone, its lease run out
+		return tx.Bucket(vectorBucket("c", vecMeta)).Put(leaseKey, leaseValue(lb.token, time.Now().Add(-time.Second)))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	linkBatch(la, nil, 0)
+}
+
 // TestLinkerReadOnly: a read-only open of a store with queued vectors
 // searches them exactly and does not link them (WaitLinked says so); the
 // next read-write open links them.
