@@ -236,6 +236,17 @@ func (l *linker) run(ctx context.Context) {
 	}
 }
 
+// lastError returns why coll's last batch failed, nil when it did not
+// (or l is nil: a read-only store).
+func (l *linker) lastError(coll string) error {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.failed[coll]
+}
+
 // state returns a channel closed when the next batch ends, and coll's
 // last batch error.
 func (l *linker) state(coll string) (<-chan struct{}, error) {

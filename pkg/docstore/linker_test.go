@@ -410,3 +410,27 @@ func TestWaitLinkedClose(t *testing.T) {
 		t.Fatal("WaitLinked still waits after Close")
 	}
 }
+
+// TestLinkErrorReported: a failed batch's error is what WaitLinked
+// returns and what Collections reports, until a batch succeeds.
+func TestLinkErrorReported(t *testing.T) {
+	s := openStore(t, "memory")
+	l := handLinker(s)
+	if _, err := s.SetVector(ctx, "c", VectorDef{Field: "v", Dimension: 8}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Put(ctx, "c", Int(1), vecDoc(randVecs(rand.New(rand.NewPCG(1, 1)), 1, 8)[0], 0)); err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("docstore: linking the vectors of \"c\": disk full")
+	l.mu.Lock()
+	l.failed["c"] = boom
+	l.mu.Unlock()
+	if err := s.WaitLinked(ctx, "c"); !errors.Is(err, boom) {
+		t.Fatalf("WaitLinked: %v, want %v", err, boom)
+	}
+	infos, err := s.Collections(ctx)
+	if err != nil || len(infos) != 1 || infos[0].LinkError != boom.Error() || infos[0].VectorsQueued != 1 {
+		t.Fatalf("Collections: %+v, %v", infos, err)
+	}
+}

@@ -578,8 +578,11 @@ type CollectionInfo struct {
 	Vector      *VectorDef     `json:"vector,omitempty"`
 	GeoIndexes  []GeoIndexDef  `json:"geo_indexes,omitempty"`
 	// VectorsQueued is the number of vectors waiting to be linked into
-	// the HNSW graph (searches measure them exactly; see WaitLinked).
-	VectorsQueued int `json:"vectors_queued,omitempty"`
+	// the HNSW graph (searches measure them exactly; see WaitLinked), and
+	// LinkError why this process's linker's last batch for the collection
+	// failed, if it did (it tries again every second).
+	VectorsQueued int    `json:"vectors_queued,omitempty"`
+	LinkError     string `json:"link_error,omitempty"`
 }
 
 // Collections lists the collections in name order.
@@ -600,6 +603,9 @@ func (s *Store) Collections(ctx context.Context) ([]CollectionInfo, error) {
 			}
 			if q := tx.Bucket(vectorBucket(name, vecQueue)); q != nil && col.Vector != nil {
 				info.VectorsQueued = q.KeyN()
+			}
+			if err := s.linker.lastError(name); err != nil {
+				info.LinkError = err.Error()
 			}
 			out = append(out, info)
 		}
