@@ -266,8 +266,10 @@ func TestVectorBuildCrash(t *testing.T) {
 
 // vecBuildRun runs the child on path and kills it midway, returning what
 // it printed before it died and whether it was killed before it said it
-// was done building. SetVector is killed within 10 ms of its start in
-// round 0, within 150 ms in round 1, and once done in round 2.
+// was done building. An ingest is killed within 20 ms of a random number
+// of batches acknowledged, once the child has seen some of its vectors
+// linked. SetVector is killed within 10 ms of its start in round 0,
+// within 150 ms in round 1, and once done in round 2.
 func vecBuildRun(t *testing.T, mode, path string, round int) ([]string, bool) {
 	cmd, stdin, stdout := startVecChild(t, "TestVectorBuildCrash", vecBuildPathEnv+"="+mode+":"+path)
 	defer stdin.Close()
@@ -277,14 +279,18 @@ func vecBuildRun(t *testing.T, mode, path string, round int) ([]string, bool) {
 		time.Sleep(after)
 		cmd.Process.Kill()
 	}
-	killAt := 2 + rand.IntN(8) // ingest: batches acknowledged
+	killAt := 2 + rand.IntN(8) // ingest: batches acknowledged, once some are linked
+	killed := false
 	var lines []string
 	sc := bufio.NewScanner(stdout)
 	for sc.Scan() {
 		line := sc.Text()
 		lines = append(lines, line)
+		var written, queued int
+		fmt.Sscan(line, &written, &queued)
 		switch {
-		case mode == "ingest" && len(lines) == killAt:
+		case mode == "ingest" && !killed && len(lines) >= killAt && queued < written:
+			killed = true
 			go kill(time.Duration(rand.Int64N(int64(20 * time.Millisecond))))
 		case mode == "setvector" && line == "building" && round < 2:
 			go kill(time.Duration(rand.Int64N(int64([]time.Duration{10, 150}[round] * time.Millisecond))))
@@ -424,7 +430,8 @@ func vecBuildScan(q []float32, n, k int) []int64 {
 
 // vecBuildChild builds until killed (or its stdin closes). ingest: declares
 // the vector field, prints "ready", then writes batches of vecBuildBatch
-// documents, printing the count written after each. setvector: writes
+// documents, printing after each the count written and how many of them
+// are still queued for the linker. setvector: writes
 // vecBuildDocs documents, prints "ready", then "building", SetVector,
 // "built".
 func vecBuildChild(mode, path string) {
@@ -470,6 +477,10 @@ func vecBuildChild(mode, path string) {
 	fmt.Println("ready")
 	for lo := 0; ; lo += vecBuildBatch {
 		put(lo, lo+vecBuildBatch)
-		fmt.Println(lo + vecBuildBatch)
+		infos, err := s.Collections(ctx)
+		if err != nil {
+			fail(err)
+		}
+		fmt.Println(lo+vecBuildBatch, infos[0].VectorsQueued) // written, and of them still queued
 	}
 }
