@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -381,6 +382,21 @@ func (l *linker) apply(coll string, b *linkWork) error {
 	return nil
 }
 
+// queuedSlot is a slot in a queue, and the write generation that wrote its
+// vector.
+type queuedSlot struct {
+	slot uint32
+	gen  uint64
+}
+
+// queuedGen decodes a queue entry's value.
+func queuedGen(val []byte) uint64 {
+	if len(val) != 8 {
+		return math.MaxUint64 // not as put: taken for written last
+	}
+	return binary.LittleEndian.Uint64(val)
+}
+
 // linkWork is a batch of links computed in a read transaction, to put in
 // a write transaction.
 type linkWork struct {
@@ -398,12 +414,12 @@ type linkWork struct {
 func (v *vectors) computeLinks(ctx context.Context, walks *walkCopies) (*linkWork, error) {
 	id, _ := v.version()
 	b := &linkWork{def: v.def, id: id, lg: v.linkGen(), queued: map[uint32][]byte{}}
-	var queued []uint32
+	var queued []queuedSlot
 	if v.queue != nil {
 		c := v.queue.Cursor()
 		for k, val := c.First(); k != nil; k, val = c.Next() {
 			slot := binary.BigEndian.Uint32(k)
-			queued = append(queued, slot)
+			queued = append(queued, queuedSlot{slot, queuedGen(val)})
 			if len(b.queued) < maxLinkBatch {
 				b.queued[slot] = bytes.Clone(val)
 			}

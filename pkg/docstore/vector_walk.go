@@ -22,7 +22,9 @@ import (
 // batch the linker commits moves): while the file's link generation is
 // the copy's, every vector written since that snapshot is still queued
 // (a batch unqueues only the slots whose queued generation it linked),
-// so converting the queued slots brings the copy up to date. A batch
+// under a write generation past the snapshot's, so converting those
+// queued slots brings the copy up to date (the others it holds already,
+// which spares a large queue's being converted again at every batch). A batch
 // that fails or loses to another process's linker (PostgreSQL) leaves
 // the copy out, and one that does not match is rebuilt from the vectors,
 // one conversion per slot. The file stays the whole truth. A copy costs
@@ -32,12 +34,12 @@ import (
 // transaction, neither use nor keep one.
 
 // walkCopy is a collection's vectors in bfloat16, as of the state id and
-// lg name: walkChunk slots an array, so that the copy grows with the field
-// without moving.
+// lg name, written up to the write generation gen: walkChunk slots an
+// array, so that the copy grows with the field without moving.
 type walkCopy struct {
-	id, lg uint64
-	dim    int
-	chunks [][]uint16
+	id, lg, gen uint64
+	dim         int
+	chunks      [][]uint16
 }
 
 // walkChunk is the slots of one of a walk copy's arrays.
@@ -98,14 +100,16 @@ func (w *walkCopies) reset() {
 
 // takeWalk returns the walk copy of v's vectors as v's transaction holds
 // them, taken from walks (or built) and brought up to date by converting
-// queued, the slots the field's queue holds; v's caches are complete
+// the slots of queued written after the copy's write generation (a slot
+// queued before it is as the copy holds it); v's caches are complete
 // (loadAll). The caller puts it back, its lg set, once its batch commits.
-func (v *vectors) takeWalk(walks *walkCopies, queued []uint32) *walkCopy {
+func (v *vectors) takeWalk(walks *walkCopies, queued []queuedSlot) *walkCopy {
 	c := walks.take(v.coll)
 	if c == nil {
 		c = &walkCopy{}
 	}
-	id, _ := v.version()
+	id, gen := v.version()
+	defer func() { c.gen = gen }()
 	n, dim := int(v.slots()), v.def.Dimension
 	if c.id != id || c.lg != v.linkGen() || c.dim != dim {
 		// Not the state of its last batch: every slot.
@@ -120,8 +124,10 @@ func (v *vectors) takeWalk(walks *walkCopies, queued []uint32) *walkCopy {
 		return c
 	}
 	c.resize(n)
-	for _, s := range queued {
-		toBF16(c.at(s), v.vector(s))
+	for _, q := range queued {
+		if q.gen > c.gen {
+			toBF16(c.at(q.slot), v.vector(q.slot))
+		}
 	}
 	return c
 }
