@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -179,8 +180,10 @@ func appendCBOR(b []byte, v Value) []byte {
 		return append(appendHead(b, majorBytes, uint64(len(v.str()))), v.str()...)
 	case KindVector:
 		b = appendHead(appendHead(b, majorTag, tagF32LE), majorBytes, 4*uint64(len(v.vec())))
-		for _, x := range v.vec() {
-			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
+		n := len(b)
+		b = slices.Grow(b, 4*len(v.vec()))[:n+4*len(v.vec())] // one growth, not one per doubling
+		for i, x := range v.vec() {
+			binary.LittleEndian.PutUint32(b[n+4*i:], math.Float32bits(x))
 		}
 		return b
 	case KindArray:

@@ -234,6 +234,16 @@ func BenchmarkAppendValue(b *testing.B) {
 	}
 }
 
+// BenchmarkRecordVector encodes a stored document holding a 384-component
+// vector, as a write of an embedding does (record: a fresh buffer each).
+func BenchmarkRecordVector(b *testing.B) {
+	v := Map(Field{Key: "t", Value: Text("a short text")}, Field{Key: "v", Value: Vector(embeddingVecs(1, 1, 384)[0])})
+	b.ReportAllocs()
+	for b.Loop() {
+		record(1, v)
+	}
+}
+
 func BenchmarkDecodeValue(b *testing.B) {
 	v, err := FromJSON([]byte(benchDocJSON))
 	if err != nil {
