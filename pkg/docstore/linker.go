@@ -80,8 +80,10 @@ var leaseKey = []byte("lk")
 const linkRetry = time.Second
 
 // linkSweep is how long the linker stays idle before it looks at every
-// queue: on PostgreSQL another process may have queued vectors and ended
-// before its linker linked them.
+// queue (on PostgreSQL another process may have queued vectors and ended
+// before its linker linked them), and how long a walk copy no batch has
+// used is kept: a bulk load's copy (2 bytes a component) is not held for
+// the rest of the store's life.
 const linkSweep = 30 * time.Second
 
 // linker links queued vectors into their HNSW graphs (see above).
@@ -92,6 +94,7 @@ type linker struct {
 	// and token names this linker in the leases it takes.
 	shared bool
 	token  uint64
+	sweep  time.Duration // linkSweep, but in tests
 	cancel context.CancelFunc
 	done   chan struct{}
 	nudge  chan struct{} // buffered: there is work in wanted
@@ -108,7 +111,7 @@ type linker struct {
 // linked).
 func newLinker(s *Store) *linker {
 	l := &linker{s: s, done: make(chan struct{}), nudge: make(chan struct{}, 1),
-		shared: kv.IsURL(s.db.Path()), token: rand.Uint64() | 1,
+		shared: kv.IsURL(s.db.Path()), token: rand.Uint64() | 1, sweep: linkSweep,
 		wanted: map[string]bool{}, failed: map[string]error{}, batched: make(chan struct{})}
 	l.wantAll()
 	return l
@@ -128,9 +131,8 @@ func (l *linker) wantAll() {
 	}
 }
 
-// startLinker starts s's linker.
-func (s *Store) startLinker() {
-	l := newLinker(s)
+// runLinker starts l as s's linker.
+func (s *Store) runLinker(l *linker) {
 	var ctx context.Context
 	ctx, l.cancel = context.WithCancel(context.Background())
 	s.linker = l
@@ -193,9 +195,10 @@ func (l *linker) next() (string, bool) {
 func (l *linker) run(ctx context.Context) {
 	defer close(l.done)
 	for {
+		l.walks.dropUnused(time.Now().Add(-l.sweep))
 		coll, ok := l.next()
 		if !ok {
-			sweep := time.NewTimer(linkSweep)
+			sweep := time.NewTimer(l.sweep)
 			select {
 			case <-ctx.Done():
 				sweep.Stop()

@@ -146,7 +146,7 @@ func Open(path string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	if !opts.ReadOnly {
-		s.startLinker()
+		s.runLinker(newLinker(s))
 	}
 	return s, nil
 }

@@ -3,6 +3,7 @@ package docstore
 import (
 	"math"
 	"sync"
+	"time"
 )
 
 // The linker, when it links many vectors at once (on every core),
@@ -28,10 +29,12 @@ import (
 // that fails or loses to another process's linker (PostgreSQL) leaves
 // the copy out, and one that does not match is rebuilt from the vectors,
 // one conversion per slot. The file stays the whole truth. A copy costs
-// 2 bytes a component in memory (77 MB for 100,000 × 384) for as long as
-// the store is open or until its collection is dropped; batches of fewer
-// than hnswParallel vectors, which read the graph through their
-// transaction, neither use nor keep one.
+// 2 bytes a component in memory (77 MB for 100,000 × 384) until no batch
+// has used it for linkSweep (the linker drops it then: a bulk load over,
+// its copy goes; rebuilding one takes tens of milliseconds at that size),
+// its collection is dropped or the store is closed; batches of fewer than
+// hnswParallel vectors, which read the graph through their transaction,
+// neither use nor keep one.
 
 // walkCopy is a collection's vectors in bfloat16, as of the state id and
 // lg name, written up to the write generation gen: walkChunk slots an
@@ -40,6 +43,7 @@ type walkCopy struct {
 	id, lg, gen uint64
 	dim         int
 	chunks      [][]uint16
+	used        time.Time // when a batch last put it back
 }
 
 // walkChunk is the slots of one of a walk copy's arrays.
@@ -81,7 +85,19 @@ func (w *walkCopies) put(coll string, c *walkCopy) {
 	if w.m == nil {
 		w.m = map[string]*walkCopy{}
 	}
+	c.used = time.Now()
 	w.m[coll] = c
+}
+
+// dropUnused drops the copies last put back before since.
+func (w *walkCopies) dropUnused(since time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for coll, c := range w.m {
+		if c.used.Before(since) {
+			delete(w.m, coll)
+		}
+	}
 }
 
 // forget drops coll's copy.

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/mcpkit/mcpkit/pkg/docstore/kv"
 )
@@ -203,6 +204,65 @@ func TestWalkCopyGoesOnClose(t *testing.T) {
 	}
 	if l.walks.m != nil {
 		t.Fatal("Close kept the walk copies")
+	}
+}
+
+// TestWalkCopyDroppedWhenUnused: the linker drops a walk copy no batch
+// has used for its sweep interval, and the next large batch builds one
+// again and links as before.
+func TestWalkCopyDroppedWhenUnused(t *testing.T) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		t.Skip("the linker links on one core, without a walk copy, when GOMAXPROCS is 1")
+	}
+	s, err := Open("", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.linker.stop()
+	l := newLinker(s)
+	l.sweep = 2 * time.Second
+	s.runLinker(l)
+	if _, err := s.SetVector(ctx, "c", VectorDef{Field: "v", Dimension: 8}, nil); err != nil {
+		t.Fatal(err)
+	}
+	vecs := randVecs(rand.New(rand.NewPCG(1, 1)), 200, 8)
+	write := func(lo, hi int) {
+		t.Helper()
+		docs := make([]Doc, 0, hi-lo)
+		for i := lo; i < hi; i++ {
+			docs = append(docs, Doc{ID: Int(int64(i)), Value: vecDoc(vecs[i], 0)})
+		}
+		if _, err := s.PutMany(ctx, "c", docs); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.WaitLinked(ctx, "c"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kept := func() bool {
+		l.walks.mu.Lock()
+		defer l.walks.mu.Unlock()
+		return l.walks.m["c"] != nil
+	}
+	write(0, 100)
+	if !kept() {
+		t.Fatal("the linker kept no walk copy after a batch")
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for kept() {
+		if time.Now().After(deadline) {
+			t.Fatal("the walk copy was kept 20 s after its last use (sweep 2 s)")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	write(100, 200) // a copy built again
+	if !kept() {
+		t.Fatal("the next batch kept no walk copy")
+	}
+	checkWalkCopy(t, s, "c", l.walks.m["c"])
+	if err := s.Verify(ctx); err != nil {
+		t.Fatal(err)
 	}
 }
 
