@@ -171,7 +171,10 @@ func TestWalkCopyFollowsFile(t *testing.T) {
 	})
 }
 
-func TestWalkCopyGoesOnClose(t *testing.T) {
+// walkCopyStore opens a store in memory whose linker keeps walk copies
+// (it links on every core), or skips the test.
+func walkCopyStore(t *testing.T) *Store {
+	t.Helper()
 	if runtime.GOMAXPROCS(0) < 2 {
 		t.Skip("the linker links on one core, without a walk copy, when GOMAXPROCS is 1")
 	}
@@ -179,6 +182,11 @@ func TestWalkCopyGoesOnClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s
+}
+
+func TestWalkCopyGoesOnClose(t *testing.T) {
+	s := walkCopyStore(t)
 	docs := make([]Doc, 100)
 	for i, vec := range randVecs(rand.New(rand.NewPCG(1, 1)), 100, 8) {
 		docs[i] = Doc{ID: Int(int64(i)), Value: vecDoc(vec, 0)}
@@ -211,13 +219,7 @@ func TestWalkCopyGoesOnClose(t *testing.T) {
 // has used for its sweep interval, and the next large batch builds one
 // again and links as before.
 func TestWalkCopyDroppedWhenUnused(t *testing.T) {
-	if runtime.GOMAXPROCS(0) < 2 {
-		t.Skip("the linker links on one core, without a walk copy, when GOMAXPROCS is 1")
-	}
-	s, err := Open("", Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := walkCopyStore(t)
 	defer s.Close()
 	s.linker.stop()
 	l := newLinker(s)
