@@ -223,7 +223,7 @@ func TestWalkCopyDroppedWhenUnused(t *testing.T) {
 	defer s.Close()
 	s.linker.stop()
 	l := newLinker(s)
-	l.sweep = 2 * time.Second
+	l.sweep = 3 * time.Second // the checks right after a batch have that long
 	s.runLinker(l)
 	if _, err := s.SetVector(ctx, "c", VectorDef{Field: "v", Dimension: 8}, nil); err != nil {
 		t.Fatal(err)
@@ -242,27 +242,28 @@ func TestWalkCopyDroppedWhenUnused(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	kept := func() bool {
+	kept := func() *walkCopy {
 		l.walks.mu.Lock()
 		defer l.walks.mu.Unlock()
-		return l.walks.m["c"] != nil
+		return l.walks.m["c"]
 	}
 	write(0, 100)
-	if !kept() {
+	if kept() == nil {
 		t.Fatal("the linker kept no walk copy after a batch")
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for kept() {
+	deadline := time.Now().Add(30 * time.Second)
+	for kept() != nil {
 		if time.Now().After(deadline) {
-			t.Fatal("the walk copy was kept 20 s after its last use (sweep 2 s)")
+			t.Fatalf("the walk copy was kept 30 s after its last use (sweep %v)", l.sweep)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	write(100, 200) // a copy built again
-	if !kept() {
+	c := kept()
+	if c == nil {
 		t.Fatal("the next batch kept no walk copy")
 	}
-	checkWalkCopy(t, s, "c", l.walks.m["c"])
+	checkWalkCopy(t, s, "c", c)
 	if err := s.Verify(ctx); err != nil {
 		t.Fatal(err)
 	}
