@@ -406,10 +406,16 @@ type linkWork struct {
 	def    *VectorDef
 	id, lg uint64            // the field's id and link generation it was computed on
 	queued map[uint32][]byte // the queue entries it links (slot → queued generation)
-	nodes  map[uint32][]byte // the nodes it writes
+	nodes  []slotNode        // the nodes it writes, by slot
 	entry  []byte            // the new entry point, nil when it stays
 	more   bool              // the queue holds more than the batch
 	walk   *walkCopy         // the walk copy it used, to keep (nil: none)
+}
+
+// slotNode is a slot's encoded node.
+type slotNode struct {
+	slot uint32
+	raw  []byte
 }
 
 // computeLinks computes the links of up to maxLinkBatch of v's queued
@@ -454,9 +460,9 @@ func (v *vectors) computeLinks(ctx context.Context, walks *walkCopies) (*linkWor
 			return nil, err
 		}
 	}
-	b.nodes = make(map[uint32][]byte, len(v.dirty))
-	for slot := range v.dirty {
-		b.nodes[slot] = v.nodeCache[slot] // encoded afresh: not the transaction's
+	b.nodes = make([]slotNode, 0, len(v.dirty))
+	for _, slot := range slices.Sorted(slices.Values(v.dirty)) {
+		b.nodes = append(b.nodes, slotNode{slot, v.nodeCache[slot]}) // encoded afresh: not the transaction's
 	}
 	if v.entryMoved {
 		b.entry = append(binary.LittleEndian.AppendUint32(nil, v.entryAt), byte(v.entryLevel))
@@ -470,8 +476,8 @@ func (v *vectors) applyLinks(b *linkWork) error {
 	if id, _ := v.version(); id != b.id || v.linkGen() != b.lg {
 		return errLinkStale
 	}
-	for _, slot := range slices.Sorted(maps.Keys(b.nodes)) {
-		if err := v.gr.Put(u32key(slot), b.nodes[slot]); err != nil {
+	for _, n := range b.nodes {
+		if err := v.gr.Put(u32key(n.slot), n.raw); err != nil {
 			return err
 		}
 	}

@@ -225,7 +225,8 @@ type vectors struct {
 	blockCache []block
 	owned      map[uint32]bool // blocks written, in buffers of v's own
 	nodeCache  [][]byte
-	dirty      map[uint32]bool
+	dirty      []uint32 // the slots whose nodes were written, each once
+	isDirty    []bool   // by slot
 	entryRead  bool
 	entryAt    uint32
 	entryLevel int
@@ -382,13 +383,16 @@ func (v *vectors) cacheNode(slot uint32, raw []byte) {
 	v.nodeCache[slot] = raw
 }
 
-// putNode sets slot's node; flush puts it in the graph's bucket.
+// putNode sets slot's node, for the linker to put (dirty).
 func (v *vectors) putNode(slot uint32, raw []byte) {
 	v.cacheNode(slot, raw)
-	if v.dirty == nil {
-		v.dirty = map[uint32]bool{}
+	if int(slot) >= len(v.isDirty) {
+		v.isDirty = slices.Grow(v.isDirty, len(v.nodeCache)-len(v.isDirty))[:len(v.nodeCache)]
 	}
-	v.dirty[slot] = true
+	if !v.isDirty[slot] {
+		v.isDirty[slot] = true
+		v.dirty = append(v.dirty, slot)
+	}
 }
 
 // entry returns the graph's entry point and top level, if it has nodes

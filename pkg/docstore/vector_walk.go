@@ -117,8 +117,8 @@ func (w *walkCopies) reset() {
 // takeWalk returns the walk copy of v's vectors as v's transaction holds
 // them, taken from walks (or built) and brought up to date by converting
 // the slots of queued written after the copy's write generation (a slot
-// queued before it is as the copy holds it); v's caches are complete
-// (loadAll). The caller puts it back, its lg set, once its batch commits.
+// queued before it is as the copy holds it), on every core; v's caches
+// are complete (loadAll). The caller puts it back, its lg set, once its batch commits.
 func (v *vectors) takeWalk(walks *walkCopies, queued []queuedSlot) *walkCopy {
 	c := walks.take(v.coll)
 	if c == nil {
@@ -134,19 +134,30 @@ func (v *vectors) takeWalk(walks *walkCopies, queued []queuedSlot) *walkCopy {
 		}
 		c.id, c.dim = id, dim
 		c.resize(n)
-		for s := range uint32(n) {
-			toBF16(c.at(s), v.vector(s))
-		}
+		inParallel(n, walkConvertRun, walkConvertRun, func(lo, hi int) {
+			for s := lo; s < hi; s++ {
+				toBF16(c.at(uint32(s)), v.vector(uint32(s)))
+			}
+		})
 		return c
 	}
 	c.resize(n)
+	var stale []uint32
 	for _, q := range queued {
 		if q.gen > c.gen {
-			toBF16(c.at(q.slot), v.vector(q.slot))
+			stale = append(stale, q.slot)
 		}
 	}
+	inParallel(len(stale), walkConvertRun, walkConvertRun, func(lo, hi int) {
+		for _, s := range stale[lo:hi] {
+			toBF16(c.at(s), v.vector(s))
+		}
+	})
 	return c
 }
+
+// walkConvertRun is how many slots a goroutine converts at a time.
+const walkConvertRun = 256
 
 // toBF16 sets dst to src in bfloat16, rounded to nearest (ties to even);
 // a finite component too large for bfloat16 gets its largest finite
