@@ -118,7 +118,8 @@ func (w *walkCopies) reset() {
 // them, taken from walks (or built) and brought up to date by converting
 // the slots of queued written after the copy's write generation (a slot
 // queued before it is as the copy holds it), on every core; v's caches
-// are complete (loadAll). The caller puts it back, its lg set, once its batch commits.
+// are complete (loadAll). The caller puts it back, its lg set, once its
+// batch commits.
 func (v *vectors) takeWalk(walks *walkCopies, queued []queuedSlot) *walkCopy {
 	c := walks.take(v.coll)
 	if c == nil {
