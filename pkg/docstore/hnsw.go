@@ -50,10 +50,9 @@ type hgraph struct {
 	src  graphSource
 	dist func(a, b []float32) float32 // smaller is closer
 	v    *vectors
-	// walk, when not nil, is the vectors in bfloat16 that linking
-	// measures by walkDist (vector_walk.go) rather than by dist.
-	walk     *walkCopy
-	walkDist func(a []float32, b []uint16) float32
+	// walk, when not nil, is the vectors in bytes that linking measures
+	// (vector_walk.go) rather than by dist.
+	walk *walkCopy
 }
 
 // graphSource is what a graph search reads.
@@ -102,28 +101,33 @@ func (g *hgraph) entry() (uint32, int, bool) { return g.src.entry() }
 func (g *hgraph) live(slot uint32) bool      { return g.src.live(slot) }
 
 // walkDistance returns q's distance to slot's vector as a layer search
-// measures it: through the walk copy when g has one.
+// measures it: through the walk copy when g has one (q then in the form
+// walkQuery returns).
 func (g *hgraph) walkDistance(q []float32, slot uint32) float32 {
 	if g.walk != nil {
-		return g.walkDist(q, g.walk.at(slot))
+		return g.walk.distance(q, slot)
 	}
 	return g.dist(q, g.vec(slot))
 }
 
-// walkVec returns slot's vector as walkDistance measures it: decoded
-// from the walk copy into buf (reused when large enough) when g has
+// walkQuery returns the vector q in the form walkDistance measures from:
+// q itself, or its form for the walk copy (in buf, reused when large
+// enough) when g has one.
+func (g *hgraph) walkQuery(q, buf []float32) []float32 {
+	if g.walk == nil {
+		return q
+	}
+	return g.walk.query(buf, q)
+}
+
+// walkVec returns slot's vector in the form walkDistance measures from:
+// taken from the walk copy into buf (reused when large enough) when g has
 // one, so that distances between two stored vectors read the copy only.
 func (g *hgraph) walkVec(slot uint32, buf []float32) []float32 {
 	if g.walk == nil {
 		return g.vec(slot)
 	}
-	b := g.walk.at(slot)
-	if cap(buf) < len(b) {
-		buf = make([]float32, len(b))
-	}
-	buf = buf[:len(b)]
-	widenBF16(buf, b)
-	return buf
+	return g.walk.queryOf(buf, slot)
 }
 
 // prefetchWalk starts loading what walkDistance reads of slot.
@@ -244,8 +248,10 @@ func (g *hgraph) linkChunk(chunk []pendingNode) error {
 	g.v.each(len(chunk), func(lo, hi int) {
 		vis := getVisitSet()
 		defer visitSets.Put(vis)
+		var qbuf []float32
 		for i := lo; i < hi; i++ {
-			q := g.vec(chunk[i].slot)
+			q := g.walkQuery(g.vec(chunk[i].slot), qbuf)
+			qbuf = q[:0:cap(q)]
 			near := topK{k: hnswEfConstruction, h: candHeap{far: true}} // earlier in the chunk
 			var upper []int                                             // earlier in the chunk, above level 0
 			for j := range i {
@@ -465,8 +471,10 @@ func (g *hgraph) selectNeighbors(cands []cand, m int) []cand {
 		if len(out) == m {
 			break
 		}
-		cv = g.walkVec(c.slot, cv)
 		keep := true
+		if len(out) > 0 {
+			cv = g.walkVec(c.slot, cv)
+		}
 		for _, r := range out {
 			if g.walkDistance(cv, r.slot) < c.d {
 				keep = false

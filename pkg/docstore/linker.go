@@ -444,7 +444,7 @@ func (v *vectors) computeLinks(ctx context.Context, walks *walkCopies) (*linkWor
 	g := v.graph()
 	if v.complete {
 		b.walk = v.takeWalk(walks, queued)
-		g.walk, g.walkDist = b.walk, walkDistanceOf(v.def.Metric)
+		g.walk = b.walk
 	}
 	var pending []pendingNode
 	for _, slot := range slices.Sorted(maps.Keys(b.queued)) {

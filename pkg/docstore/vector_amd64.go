@@ -47,59 +47,40 @@ func sqL2(a, b []float32) float32 {
 	return sqL2AVX2(&a[0], &b[:len(a)][0], n) + sqL2Go(a[n:], b[n:])
 }
 
-// dotBF16AVX2 returns the dot product of the n float32s at a and the n
-// bfloat16s at b; n is a multiple of 8.
+// dotU8AVX2 returns the dot product of the n float32s at a and the n
+// bytes at b; n is a multiple of 8.
 //
 //go:noescape
-func dotBF16AVX2(a *float32, b *uint16, n int) float32
+func dotU8AVX2(a *float32, b *uint8, n int) float32
 
-// sqL2BF16AVX2 returns the squared Euclidean distance between the n
-// float32s at a and the n bfloat16s at b; n is a multiple of 8.
-//
-//go:noescape
-func sqL2BF16AVX2(a *float32, b *uint16, n int) float32
-
-// dotBF16 returns the dot product of a and the bfloat16s b (len(b) ≥
-// len(a)).
-func dotBF16(a []float32, b []uint16) float32 {
+// dotU8 returns the dot product of a and the bytes b (len(b) ≥ len(a)).
+func dotU8(a []float32, b []uint8) float32 {
 	if !useAVX2 || len(a) < 8 {
-		return dotBF16Go(a, b)
+		return dotU8Go(a, b)
 	}
 	n := len(a) &^ 7
 	if n == len(a) {
-		return dotBF16AVX2(&a[0], &b[:n][0], n)
+		return dotU8AVX2(&a[0], &b[:n][0], n)
 	}
-	return dotBF16AVX2(&a[0], &b[:len(a)][0], n) + dotBF16Go(a[n:], b[n:])
+	return dotU8AVX2(&a[0], &b[:len(a)][0], n) + dotU8Go(a[n:], b[n:])
 }
 
-// sqL2BF16 returns the squared Euclidean distance between a and the
-// bfloat16s b (len(b) ≥ len(a)).
-func sqL2BF16(a []float32, b []uint16) float32 {
-	if !useAVX2 || len(a) < 8 {
-		return sqL2BF16Go(a, b)
-	}
-	n := len(a) &^ 7
-	if n == len(a) {
-		return sqL2BF16AVX2(&a[0], &b[:n][0], n)
-	}
-	return sqL2BF16AVX2(&a[0], &b[:len(a)][0], n) + sqL2BF16Go(a[n:], b[n:])
-}
-
-// widenBF16AVX2 sets the n float32s at dst to the n bfloat16s at src; n
-// is a multiple of 8.
+// stepCodesAVX2 sets the n float32s at dst to u[i]·w[i] + b[i] for the n
+// bytes at u and float32s at w and b; n is a multiple of 8.
 //
 //go:noescape
-func widenBF16AVX2(dst *float32, src *uint16, n int)
+func stepCodesAVX2(dst *float32, u *uint8, w, b *float32, n int)
 
-// widenBF16 sets dst to the bfloat16s src (len(src) ≥ len(dst)).
-func widenBF16(dst []float32, src []uint16) {
+// stepCodes sets dst[i] to u[i]·w[i] + b[i] (u, w and b at least as long
+// as dst).
+func stepCodes(dst []float32, u []uint8, w, b []float32) {
 	if !useAVX2 || len(dst) < 8 {
-		widenBF16Go(dst, src)
+		stepCodesGo(dst, u, w, b)
 		return
 	}
 	n := len(dst) &^ 7
-	widenBF16AVX2(&dst[0], &src[:n][0], n)
-	widenBF16Go(dst[n:], src[n:])
+	stepCodesAVX2(&dst[0], &u[:n][0], &w[:n][0], &b[:n][0], n)
+	stepCodesGo(dst[n:], u[n:], w[n:], b[n:])
 }
 
 // prefetchLines asks the CPU to load the size bytes at p into its
@@ -112,7 +93,7 @@ func prefetchLines(p unsafe.Pointer, size int)
 // prefetches the vectors of a node's neighbours before computing their
 // distances, so that their loads from memory overlap rather than follow
 // one another (the build is bound by them, not by the arithmetic).
-func prefetch[E float32 | uint16 | byte](v []E) {
+func prefetch[E float32 | byte](v []E) {
 	if len(v) > 0 {
 		prefetchLines(unsafe.Pointer(&v[0]), len(v)*int(unsafe.Sizeof(v[0])))
 	}

@@ -18,17 +18,16 @@
 	VHADDPS X0, X0, X0; \
 	VZEROUPPER
 
-// LOAD_BF16_32 widens the 32 bfloat16s at DI into the float32s of Y4 to
-// Y7.
-#define LOAD_BF16_32 \
-	VPMOVZXWD (DI), Y4; \
-	VPMOVZXWD 16(DI), Y5; \
-	VPMOVZXWD 32(DI), Y6; \
-	VPMOVZXWD 48(DI), Y7; \
-	VPSLLD $16, Y4, Y4; \
-	VPSLLD $16, Y5, Y5; \
-	VPSLLD $16, Y6, Y6; \
-	VPSLLD $16, Y7, Y7
+// LOAD_U8_32 widens the 32 bytes at DI into the float32s of Y4 to Y7.
+#define LOAD_U8_32 \
+	VPMOVZXBD (DI), Y4; \
+	VPMOVZXBD 8(DI), Y5; \
+	VPMOVZXBD 16(DI), Y6; \
+	VPMOVZXBD 24(DI), Y7; \
+	VCVTDQ2PS Y4, Y4; \
+	VCVTDQ2PS Y5, Y5; \
+	VCVTDQ2PS Y6, Y6; \
+	VCVTDQ2PS Y7, Y7
 
 // func dotAVX2(a, b *float32, n int) float32
 // n is a multiple of 8.
@@ -130,106 +129,70 @@ pf:
 pfdone:
 	RET
 
-// The bfloat16 kernels: b's components are the high 16 bits of float32s,
-// widened (VPMOVZXWD) and shifted into place (VPSLLD) 8 at a time.
+// The byte kernels: b's components are zero-extended to int32s
+// (VPMOVZXBD) and converted to float32s (VCVTDQ2PS) 8 at a time.
 
-// func dotBF16AVX2(a *float32, b *uint16, n int) float32
+// func dotU8AVX2(a *float32, b *uint8, n int) float32
 // n is a multiple of 8.
-TEXT ·dotBF16AVX2(SB), NOSPLIT, $0-28
+TEXT ·dotU8AVX2(SB), NOSPLIT, $0-28
 	MOVQ a+0(FP), SI
 	MOVQ b+8(FP), DI
 	MOVQ n+16(FP), CX
 	ZERO_SUMS
 
-bdot32:
+udot32:
 	CMPQ CX, $32
-	JL   bdot8
-	LOAD_BF16_32
+	JL   udot8
+	LOAD_U8_32
 	VFMADD231PS (SI), Y4, Y0
 	VFMADD231PS 32(SI), Y5, Y1
 	VFMADD231PS 64(SI), Y6, Y2
 	VFMADD231PS 96(SI), Y7, Y3
 	ADDQ $128, SI
-	ADDQ $64, DI
+	ADDQ $32, DI
 	SUBQ $32, CX
-	JMP  bdot32
+	JMP  udot32
 
-bdot8:
+udot8:
 	CMPQ CX, $8
-	JL   bdotdone
-	VPMOVZXWD (DI), Y4
-	VPSLLD $16, Y4, Y4
+	JL   udotdone
+	VPMOVZXBD (DI), Y4
+	VCVTDQ2PS Y4, Y4
 	VFMADD231PS (SI), Y4, Y0
 	ADDQ $32, SI
-	ADDQ $16, DI
+	ADDQ $8, DI
 	SUBQ $8, CX
-	JMP  bdot8
+	JMP  udot8
 
-bdotdone:
+udotdone:
 	SUM_TO_X0
 	MOVSS X0, ret+24(FP)
 	RET
 
-// func sqL2BF16AVX2(a *float32, b *uint16, n int) float32
+// func stepCodesAVX2(dst *float32, u *uint8, w, b *float32, n int)
 // n is a multiple of 8.
-TEXT ·sqL2BF16AVX2(SB), NOSPLIT, $0-28
-	MOVQ a+0(FP), SI
-	MOVQ b+8(FP), DI
-	MOVQ n+16(FP), CX
-	ZERO_SUMS
-
-bl2_32:
-	CMPQ CX, $32
-	JL   bl2_8
-	LOAD_BF16_32
-	VSUBPS (SI), Y4, Y4
-	VSUBPS 32(SI), Y5, Y5
-	VSUBPS 64(SI), Y6, Y6
-	VSUBPS 96(SI), Y7, Y7
-	VFMADD231PS Y4, Y4, Y0
-	VFMADD231PS Y5, Y5, Y1
-	VFMADD231PS Y6, Y6, Y2
-	VFMADD231PS Y7, Y7, Y3
-	ADDQ $128, SI
-	ADDQ $64, DI
-	SUBQ $32, CX
-	JMP  bl2_32
-
-bl2_8:
-	CMPQ CX, $8
-	JL   bl2done
-	VPMOVZXWD (DI), Y4
-	VPSLLD $16, Y4, Y4
-	VSUBPS (SI), Y4, Y4
-	VFMADD231PS Y4, Y4, Y0
-	ADDQ $32, SI
-	ADDQ $16, DI
-	SUBQ $8, CX
-	JMP  bl2_8
-
-bl2done:
-	SUM_TO_X0
-	MOVSS X0, ret+24(FP)
-	RET
-
-// func widenBF16AVX2(dst *float32, src *uint16, n int)
-// n is a multiple of 8.
-TEXT ·widenBF16AVX2(SB), NOSPLIT, $0-24
+TEXT ·stepCodesAVX2(SB), NOSPLIT, $0-40
 	MOVQ dst+0(FP), DI
-	MOVQ src+8(FP), SI
-	MOVQ n+16(FP), CX
+	MOVQ u+8(FP), SI
+	MOVQ w+16(FP), DX
+	MOVQ b+24(FP), BX
+	MOVQ n+32(FP), CX
 
-widen8:
+step8:
 	CMPQ CX, $8
-	JL   widendone
-	VPMOVZXWD (SI), Y0
-	VPSLLD $16, Y0, Y0
+	JL   stepdone
+	VPMOVZXBD (SI), Y0
+	VCVTDQ2PS Y0, Y0
+	VMULPS (DX), Y0, Y0
+	VADDPS (BX), Y0, Y0
 	VMOVUPS Y0, (DI)
-	ADDQ $16, SI
+	ADDQ $8, SI
+	ADDQ $32, DX
+	ADDQ $32, BX
 	ADDQ $32, DI
 	SUBQ $8, CX
-	JMP  widen8
+	JMP  step8
 
-widendone:
+stepdone:
 	VZEROUPPER
 	RET

@@ -9,16 +9,12 @@ func dot(a, b []float32) float32 { return dotGo(a, b) }
 // len(a)).
 func sqL2(a, b []float32) float32 { return sqL2Go(a, b) }
 
-// dotBF16 returns the dot product of a and the bfloat16s b (len(b) ≥
-// len(a)).
-func dotBF16(a []float32, b []uint16) float32 { return dotBF16Go(a, b) }
+// dotU8 returns the dot product of a and the bytes b (len(b) ≥ len(a)).
+func dotU8(a []float32, b []uint8) float32 { return dotU8Go(a, b) }
 
-// sqL2BF16 returns the squared Euclidean distance between a and the
-// bfloat16s b (len(b) ≥ len(a)).
-func sqL2BF16(a []float32, b []uint16) float32 { return sqL2BF16Go(a, b) }
-
-// widenBF16 sets dst to the bfloat16s src (len(src) ≥ len(dst)).
-func widenBF16(dst []float32, src []uint16) { widenBF16Go(dst, src) }
+// stepCodes sets dst[i] to u[i]·w[i] + b[i] (u, w and b at least as long
+// as dst).
+func stepCodes(dst []float32, u []uint8, w, b []float32) { stepCodesGo(dst, u, w, b) }
 
 // prefetch does nothing here (vector_amd64.go says why it exists).
-func prefetch[E float32 | uint16 | byte]([]E) {}
+func prefetch[E float32 | byte]([]E) {}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -296,6 +297,56 @@ func TestHNSWRecall(t *testing.T) {
 			t.Fatalf("recall@10 after reuse %.3f < 0.95", r)
 		}
 	})
+}
+
+// TestHNSWRecallOutlierDimension: vectors with a dimension far larger
+// than the others in every vector and varying as much as they do (as
+// some dimensions of real embedding models are), linked in batches that
+// measure through the walk copy's bytes, make a graph as good as linking
+// on the float32s does (one core, no walk copy): recall@10 at a narrow ef
+// of 10, where the graph's quality shows, at most 0.03 below it, and at
+// least 0.95 at the default ef.
+func TestHNSWRecallOutlierDimension(t *testing.T) {
+	const n, dim = 6000, 32
+	rng := rand.New(rand.NewPCG(5, 6))
+	vecs, qs := randVecs(rng, n, dim), randVecs(rng, 100, dim)
+	for _, v := range append(slices.Clone(vecs), qs...) {
+		v[5] += 40
+	}
+	recall := func(s *Store, ef int) float64 {
+		found := 0
+		for _, q := range qs {
+			want := bruteForce(q, vecs, 10, MetricL2, nil)
+			res := vsearch(t, s, "c", SearchQuery{Vector: &VectorQuery{Vector: q, Approximate: true, K: 10, Ef: ef}, Limit: 10})
+			for _, id := range hitIDs(res) {
+				if slices.Contains(want, id) {
+					found++
+				}
+			}
+		}
+		return float64(found) / float64(10*len(qs))
+	}
+	build := func(procs int) *Store {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		s := openStore(t, "memory")
+		if _, err := s.SetVector(ctx, "c", VectorDef{Field: "v", Dimension: dim, Metric: MetricL2}, nil); err != nil {
+			t.Fatal(err)
+		}
+		putVecs(t, s, "c", vecs)
+		return s
+	}
+	if runtime.GOMAXPROCS(0) < 2 {
+		t.Skip("the linker links on one core, without a walk copy, when GOMAXPROCS is 1")
+	}
+	exact, walked := build(1), build(runtime.GOMAXPROCS(0))
+	want, got := recall(exact, 10), recall(walked, 10)
+	t.Logf("recall@10 at ef 10: %.3f linked through the walk copy, %.3f on the float32s", got, want)
+	if got < want-0.03 {
+		t.Errorf("recall@10 at ef 10 %.3f linked through the walk copy, %.3f on the float32s", got, want)
+	}
+	if r := recall(walked, 0); r < 0.95 {
+		t.Errorf("recall@10 %.3f < 0.95", r)
+	}
 }
 
 // TestHNSWFilteredRecall: a filtered approximate search at the default

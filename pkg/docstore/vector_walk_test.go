@@ -12,61 +12,140 @@ import (
 	"github.com/mcpkit/mcpkit/pkg/docstore/kv"
 )
 
-func TestToBF16(t *testing.T) {
-	maxf := math.MaxFloat32
-	for _, c := range []struct {
-		in   float32
-		want uint16
+// TestWalkCopyConverts checks the walk copy's conversion: each
+// component's steps above its dimension's least value, rounded to
+// nearest and held within the range, zeros for a slot never written, and
+// the sums it keeps of what it holds.
+func TestWalkCopyConverts(t *testing.T) {
+	c := &walkCopy{dim: 3}
+	c.setRanges([]float32{0, -1, 10}, []float32{255, 1.55, 35.5}) // steps 1, 0.01, 0.1
+	c.resize(3)
+	for _, tc := range []struct {
+		in   []float32
+		want []uint8
 	}{
-		{1, 0x3f80},
-		{-2, 0xc000},
-		{0, 0},
-		{math.Float32frombits(0x3f808000), 0x3f80}, // a tie: to even
-		{math.Float32frombits(0x3f818000), 0x3f82}, // a tie: to even
-		{math.Float32frombits(0x3f808001), 0x3f81}, // above the tie
-		{float32(maxf), 0x7f7f},                    // would round to infinity
-		{float32(-maxf), 0xff7f},
+		{[]float32{3.4, -0.994, 10.26}, []uint8{3, 1, 3}},
+		{[]float32{-5, 2, 40}, []uint8{0, 255, 255}}, // outside the range: its end
+		{nil, []uint8{0, 100, 0}},                    // zeros
 	} {
-		got := []uint16{0xffff}
-		toBF16(got, []float32{c.in})
-		if got[0] != c.want {
-			t.Errorf("toBF16(%v) = %#04x, want %#04x", c.in, got[0], c.want)
+		c.set(1, tc.in)
+		if got := c.at(1); !slices.Equal(got, tc.want) {
+			t.Errorf("set(%v) = %v, want %v", tc.in, got, tc.want)
+		}
+		var want walkSums
+		for i, u := range tc.want {
+			x := c.lo[i] + float32(u)*c.step[i]
+			want.norm += x * x
+			want.lo += x * c.lo[i]
+		}
+		if got := *c.sumsOf(1); math.Abs(float64(got.norm-want.norm)) > 1e-3 || math.Abs(float64(got.lo-want.lo)) > 1e-3 {
+			t.Errorf("set(%v): sums %+v, want %+v", tc.in, got, want)
 		}
 	}
-	got := []uint16{1, 2}
-	toBF16(got, nil)
-	if got[0] != 0 || got[1] != 0 {
-		t.Errorf("toBF16(nil) = %v, want zeros", got)
+	if got := c.at(0); !slices.Equal(got, []uint8{0, 0, 0}) {
+		t.Errorf("an untouched slot holds %v", got)
 	}
 }
 
-// TestBF16Kernels checks the bfloat16 kernels (vector_amd64.s) against
-// the same arithmetic in Go, at every length around their 8- and
-// 32-component steps.
-func TestBF16Kernels(t *testing.T) {
+// TestU8Kernels checks the byte kernels (vector_amd64.s) against the same
+// arithmetic in Go, at every length around their 8- and 32-component
+// steps.
+func TestU8Kernels(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for n := 1; n <= 70; n++ {
-		a := randVecs(rng, 1, n)[0]
-		b := make([]uint16, n)
-		toBF16(b, randVecs(rng, 1, n)[0])
-		wide := make([]float32, n)
-		widenBF16(wide, b)
-		var dot, l2 float64
+		vs := randVecs(rng, 3, n)
+		a, w, b := vs[0], vs[1], vs[2]
+		u := make([]uint8, n)
+		for i := range u {
+			u[i] = uint8(rng.IntN(256))
+		}
+		var want float64
 		for i := range n {
-			if wide[i] != bf16(b[i]) {
-				t.Fatalf("n %d: widenBF16 [%d] = %v, want %v", n, i, wide[i], bf16(b[i]))
+			want += float64(a[i]) * float64(u[i])
+		}
+		if got := dotU8(a, u); math.Abs(float64(got)-want) > 1e-4*float64(n)*255 {
+			t.Errorf("n %d: dotU8 = %v, want %v", n, got, want)
+		}
+		if got := dotU8Go(a, u); math.Abs(float64(got)-want) > 1e-4*float64(n)*255 {
+			t.Errorf("n %d: dotU8Go = %v, want %v", n, got, want)
+		}
+		got := make([]float32, n)
+		stepCodes(got, u, w, b)
+		for i := range n {
+			if want := float32(u[i])*w[i] + b[i]; got[i] != want {
+				t.Fatalf("n %d: stepCodes [%d] = %v, want %v", n, i, got[i], want)
 			}
-			dot += float64(a[i]) * float64(wide[i])
-			d := float64(a[i]) - float64(wide[i])
-			l2 += d * d
-		}
-		if got := dotBF16(a, b); math.Abs(float64(got)-dot) > 1e-4*float64(n) {
-			t.Errorf("n %d: dotBF16 = %v, want %v", n, got, dot)
-		}
-		if got := sqL2BF16(a, b); math.Abs(float64(got)-l2) > 1e-4*float64(n) {
-			t.Errorf("n %d: sqL2BF16 = %v, want %v", n, got, l2)
 		}
 	}
+}
+
+// TestWalkCopyDistances checks that the walk copy's distances, from a
+// float32 query (query) and from another slot (queryOf), are the exact
+// distances (distanceOf) within a small share of how much a query's
+// distances differ, for each metric, on vectors with an outlier dimension
+// (large in every vector, and varying as much as the others): the
+// copy's ranges keep every dimension's variation.
+func TestWalkCopyDistances(t *testing.T) {
+	const dim, n = 64, 200
+	rng := rand.New(rand.NewPCG(3, 4))
+	vecs := randVecs(rng, n, dim)
+	for _, v := range vecs {
+		v[7] += 40
+	}
+	for _, metric := range []string{MetricCosine, MetricDot, MetricL2} {
+		vs := vecs
+		if metric == MetricCosine {
+			vs = make([][]float32, n)
+			for i, v := range vecs {
+				vs[i] = normalized(v)
+			}
+		}
+		c := &walkCopy{dim: dim, metric: metric}
+		c.resize(n)
+		lo, hi := slices.Clone(vs[0]), slices.Clone(vs[0])
+		for _, v := range vs {
+			for i, x := range v {
+				lo[i], hi[i] = min(lo[i], x), max(hi[i], x)
+			}
+		}
+		c.setRanges(lo, hi)
+		for s, v := range vs {
+			c.set(uint32(s), v)
+		}
+		exact := distanceOf(metric)
+		for i := range 50 {
+			want := make([]float64, n)
+			var mean, sd float64
+			for j := range n {
+				want[j] = float64(exact(vs[i], vs[j]))
+				mean += want[j] / n
+			}
+			for j := range n {
+				sd += (want[j] - mean) * (want[j] - mean) / n
+			}
+			sd = math.Sqrt(sd)
+			q, qo := c.query(nil, vs[i]), c.queryOf(nil, uint32(i))
+			for j := range n {
+				for _, got := range []float32{c.distance(q, uint32(j)), c.distance(qo, uint32(j))} {
+					if off := math.Abs(float64(got) - want[j]); off > 0.05*sd {
+						t.Fatalf("%s: vector %d to %d: the copy's distance %v, exact %v: off by %.3g of the query's distances' spread", metric, i, j, got, want[j], off/sd)
+					}
+				}
+			}
+		}
+	}
+}
+
+func normalized(v []float32) []float32 {
+	var sq float64
+	for _, x := range v {
+		sq += float64(x) * float64(x)
+	}
+	out := make([]float32, len(v))
+	for i, x := range v {
+		out[i] = float32(float64(x) / math.Sqrt(sq))
+	}
+	return out
 }
 
 // TestWalkCopyFollowsFile checks that the walk copy a batch of the linker
@@ -278,11 +357,15 @@ func checkWalkCopy(t *testing.T, s *Store, coll string, c *walkCopy) {
 		if err != nil {
 			return err
 		}
-		want := make([]uint16, v.def.Dimension)
+		if 2*c.trained <= int(v.slots()) {
+			t.Fatalf("the copy was trained on %d slots, and the field has %d", c.trained, v.slots())
+		}
+		want := &walkCopy{dim: c.dim, lo: c.lo, step: c.step}
+		want.resize(1)
 		for slot := range v.slots() {
-			toBF16(want, v.vector(slot))
-			if !slices.Equal(c.at(slot), want) {
-				t.Fatalf("slot %d: copy %v, file %v", slot, c.at(slot), want)
+			want.set(0, v.vector(slot))
+			if !slices.Equal(c.at(slot), want.at(0)) || *c.sumsOf(slot) != *want.sumsOf(0) {
+				t.Fatalf("slot %d: copy %v, file %v", slot, c.at(slot), want.at(0))
 			}
 		}
 		return nil
