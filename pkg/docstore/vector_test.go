@@ -304,12 +304,14 @@ func TestHNSWRecall(t *testing.T) {
 // some dimensions of real embedding models are), linked in batches that
 // measure through the walk copy's bytes, make a graph as good as linking
 // on the float32s does (one core, no walk copy): recall@10 at a narrow ef
-// of 10, where the graph's quality shows, at most 0.03 below it, and at
+// of 10, where the graph's quality shows, at most 0.05 below it (the
+// linker's batches fall differently from run to run: 0.01 below at
+// worst in 8 runs; without the copy's offset term, 0.19 below), and at
 // least 0.95 at the default ef.
 func TestHNSWRecallOutlierDimension(t *testing.T) {
-	const n, dim = 6000, 32
+	const n, dim = 3000, 32
 	rng := rand.New(rand.NewPCG(5, 6))
-	vecs, qs := randVecs(rng, n, dim), randVecs(rng, 100, dim)
+	vecs, qs := randVecs(rng, n, dim), randVecs(rng, 200, dim)
 	for _, v := range append(slices.Clone(vecs), qs...) {
 		v[5] += 40
 	}
@@ -341,7 +343,7 @@ func TestHNSWRecallOutlierDimension(t *testing.T) {
 	exact, walked := build(1), build(runtime.GOMAXPROCS(0))
 	want, got := recall(exact, 10), recall(walked, 10)
 	t.Logf("recall@10 at ef 10: %.3f linked through the walk copy, %.3f on the float32s", got, want)
-	if got < want-0.03 {
+	if got < want-0.05 {
 		t.Errorf("recall@10 at ef 10 %.3f linked through the walk copy, %.3f on the float32s", got, want)
 	}
 	if r := recall(walked, 0); r < 0.95 {
