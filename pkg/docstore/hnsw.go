@@ -248,10 +248,9 @@ func (g *hgraph) linkChunk(chunk []pendingNode) error {
 	g.v.each(len(chunk), func(lo, hi int) {
 		vis := getVisitSet()
 		defer visitSets.Put(vis)
-		var qbuf []float32
+		var q []float32 // reused for the walk copy's form
 		for i := lo; i < hi; i++ {
-			q := g.walkQuery(g.vec(chunk[i].slot), qbuf)
-			qbuf = q[:0:cap(q)]
+			q = g.walkQuery(g.vec(chunk[i].slot), q)
 			near := topK{k: hnswEfConstruction, h: candHeap{far: true}} // earlier in the chunk
 			var upper []int                                             // earlier in the chunk, above level 0
 			for j := range i {
