@@ -23,8 +23,8 @@ import (
 // node being linked's q·step and Σ q·lo once from its float32s, and a
 // distance is then one dot product of float32s with bytes; each slot
 // keeps its own Σ x·lo and squared norm for the distances measured from
-// it (queryOf) and for l2. At 100,000 × 384 the build ran about 6%
-// faster than on a copy in bfloat16 (half the bytes more), and recall@10
+// it (queryOf) and for l2. At 100,000 × 384 the build ran about 5%
+// faster than on a copy in bfloat16 (twice these bytes), and recall@10
 // stayed 0.999 (docs/design/store-performance.md). Searches rank by the
 // float32s.
 //
@@ -35,7 +35,7 @@ import (
 // that a bulk load converts each vector about twice.
 //
 // The copy lives in the linker between batches (walkCopies), so that a
-// build of many batches converts each vector once. It holds the vectors
+// build of many batches does not convert every vector at every batch. It holds the vectors
 // of the snapshot its last batch was computed on, and names it by the
 // field's random id and its link generation (meta "lg", which every
 // batch the linker commits moves): while the file's link generation is
