@@ -70,7 +70,8 @@ func checkOverhead(b *testing.B, transport string, on, off *mcp.ClientSession, e
 	bound := spanBound(b, env, b.N)
 	extra := perCall[0] - perCall[1]
 	b.ReportMetric(float64(bound.Nanoseconds()), "bound-ns/call")
-	b.Logf("%s overhead  ns/call\ntelemetry  %d\noff  %d\nbound  %d", transport, perCall[0].Nanoseconds(), perCall[1].Nanoseconds(), bound.Nanoseconds())
+	b.Logf("%s overhead  ns/call\ntelemetry  %d\noff  %d\nbound  %d\noff plus bound  %d", transport,
+		perCall[0].Nanoseconds(), perCall[1].Nanoseconds(), bound.Nanoseconds(), (perCall[1] + bound).Nanoseconds())
 	b.Logf("%s: telemetry adds %v a call, %.1fx the bound (one sampled span started and ended and one histogram point, %v); off + bound would be ratio %.3f",
 		transport, extra, float64(extra)/float64(bound), bound, float64(perCall[1]+bound)/float64(perCall[1]))
 	if ratio > 1.05 {

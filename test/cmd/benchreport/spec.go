@@ -178,11 +178,25 @@ func pair(name, bench, a, b, peer string, checks ...Check) Row {
 // overhead is a row of BenchmarkTelemetryOverhead's table for transport
 // (read from its log, so that a missed target still shows its figures).
 func overhead(name, transport string) Row {
+	row := overheadRow(name, transport, "telemetry")
+	row.Checks = []Check{{Of: OfRatio, Op: "≤", Limit: 1.05}}
+	return row
+}
+
+// overheadBound is the row of the least telemetry could add over
+// transport in the same run: the call with telemetry off plus the bound
+// (one span and one histogram point, timed alone), against off.
+func overheadBound(name, transport string) Row {
+	return overheadRow(name, transport, "off plus bound")
+}
+
+// overheadRow is a row of BenchmarkTelemetryOverhead's table for
+// transport: the figure of the table's row mine against its row off.
+func overheadRow(name, transport, mine string) Row {
 	const bench = "BenchmarkTelemetryOverhead/"
 	table := transport + " overhead"
-	return Row{Name: name, Kind: Time, Mine: logged(bench+transport, table, "telemetry", "ns/call", ns),
-		Peer: logged(bench+transport, table, "off", "ns/call", ns), PeerName: "telemetry off",
-		Checks: []Check{{Of: OfRatio, Op: "≤", Limit: 1.05}}}
+	return Row{Name: name, Kind: Time, Mine: logged(bench+transport, table, mine, "ns/call", ns),
+		Peer: logged(bench+transport, table, "off", "ns/call", ns), PeerName: "telemetry off"}
 }
 
 // subs is a row comparing the ns/op of two sub-benchmarks.
@@ -307,6 +321,8 @@ func Areas() []Area {
 			pair("host call path in memory", "BenchmarkToolCall", "host", "sdk", "SDK AddTool"),
 			overhead("stdio round trip, metrics and tracing on (sampled, OTLP)", "stdio"),
 			overhead("HTTP round trip, metrics and tracing on (sampled, OTLP, Prometheus)", "http"),
+			overheadBound("stdio round trip, telemetry off plus its bound (one span and one histogram point, timed alone)", "stdio"),
+			overheadBound("HTTP round trip, telemetry off plus its bound (one span and one histogram point, timed alone)", "http"),
 			pair("host call path in memory, metrics and tracing on", "BenchmarkObservedToolCall", "telemetry", "off", "telemetry off"),
 			subs("stdio transport, ping round trip", "mcpcore/stdio", "BenchmarkRoundTrip/ping/mcpkit", "BenchmarkRoundTrip/ping/sdk", "SDK IOTransport"),
 			subs("stdio transport, 64 KiB echo round trip", "mcpcore/stdio", "BenchmarkRoundTrip/echo-64KiB/mcpkit", "BenchmarkRoundTrip/echo-64KiB/sdk", "SDK IOTransport"),
